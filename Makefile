@@ -1,0 +1,34 @@
+# Kumo's two front doors: `make up` (local Kubernetes API + OpenStack + Kumo + the seed
+# examples) and `make test` (the whole suite, starting what it needs).
+SHELL := /bin/bash
+VENV := .venv
+
+.PHONY: up down test unit lint crds venv bench clean
+
+up: venv
+	bash dev/up.sh
+
+down:
+	bash dev/down.sh
+
+test: venv
+	bash dev/test.sh
+
+unit: venv
+	$(VENV)/bin/pytest tests/unit -q
+
+lint: venv
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+crds: venv
+	$(VENV)/bin/kumo crds > deploy/crds/kumo.dev.yaml
+
+venv:
+	bash dev/venv.sh
+
+bench: venv
+	$(VENV)/bin/python -m bench
+
+clean: down
+	rm -rf .kumo-dev $(VENV)

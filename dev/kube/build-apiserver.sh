@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Build a real kube-apiserver (v1.20.2) from Debian's own source package, and
+# fetch Debian's kubectl 1.20 to go with it.
+#
+# Why: no Docker and no downloads besides Debian/PyPI here, so kind/envtest are
+# impossible; Debian ships the sources but no kube-apiserver binary. It must be
+# built with Go 1.15 (bullseye): Go >= 1.18 builds a binary that segfaults on
+# the first custom-resource create (vendored reflect2 predates Go 1.18).
+# The binary is cached in $KUMO_CACHE, keyed by source version, Go version and
+# a hash of this script, so it is built once per machine (~5 min on 2 cores).
+#
+# Usage: dev/kube/build-apiserver.sh   (prints the kube-apiserver path on stdout)
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=dev/lib.sh
+source "$HERE/../lib.sh"
+# shellcheck source=dev/kube/env.sh
+source "$HERE/env.sh"
+
+GO=/usr/lib/go-1.15/bin/go
+
+# --- apt sources: bookworm deb-src, bullseye only for golang-1.15* ----------
+ensure_apt_sources() {
+  local src=/etc/apt/sources.list.d/kumo-dev.sources pref=/etc/apt/preferences.d/kumo-dev-bullseye
+  local want_src want_pref
+  want_src='# Added by Kumo dev/kube/build-apiserver.sh
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bullseye
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg'
+  # Nothing but golang-1.15* may come from bullseye (negative priority = never).
+  want_pref='# Added by Kumo dev/kube/build-apiserver.sh: bullseye is only for Go 1.15.
+Package: golang-1.15*
+Pin: release n=bullseye
+Pin-Priority: 500
+
+Package: *
+Pin: release n=bullseye
+Pin-Priority: -10'
+  if [ "$(cat "$src" 2>/dev/null)" != "$want_src" ] || [ "$(cat "$pref" 2>/dev/null)" != "$want_pref" ]; then
+    log "apt: adding bookworm deb-src and pinned bullseye (golang-1.15 only)"
+    printf '%s\n' "$want_src" >"$src"
+    printf '%s\n' "$want_pref" >"$pref"
+    KUMO_APT_FORCE_UPDATE=1 apt_update_once
+  fi
+}
+
+# --- kubectl 1.20: unpacked from Debian's kubernetes-client into the cache ---
+# Not dpkg-installed: on machines with Google's `kubectl` package both packages
+# own /usr/bin/kubectl and dpkg refuses. Unpacking avoids touching the system.
+ensure_kubectl() {
+  local ver dir
+  ver="$(apt-cache policy kubernetes-client | awk '/Candidate:/ {print $2}')"
+  [ -n "$ver" ] && [ "$ver" != "(none)" ] || die "kubernetes-client not found in apt"
+  dir="$(dirname "$KUBECTL")"
+  if [ "$(cat "$dir/.version" 2>/dev/null)" = "$ver" ] && "$KUBECTL" version --client >/dev/null 2>&1; then
+    return 0
+  fi
+  log "unpacking kubectl from kubernetes-client $ver"
+  local tmp; tmp="$(mktemp -d "$KUMO_CACHE/kubectl-dl.XXXXXX")"
+  (cd "$tmp" && apt-get download -q "kubernetes-client=$ver" >/dev/null && dpkg-deb -x ./*.deb root)
+  mkdir -p "$dir"
+  install -m 0755 "$tmp/root/usr/bin/kubectl" "$KUBECTL"
+  echo "$ver" >"$dir/.version"
+  rm -rf "$tmp"
+}
+
+ensure_apt_sources
+apt_install etcd-server golang-1.15-go rsync openssl dpkg-dev ca-certificates
+ensure_kubectl
+
+SRC_VER="$(apt-cache showsrc kubernetes | awk '/^Version:/ {print $2}' | sort -V | tail -n1)"
+[ -n "$SRC_VER" ] || die "no source package for kubernetes (deb-src missing?)"
+GO_VER="$("$GO" env GOVERSION 2>/dev/null || "$GO" version | awk '{print $3}')"
+SCRIPT_HASH="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
+OUT_DIR="$KUMO_CACHE/kube-apiserver/${SRC_VER}_${GO_VER}_${SCRIPT_HASH}"
+BIN="$OUT_DIR/kube-apiserver"
+
+if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1; then
+  echo "$BIN"
+  exit 0
+fi
+
+log "building kube-apiserver from src:kubernetes $SRC_VER with $GO_VER (takes ~5 min)"
+start=$SECONDS
+WORK="$(mktemp -d "$KUMO_CACHE/kube-build.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+apt-get source -q --download-only "kubernetes=$SRC_VER" >>"$WORK/build.log" 2>&1 \
+  || { tail -n 20 "$WORK/build.log" >&2; die "apt-get source failed"; }
+dpkg-source -q -x ./kubernetes_*.dsc tree >>"$WORK/build.log" 2>&1
+
+# As debian/rules does: GOPATH/src/k8s.io/kubernetes -> the unpacked tree.
+export GOPATH="$WORK/.go" GOCACHE="$WORK/.cache" GO111MODULE=off GOFLAGS=-mod=vendor
+export CGO_ENABLED=0 PATH="/usr/lib/go-1.15/bin:$PATH"
+KUBE_GIT_VERSION="v${SRC_VER##*really}"            # 1.20.5+really1.20.2-1.1 -> v1.20.2
+export KUBE_GIT_VERSION="${KUBE_GIT_VERSION%%-*}" KUBE_GIT_TREE_STATE=clean
+mkdir -p "$GOPATH/src/k8s.io"
+ln -s "$WORK/tree" "$GOPATH/src/k8s.io/kubernetes"
+if ! (cd "$GOPATH/src/k8s.io/kubernetes" && make WHAT=cmd/kube-apiserver) >>"$WORK/build.log" 2>&1; then
+  cp "$WORK/build.log" "$KUMO_STATE/logs/kube-apiserver-build.log"
+  tail -n 30 "$WORK/build.log" >&2
+  die "build failed, log: $KUMO_STATE/logs/kube-apiserver-build.log"
+fi
+mkdir -p "$OUT_DIR"
+install -m 0755 "$WORK/tree/_output/local/go/bin/kube-apiserver" "$BIN.tmp"
+mv "$BIN.tmp" "$BIN"
+"$BIN" --version >/dev/null || die "built kube-apiserver does not run"
+log "built $("$BIN" --version) in $((SECONDS - start))s -> $BIN"
+echo "$BIN"

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Start a real Kubernetes API server (etcd + kube-apiserver v1.20) on loopback
+# for development and integration tests. Kumo runs beside it as a process, so
+# no kubelet, scheduler or controller-manager is started.
+#
+# Idempotent: a second run reuses what is running. State: $KUMO_STATE/{etcd,kube},
+# kubeconfig in $KUMO_STATE/kubeconfig (context kumo-dev). Stop: dev/kube/down.sh
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=dev/lib.sh
+source "$HERE/../lib.sh"
+# shellcheck source=dev/kube/env.sh
+source "$HERE/env.sh"
+
+ETCD_CLIENT=127.0.0.1:23790 ETCD_PEER=127.0.0.1:23800 API_PORT=6443
+PKI="$KUMO_STATE/kube/pki"
+API_URL="https://127.0.0.1:$API_PORT"
+
+port_open() { (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; }
+
+APISERVER="$("$HERE/build-apiserver.sh")"
+
+# --- certificates, service-account key and admin token (made once) ---------
+if [ ! -s "$PKI/token.csv" ]; then
+  log "generating certificates in $PKI"
+  rm -rf "$PKI" && mkdir -p "$PKI" && chmod 700 "$PKI"
+  (
+    cd "$PKI"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=kumo-dev-ca" \
+      -keyout ca.key -out ca.crt 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
+      -keyout apiserver.key -out apiserver.csr 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' >apiserver.ext
+    openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+      -extfile apiserver.ext -out apiserver.crt 2>/dev/null
+    openssl genrsa -out sa.key 2048 2>/dev/null
+    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    # token,user,uid,"groups": system:masters is bound to cluster-admin by RBAC.
+    echo "$(openssl rand -hex 24),kumo-admin,kumo-admin,\"system:masters\"" >token.csv.tmp
+    mv token.csv.tmp token.csv
+  )
+fi
+TOKEN="$(cut -d, -f1 "$PKI/token.csv")"
+
+# --- kubeconfig (CA embedded, token auth) -----------------------------------
+cat >"$KUBECONFIG.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kumo-dev
+  cluster:
+    server: $API_URL
+    certificate-authority-data: $(base64 -w0 <"$PKI/ca.crt")
+users:
+- name: kumo-admin
+  user:
+    token: $TOKEN
+contexts:
+- name: kumo-dev
+  context: {cluster: kumo-dev, user: kumo-admin}
+current-context: kumo-dev
+EOF
+chmod 600 "$KUBECONFIG.tmp" && mv "$KUBECONFIG.tmp" "$KUBECONFIG"
+
+# --- etcd ----------------------------------------------------------------------
+if ! is_running etcd && port_open "$ETCD_CLIENT"; then
+  die "$ETCD_CLIENT is in use by a process up.sh did not start"
+fi
+mkdir -p "$KUMO_STATE/etcd" && chmod 700 "$KUMO_STATE/etcd"
+start_daemon etcd /usr/bin/etcd --name kumo-dev --data-dir "$KUMO_STATE/etcd" \
+  --listen-client-urls "http://$ETCD_CLIENT" --advertise-client-urls "http://$ETCD_CLIENT" \
+  --listen-peer-urls "http://$ETCD_PEER" --initial-advertise-peer-urls "http://$ETCD_PEER" \
+  --initial-cluster "kumo-dev=http://$ETCD_PEER" --initial-cluster-state new
+wait_for "etcd on $ETCD_CLIENT" 30 curl -sf "http://$ETCD_CLIENT/health"
+
+# --- kube-apiserver ---------------------------------------------------------
+if ! is_running kube-apiserver && port_open "127.0.0.1:$API_PORT"; then
+  die "127.0.0.1:$API_PORT is in use by a process up.sh did not start"
+fi
+# --endpoint-reconciler-type=none: the `kubernetes` Service may not point at a
+#   loopback address. ServiceAccount admission needs the token controller.
+start_daemon kube-apiserver "$APISERVER" \
+  --etcd-servers="http://$ETCD_CLIENT" \
+  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" --insecure-port=0 \
+  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+  --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/token.csv" \
+  --authorization-mode=RBAC \
+  --service-account-issuer=https://kubernetes.default.svc \
+  --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+  --service-cluster-ip-range=10.96.0.0/24 \
+  --endpoint-reconciler-type=none \
+  --disable-admission-plugins=ServiceAccount
+api_ready() { curl -sf --cacert "$PKI/ca.crt" -H "Authorization: Bearer $TOKEN" "$API_URL/readyz"; }
+wait_for "kube-apiserver /readyz (log: $KUMO_STATE/logs/kube-apiserver.log)" 90 api_ready
+
+# The apiserver's bootstrap controller creates `default` within seconds; if it
+# has not after 20 s, create it ourselves.
+for ((i = 0; i < 40; i++)); do "$KUBECTL" get namespace default >/dev/null 2>&1 && break; sleep 0.5; done
+"$KUBECTL" get namespace default >/dev/null 2>&1 || "$KUBECTL" create namespace default >/dev/null
+
+log "Kubernetes API ready at $API_URL ($("$APISERVER" --version))"
+cat >&2 <<EOF
+  Point kubectl (Debian's 1.20, matching the server) at it:
+    source dev/kube/env.sh && "\$KUBECTL" get ns
+  or: KUBECONFIG=$KUBECONFIG $KUBECTL get ns
+  Stop: dev/kube/down.sh   (--wipe also deletes etcd data and certificates)
+EOF

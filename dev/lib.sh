@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Shared helpers for Kumo's local environment scripts (sourced, never run).
+# Everything a script starts is recorded under $KUMO_STATE (pids/, logs/) so
+# `make down` stops exactly what `make up` started. Expensive builds are cached
+# under $KUMO_CACHE, outside the checkout.
+set -euo pipefail
+
+KUMO_ROOT="${KUMO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+KUMO_STATE="${KUMO_STATE:-$KUMO_ROOT/.kumo-dev}"
+KUMO_CACHE="${KUMO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kumo}"
+export KUMO_ROOT KUMO_STATE KUMO_CACHE
+mkdir -p "$KUMO_STATE/pids" "$KUMO_STATE/logs" "$KUMO_CACHE"
+
+log() { printf '[kumo-dev %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# apt_install PKG... — install Debian packages non-interactively, waiting for
+# the dpkg lock (several scripts may install at once). No-op when all present.
+apt_install() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  log "apt: installing ${missing[*]}"
+  apt_update_once
+  DEBIAN_FRONTEND=noninteractive apt-get -y -q -o DPkg::Lock::Timeout=1200 \
+    install --no-install-recommends "${missing[@]}" >>"$KUMO_STATE/logs/apt.log" 2>&1 \
+    || { tail -n 30 "$KUMO_STATE/logs/apt.log" >&2; die "apt-get install failed"; }
+}
+
+# apt_update_once — `apt-get update` at most once per hour (sources may change).
+apt_update_once() {
+  local stamp="$KUMO_CACHE/apt-updated"
+  if [ -z "$(find "$stamp" -mmin -60 2>/dev/null)" ] || [ "${KUMO_APT_FORCE_UPDATE:-0}" = 1 ]; then
+    log "apt: update"
+    apt-get -q -o DPkg::Lock::Timeout=1200 update >>"$KUMO_STATE/logs/apt.log" 2>&1 || die "apt-get update failed"
+    touch "$stamp"
+  fi
+}
+
+# is_running NAME — true when the recorded PID of NAME is alive.
+is_running() {
+  local pidfile="$KUMO_STATE/pids/$1.pid"
+  [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null
+}
+
+# start_daemon NAME CMD... — start CMD detached (own session), log to
+# logs/NAME.log, record its PID. Does nothing if NAME is already running.
+start_daemon() {
+  local name="$1"; shift
+  if is_running "$name"; then log "$name already running (pid $(cat "$KUMO_STATE/pids/$name.pid"))"; return 0; fi
+  log "starting $name"
+  setsid nohup "$@" >>"$KUMO_STATE/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$KUMO_STATE/pids/$name.pid"
+}
+
+# stop_daemon NAME [TIMEOUT] — TERM the process group of NAME, KILL after TIMEOUT s.
+stop_daemon() {
+  local name="$1" timeout="${2:-20}" pidfile="$KUMO_STATE/pids/$1.pid" pid i
+  [ -f "$pidfile" ] || return 0
+  pid="$(cat "$pidfile")"
+  if kill -0 "$pid" 2>/dev/null; then
+    log "stopping $name (pid $pid)"
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < timeout * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+}
+
+# wait_for DESCRIPTION TIMEOUT_S CMD... — poll CMD until it succeeds.
+wait_for() {
+  local desc="$1" timeout="$2"; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || die "timed out after ${timeout}s waiting for $desc"
+    sleep 0.5
+  done
+}

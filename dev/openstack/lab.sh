@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# lab.sh up|down|status|wipe — a real OpenStack Zed (Debian bookworm packages) on
+# 127.0.0.1 with fake hypervisors, for Kumo's integration tests and benchmarks.
+#
+# Why this shape: every service lives in services/<svc>.sh with the same six functions
+# (<svc>_packages/_configure/_bootstrap/_start/_stop/_ready); this script only knows the
+# order. Optional: <svc>_cloud, run after the demo cloud exists (e.g. per-project quotas).
+# The demo projects and users exist as soon as Keystone is up (cloud.py --identity), so a
+# <svc>_bootstrap may already refer to kumo-demo/kumo-other/kumo-bench. Bootstraps are guarded by stamps in $LAB_DATA and daemons by pid files, so a
+# second `up` only starts what is not running. See docs/lab.md and shared/LAB.md.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=common.sh
+source "$HERE/common.sh"
+
+# Dependency order; a service whose file does not exist (yet) is skipped.
+LAB_ORDER=(mariadb rabbitmq keystone placement glance neutron nova octavia designate)
+# Services every later bootstrap needs running before it starts.
+LAB_CORE=(mariadb rabbitmq keystone)
+LAB_SERVICES=()
+for _svc in "${LAB_ORDER[@]}"; do
+  if [ -f "$HERE/services/$_svc.sh" ]; then
+    # shellcheck disable=SC1090
+    source "$HERE/services/$_svc.sh"
+    LAB_SERVICES+=("$_svc")
+  fi
+done
+unset _svc
+
+in_list() { local x="$1"; shift; local y; for y in "$@"; do [ "$x" = "$y" ] && return 0; done; return 1; }
+
+# lab_preseed — keep postinst scripts from configuring databases, RabbitMQ or Keystone.
+lab_preseed() {
+  local p q sel=""
+  for p in keystone glance-common glance-api nova-common nova-api nova-conductor nova-scheduler \
+    neutron-common neutron-server placement-common placement-api octavia-common octavia-api \
+    octavia-worker octavia-health-manager octavia-housekeeping designate-common designate \
+    designate-api designate-central; do
+    for q in configure_db dbconfig-install register-endpoint configure_rabbit configure_ksat; do
+      sel+="$p $p/$q boolean false"$'\n'
+    done
+  done
+  sel+="keystone keystone/create-admin-tenant boolean false"$'\n'
+  printf '%s' "$sel" | debconf-set-selections
+}
+
+lab_install() {
+  local pkgs=(python3-openstackclient python3-openstacksdk crudini curl mariadb-client) svc
+  for svc in "${LAB_SERVICES[@]}"; do
+    # shellcheck disable=SC2207
+    pkgs+=($("${svc}_packages"))
+  done
+  local missing=() p
+  for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  lab_preseed
+  # policy-rc.d on these machines keeps packages from starting services; we start our own.
+  DEBIAN_FRONTEND=noninteractive apt_install "${pkgs[@]}"
+}
+
+lab_up() {
+  local t0=$SECONDS t1 t2 svc
+  lab_install
+  t1=$SECONDS
+  lab_write_clouds_yaml
+  for svc in "${LAB_SERVICES[@]}"; do
+    "${svc}_configure"
+    if in_list "$svc" "${LAB_CORE[@]}"; then
+      # Core services: bootstrap needs them running (mariadb before its users exist, etc.).
+      "${svc}_bootstrap"
+      "${svc}_start"
+      wait_for "$svc" 180 "${svc}_ready"
+      [ "$svc" = keystone ] && lab_cloud --identity
+    else
+      "${svc}_bootstrap"
+      "${svc}_start"
+    fi
+  done
+  t2=$SECONDS
+  for svc in "${LAB_SERVICES[@]}"; do
+    log "waiting for $svc"
+    wait_for "$svc" 300 "${svc}_ready"
+  done
+  log "all services ready; creating the demo cloud"
+  lab_cloud
+  for svc in "${LAB_SERVICES[@]}"; do
+    if declare -F "${svc}_cloud" >/dev/null; then "${svc}_cloud"; fi
+  done
+  lab_write_clouds_yaml
+  log "lab up: install $((t1 - t0))s, configure+bootstrap+start $((t2 - t1))s, ready $((SECONDS - t2))s (total $((SECONDS - t0))s)"
+  log "clouds.yaml: $OS_CLIENT_CONFIG_FILE (entries kumo-admin kumo-demo kumo-other kumo-bench)"
+}
+
+# lab_cloud [--identity] — the demo cloud (dev/openstack/cloud.py, idempotent).
+lab_cloud() {
+  "$PY3" "$HERE/cloud.py" --password "$LAB_PASSWORD" --region "$LAB_REGION" "$@" \
+    >>"$KUMO_STATE/logs/cloud.log" 2>&1 \
+    || { tail -n 30 "$KUMO_STATE/logs/cloud.log" >&2; die "demo cloud setup failed (logs/cloud.log)"; }
+}
+
+lab_down() {
+  local i svc
+  for ((i = ${#LAB_SERVICES[@]} - 1; i >= 0; i--)); do
+    svc="${LAB_SERVICES[$i]}"
+    "${svc}_stop" || log "WARNING: stopping $svc failed"
+  done
+}
+
+lab_status() {
+  local svc state rc=0
+  for svc in "${LAB_SERVICES[@]}"; do
+    if "${svc}_ready" >/dev/null 2>&1; then state=ready; else state="not ready"; rc=1; fi
+    printf '%-10s %s\n' "$svc" "$state"
+  done
+  lab_rss
+  return "$rc"
+}
+
+# lab_rss — total resident memory of every process the lab recorded (with children).
+lab_rss() {
+  local f pids=()
+  for f in "$KUMO_STATE"/pids/*.pid; do
+    [ -f "$f" ] || continue
+    case "$(basename "$f" .pid)" in kube*|etcd*|kumo*) continue ;; esac
+    pids+=("$(cat "$f")")
+  done
+  [ "${#pids[@]}" -gt 0 ] || { echo "no lab processes"; return 0; }
+  "$PY3" - "${pids[@]}" <<'PY'
+import os, sys
+roots = {int(p) for p in sys.argv[1:]}
+procs = {}
+for d in os.listdir("/proc"):
+    if d.isdigit():
+        try:
+            st = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+            rss = int(open(f"/proc/{d}/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            procs[int(d)] = (int(st[1]), int(st[3]), rss)  # ppid, session, rss
+        except OSError:
+            pass
+# start_daemon uses setsid: a daemon's session id is its recorded pid.
+mine = [p for p, (pp, sid, _) in procs.items() if sid in roots or p in roots]
+total = sum(procs[p][2] for p in mine)
+print(f"lab processes: {len(mine)}, total RSS {total / 2**30:.2f} GiB")
+PY
+}
+
+case "${1:-}" in
+  up) lab_up ;;
+  down) lab_down ;;
+  status) lab_status ;;
+  rss) lab_rss ;;
+  wipe) lab_down; rm -rf "$LAB_ROOT" "$OS_CLIENT_CONFIG_FILE"; log "lab wiped" ;;
+  *) echo "usage: $0 up|down|status|wipe" >&2; exit 2 ;;
+esac

@@ -1,0 +1,3 @@
+"""Kumo: OpenStack infrastructure as Kubernetes custom resources, kept true continuously."""
+
+__version__ = "0.1.0"

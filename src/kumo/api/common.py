@@ -1,0 +1,88 @@
+"""Pieces every Kumo kind shares: the base model, references, conditions, status.
+
+These models are the API contract. The CRD schemas in ``deploy/crds`` are
+generated from them (see :mod:`kumo.api.crd`), and the controllers parse
+objects with them, so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+GROUP = "kumo.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+#: Finalizer names of the operator Kumo replaces; treated as aliases of Kumo's own
+#: so objects created from Verda manifests are never stuck in deletion.
+LEGACY_FINALIZER_GROUP = "verda.linecorp.com"
+
+
+class KumoModel(BaseModel):
+    """Base of every API model: camelCase on the wire, docstrings become descriptions."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+        extra="ignore",
+        frozen=True,
+    )
+
+
+def exactly_one_of(*fields: str) -> dict[str, object]:
+    """Schema fragment requiring exactly one of ``fields`` (enforced at admission)."""
+    return {"oneOf": [{"required": [f]} for f in fields]}
+
+
+DeletionPolicy = Literal["Delete", "Orphan"]
+
+
+class ManagedSpec(KumoModel):
+    """Fields every kind's spec has."""
+
+    deletion_policy: DeletionPolicy = "Delete"
+    """What happens to the cloud resources when this object is deleted: `Delete` removes
+    them, `Orphan` leaves them in the cloud (Kumo's ownership marker stays on them)."""
+
+
+class ConfigMapKeyRef(KumoModel):
+    """A key of a ConfigMap in the object's own namespace."""
+
+    name: str = Field(min_length=1)
+    """Name of the ConfigMap (same namespace)."""
+    key: str = Field(min_length=1)
+    """Key inside the ConfigMap's data."""
+
+
+class Condition(KumoModel):
+    """A Kubernetes-style condition."""
+
+    type: str
+    """Condition type, e.g. `Ready`."""
+    status: Literal["True", "False", "Unknown"]
+    """`True`, `False` or `Unknown`."""
+    reason: str = ""
+    """One CamelCase word saying why, e.g. `ImageNotFound`."""
+    message: str = ""
+    """What happened, naming the spec field at fault when there is one."""
+    last_transition_time: str | None = None
+    """When `status` last changed."""
+    observed_generation: int | None = None
+    """The metadata.generation this condition was computed for."""
+
+
+class ManagedStatus(KumoModel):
+    """Status fields every kind has."""
+
+    id: str | None = None
+    """ID of the main cloud resource, recorded as soon as it exists."""
+    phase: str | None = None
+    """Short summary of the state, for `kubectl get`."""
+    observed_generation: int | None = None
+    """The metadata.generation the controller last acted on."""
+    conditions: list[Condition] = Field(default_factory=list)
+    """Current conditions; `Ready` summarises the object."""

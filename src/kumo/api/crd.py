@@ -1,0 +1,169 @@
+"""Generate CustomResourceDefinitions from the pydantic API models.
+
+Pure functions, no I/O: ``kumo crds`` prints what :func:`crd_documents` returns, and
+a unit test keeps ``deploy/crds/`` in step with it. The conversion turns pydantic's
+JSON Schema into a *structural* OpenAPI v3 schema as apiextensions/v1 requires:
+references inlined, ``Optional`` unwrapped, titles dropped, descriptions kept for
+``kubectl explain``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel
+
+from kumo.api.common import GROUP, VERSION
+from kumo.api.kinds import KINDS, KindInfo
+
+Schema = dict[str, Any]
+
+# Keywords a structural schema may carry through unchanged.
+_KEPT = {
+    "type",
+    "format",
+    "enum",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "pattern",
+    "uniqueItems",
+}
+
+
+def structural_schema(model: type[BaseModel]) -> Schema:
+    """Return the structural OpenAPI v3 schema of ``model`` (by alias, camelCase)."""
+    raw = model.model_json_schema(by_alias=True, mode="validation")
+    defs = raw.pop("$defs", {})
+    return _convert(raw, defs)
+
+
+def _convert(node: Schema, defs: dict[str, Schema]) -> Schema:
+    node = _unwrap(node, defs)
+    out: Schema = {k: copy.deepcopy(v) for k, v in node.items() if k in _KEPT}
+    if "description" in node:
+        out["description"] = " ".join(str(node["description"]).split())
+    if "const" in node:
+        out["enum"] = [node["const"]]
+    if "exclusiveMinimum" in node:
+        out["minimum"], out["exclusiveMinimum"] = node["exclusiveMinimum"], True
+    if "exclusiveMaximum" in node:
+        out["maximum"], out["exclusiveMaximum"] = node["exclusiveMaximum"], True
+    if node.get("default") is not None:
+        out["default"] = copy.deepcopy(node["default"])
+    if "enum" in out and "type" not in out:
+        out["type"] = _json_type(out["enum"][0])
+    if "properties" in node:
+        out["type"] = "object"
+        out["properties"] = {k: _convert(v, defs) for k, v in node["properties"].items()}
+        if node.get("required"):
+            out["required"] = list(node["required"])
+    if "items" in node:
+        out["items"] = _convert(node["items"], defs)
+    if isinstance(node.get("additionalProperties"), dict):
+        out["additionalProperties"] = _convert(node["additionalProperties"], defs)
+    if "oneOf" in node:
+        # Only value validations (required lists) are allowed inside oneOf.
+        out["oneOf"] = [{"required": list(branch["required"])} for branch in node["oneOf"]]
+    if "type" not in out:
+        raise ValueError(f"cannot derive a structural type for schema {node!r}")
+    return out
+
+
+def _unwrap(node: Schema, defs: dict[str, Schema]) -> Schema:
+    """Inline ``$ref``/``allOf`` and drop the ``null`` branch of ``Optional``."""
+    site_description = node.get("description")
+    site_default = node.get("default")
+    if "anyOf" in node:
+        branches = [b for b in node["anyOf"] if b.get("type") != "null"]
+        if len(branches) != 1:
+            raise ValueError(f"unions are not structural: {node!r}")
+        node = {**{k: v for k, v in node.items() if k != "anyOf"}, **branches[0]}
+    if "allOf" in node and len(node["allOf"]) == 1:
+        node = {**{k: v for k, v in node.items() if k != "allOf"}, **node["allOf"][0]}
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        node = _unwrap(node, defs)
+    if site_description is not None:
+        node["description"] = site_description
+    if site_default is not None:
+        node["default"] = site_default
+    return node
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string"
+
+
+def crd_document(kind: KindInfo) -> Schema:
+    """Return the CustomResourceDefinition of one kind."""
+    version: Schema = {
+        "name": VERSION,
+        "served": True,
+        "storage": True,
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": [
+            {
+                "name": c.name,
+                "type": c.type,
+                "jsonPath": c.json_path,
+                **({"description": c.description} if c.description else {}),
+                **({"priority": c.priority} if c.priority else {}),
+            }
+            for c in kind.printer_columns
+        ],
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "description": kind.description,
+                "required": ["spec"],
+                "properties": {
+                    "apiVersion": {"type": "string", "description": "kumo.dev/v1alpha1"},
+                    "kind": {"type": "string", "description": kind.kind},
+                    "metadata": {"type": "object"},
+                    "spec": structural_schema(kind.spec_model),
+                    "status": structural_schema(kind.status_model),
+                },
+            }
+        },
+    }
+    if kind.scalable:
+        version["subresources"]["scale"] = {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{kind.plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": kind.kind,
+                "listKind": f"{kind.kind}List",
+                "plural": kind.plural,
+                "singular": kind.singular,
+                "shortNames": list(kind.short_names),
+                "categories": ["kumo"],
+            },
+            "versions": [version],
+        },
+    }
+
+
+def crd_documents() -> list[Schema]:
+    """Return the CRDs of every kind, in a stable order."""
+    return [crd_document(kind) for kind in KINDS]

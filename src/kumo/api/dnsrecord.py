@@ -1,0 +1,51 @@
+"""DNSRecord (short name `dns`): one Designate recordset that follows its target."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from kumo.api.common import ManagedSpec, ManagedStatus, exactly_one_of
+
+RecordType = Literal["A", "AAAA", "CNAME", "TXT"]
+
+
+class DNSRecordSpec(ManagedSpec):
+    """Desired state of a DNSRecord. Give exactly one target."""
+
+    model_config = ConfigDict(
+        json_schema_extra=exactly_one_of(
+            "loadBalancerRef", "virtualMachineRef", "virtualMachineGroupRef", "values"
+        )
+    )
+
+    zone: str = Field(min_length=1)
+    """Designate zone name (e.g. `example.test.`) or ID."""
+    name: str = Field(min_length=1)
+    """Record name, relative to the zone (`api`) or fully qualified (`api.example.test.`)."""
+    type: RecordType = "A"
+    """Record type."""
+    ttl: int = Field(default=300, ge=1)
+    """Time to live in seconds."""
+    description: str | None = None
+    """Recordset description (Kumo appends its ownership marker)."""
+    load_balancer_ref: str | None = None
+    """Target: the VIP of this LoadBalancer (same namespace)."""
+    virtual_machine_ref: str | None = None
+    """Target: the address of this VirtualMachine (same namespace)."""
+    virtual_machine_group_ref: str | None = None
+    """Target: the addresses of all members of this VirtualMachineGroup (same namespace)."""
+    values: list[str] = Field(default_factory=list)
+    """Target: literal record values."""
+
+
+class DNSRecordStatus(ManagedStatus):
+    """Observed state of a DNSRecord."""
+
+    zone_id: str | None = None
+    """Designate zone ID."""
+    fqdn: str | None = None
+    """Fully qualified record name."""
+    records: list[str] = Field(default_factory=list)
+    """Values currently published."""

@@ -1,0 +1,122 @@
+"""The registry of Kumo's kinds: names, models and how `kubectl get` shows them.
+
+Everything that needs to know "which kinds exist" — CRD generation, the runtime
+wiring, RBAC — reads this one table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from kumo.api import dnsrecord, loadbalancer, virtualmachine, virtualmachinegroup
+from kumo.api.common import GROUP
+
+READY = '.status.conditions[?(@.type=="Ready")].status'
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    name: str
+    json_path: str
+    type: str = "string"
+    description: str = ""
+    priority: int = 0
+
+
+AGE = PrinterColumn("Age", ".metadata.creationTimestamp", "date")
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    kind: str
+    plural: str
+    short_names: tuple[str, ...]
+    spec_model: type[BaseModel]
+    status_model: type[BaseModel]
+    description: str
+    printer_columns: tuple[PrinterColumn, ...]
+    scalable: bool = False
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def finalizer(self) -> str:
+        """Kumo's finalizer for this kind, e.g. ``virtualmachine.kumo.dev/finalizer``."""
+        return f"{self.singular}.{GROUP}/finalizer"
+
+
+VIRTUAL_MACHINE = KindInfo(
+    kind="VirtualMachine",
+    plural="virtualmachines",
+    short_names=("vm",),
+    spec_model=virtualmachine.VirtualMachineSpec,
+    status_model=virtualmachine.VirtualMachineStatus,
+    description="A Nova server kept true to its spec.",
+    printer_columns=(
+        PrinterColumn("Phase", ".status.phase"),
+        PrinterColumn("Ready", READY),
+        PrinterColumn("IP", ".status.ip"),
+        PrinterColumn("Flavor", ".spec.flavor", priority=1),
+        PrinterColumn("Image", ".spec.image", priority=1),
+        PrinterColumn("ID", ".status.id", priority=1),
+        AGE,
+    ),
+)
+
+VIRTUAL_MACHINE_GROUP = KindInfo(
+    kind="VirtualMachineGroup",
+    plural="virtualmachinegroups",
+    short_names=("vmg",),
+    spec_model=virtualmachinegroup.VirtualMachineGroupSpec,
+    status_model=virtualmachinegroup.VirtualMachineGroupStatus,
+    description="N VirtualMachines built from one template, spread by a Nova server group.",
+    printer_columns=(
+        PrinterColumn("Desired", ".spec.replicas", "integer"),
+        PrinterColumn("Current", ".status.replicas", "integer"),
+        PrinterColumn("Ready", ".status.readyReplicas", "integer"),
+        PrinterColumn("Up-to-date", ".status.updatedReplicas", "integer"),
+        PrinterColumn("HA", ".spec.haPolicy"),
+        PrinterColumn("Status", READY, priority=1),
+        AGE,
+    ),
+    scalable=True,
+)
+
+LOAD_BALANCER = KindInfo(
+    kind="LoadBalancer",
+    plural="loadbalancers",
+    short_names=("lb",),
+    spec_model=loadbalancer.LoadBalancerSpec,
+    status_model=loadbalancer.LoadBalancerStatus,
+    description="An Octavia load balancer whose pools follow VirtualMachineGroups.",
+    printer_columns=(
+        PrinterColumn("VIP", ".status.vip"),
+        PrinterColumn("Phase", ".status.phase"),
+        PrinterColumn("Ready", READY),
+        PrinterColumn("Type", ".spec.vipType", priority=1),
+        PrinterColumn("ID", ".status.id", priority=1),
+        AGE,
+    ),
+)
+
+DNS_RECORD = KindInfo(
+    kind="DNSRecord",
+    plural="dnsrecords",
+    short_names=("dns",),
+    spec_model=dnsrecord.DNSRecordSpec,
+    status_model=dnsrecord.DNSRecordStatus,
+    description="A Designate recordset that follows a LoadBalancer, VM, group or literal values.",
+    printer_columns=(
+        PrinterColumn("FQDN", ".status.fqdn"),
+        PrinterColumn("Type", ".spec.type"),
+        PrinterColumn("Records", ".status.records"),
+        PrinterColumn("Ready", READY),
+        AGE,
+    ),
+)
+
+KINDS: tuple[KindInfo, ...] = (VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP, LOAD_BALANCER, DNS_RECORD)

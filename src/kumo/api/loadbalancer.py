@@ -1,0 +1,110 @@
+"""LoadBalancer (short name `lb`): an Octavia load balancer with its listeners, pools,
+members and health monitors."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from kumo.api.common import KumoModel, ManagedSpec, ManagedStatus
+
+Protocol = Literal["http", "https", "tcp", "udp"]
+MonitorProtocol = Literal["http", "https", "tcp", "ping", "udp-connect", "tls-hello"]
+VipType = Literal["private", "public"]
+
+
+class RealServers(KumoModel):
+    """The backends of a port: the members of a VirtualMachineGroup, followed as it scales."""
+
+    protocol: Protocol
+    """Protocol spoken to the backends."""
+    port: int = Field(ge=1, le=65535)
+    """Port the backends listen on."""
+    virtual_machine_group_ref: str = Field(min_length=1)
+    """Name of a VirtualMachineGroup in the same namespace."""
+
+
+class Monitor(KumoModel):
+    """A health check. Octavia runs one per pool: the first monitor of a port is applied,
+    later ones are reported in status.ports[].unappliedMonitors and a warning event."""
+
+    protocol: MonitorProtocol
+    """Check type."""
+    port: int = Field(ge=1, le=65535)
+    """Port probed on each backend."""
+    endpoint: str | None = None
+    """URL path for http/https checks, e.g. `/health/alive`."""
+
+
+class Port(KumoModel):
+    """One frontend port: an Octavia listener and its pool."""
+
+    port: int = Field(ge=1, le=65535)
+    """Port the load balancer listens on."""
+    protocol: Protocol
+    """Listener protocol."""
+    real_servers: RealServers
+    """Where traffic goes."""
+    monitors: list[Monitor] = Field(default_factory=list)
+    """Health checks; the first is applied (see Monitor)."""
+
+
+class LoadBalancerSpec(ManagedSpec):
+    """Desired state of a LoadBalancer."""
+
+    description: str | None = None
+    """Load balancer description."""
+    region: str | None = None
+    """Cloud region; must be the region of the namespace's cloud credentials."""
+    zone: str | None = None
+    """Octavia availability zone of the load balancer."""
+    vip_type: VipType = "private"
+    """`private`: VIP on the project's network; `public`: on the external network."""
+    vip_network: str | None = None
+    """Network name or ID for the VIP, overriding what vipType picks."""
+    service_type: str = "generic"
+    """Octavia flavor name; `generic` means the cloud's default."""
+    ports: list[Port] = Field(min_length=1)
+    """Frontend ports; each must be unique."""
+
+
+class Member(KumoModel):
+    """A backend registered in a pool."""
+
+    name: str
+    """VirtualMachine name."""
+    address: str
+    """Backend IP."""
+    port: int
+    """Backend port."""
+
+
+class PortStatus(KumoModel):
+    """Observed state of one port."""
+
+    port: int
+    """Frontend port."""
+    listener_id: str | None = None
+    """Octavia listener ID."""
+    pool_id: str | None = None
+    """Octavia pool ID."""
+    health_monitor_id: str | None = None
+    """Octavia health monitor ID."""
+    members: list[Member] = Field(default_factory=list)
+    """Members registered in the pool."""
+    unapplied_monitors: list[str] = Field(default_factory=list)
+    """Monitors from spec that Octavia cannot run (one monitor per pool)."""
+
+
+class LoadBalancerStatus(ManagedStatus):
+    """Observed state of a LoadBalancer."""
+
+    vip: str | None = None
+    """The VIP address."""
+    provisioning_status: str | None = None
+    """Octavia provisioning status."""
+    operating_status: str | None = None
+    """Octavia operating status."""
+    ports: list[PortStatus] = Field(default_factory=list)
+    """Per-port state."""

@@ -1,0 +1,71 @@
+"""VirtualMachine (short name `vm`): one Nova server."""
+
+from __future__ import annotations
+
+from pydantic import ConfigDict, Field
+
+from kumo.api.common import ConfigMapKeyRef, KumoModel, ManagedSpec, ManagedStatus, exactly_one_of
+
+
+class InitScript(KumoModel):
+    """The script cloud-init runs at first boot (Nova user_data). Give exactly one source."""
+
+    model_config = ConfigDict(json_schema_extra=exactly_one_of("value", "configMapRef"))
+
+    value: str | None = None
+    """The script itself, inline."""
+    config_map_ref: ConfigMapKeyRef | None = None
+    """Read the script from a ConfigMap key; a change of that key replaces the server."""
+
+
+class VirtualMachineTemplate(KumoModel):
+    """What a server looks like. Shared by VirtualMachine and VirtualMachineGroup.template."""
+
+    image: str = Field(min_length=1)
+    """Glance image name or ID. Changing it replaces the server."""
+    flavor: str = Field(min_length=1)
+    """Nova flavor name or ID. Changing it replaces the server."""
+    init_script: InitScript | None = None
+    """First-boot script (Nova user_data). Changing it replaces the server."""
+    description: str | None = None
+    """Server description; updated in place."""
+    networks: list[str] = Field(default_factory=list)
+    """Neutron network names or IDs to attach, in order. Empty: the project's network."""
+    availability_zone: str | None = None
+    """Nova availability zone. Changing it replaces the server."""
+    key_name: str | None = None
+    """Nova keypair name injected into the server. Changing it replaces the server."""
+    security_groups: list[str] = Field(default_factory=list)
+    """Security group names or IDs. Changing them replaces the server."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    """Server metadata (key/value); updated in place."""
+
+
+class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec):
+    """Desired state of a VirtualMachine."""
+
+
+class Address(KumoModel):
+    """One IP address of the server."""
+
+    network: str
+    """Network name the address is on."""
+    ip: str
+    """The address."""
+    version: int = 4
+    """IP version, 4 or 6."""
+
+
+class VirtualMachineStatus(ManagedStatus):
+    """Observed state of a VirtualMachine."""
+
+    ip: str | None = None
+    """First fixed IP address, for `kubectl get` and references."""
+    addresses: list[Address] = Field(default_factory=list)
+    """Every address of the server."""
+    host_id: str | None = None
+    """Nova's opaque host ID: two servers with the same value share a hypervisor."""
+    server_group_id: str | None = None
+    """Server group the server was scheduled in (set by a VirtualMachineGroup)."""
+    spec_hash: str | None = None
+    """Hash of the fields whose change replaces the server, as built."""

@@ -1,0 +1,86 @@
+"""The `kumo` command: print CRDs, print RBAC, run the operator.
+
+Only argument parsing lives here; each subcommand calls into the package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import yaml
+
+
+def _crds(_: argparse.Namespace) -> int:
+    from kumo.api.crd import crd_documents
+
+    sys.stdout.write(yaml.safe_dump_all(crd_documents(), sort_keys=False))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from kumo.runtime.operator import OperatorOptions, run_operator
+
+    options = OperatorOptions(
+        clouds_yaml=args.clouds_yaml,
+        cloud=args.cloud,
+        credentials_secret=args.credentials_secret,
+        namespace=args.namespace,
+        resync_seconds=args.resync_seconds,
+        drift_seconds=args.drift_seconds,
+        workers=args.workers,
+        cloud_concurrency=args.cloud_concurrency,
+        cloud_rate=args.cloud_rate,
+        metrics_port=args.metrics_port,
+        kubeconfig=args.kubeconfig,
+        verbose=args.verbose,
+    )
+    return run_operator(options)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kumo", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    crds = sub.add_parser("crds", help="print the CustomResourceDefinitions (YAML)")
+    crds.set_defaults(func=_crds)
+
+    run = sub.add_parser("run", help="run the operator")
+    run.add_argument("--clouds-yaml", help="clouds.yaml file with the default cloud credentials")
+    run.add_argument("--cloud", default="kumo", help="cloud name inside clouds.yaml")
+    run.add_argument(
+        "--credentials-secret",
+        help="NAMESPACE/NAME of a Secret holding clouds.yaml (key `clouds.yaml`), "
+        "used instead of --clouds-yaml inside a cluster",
+    )
+    run.add_argument("--namespace", help="watch only this namespace (default: all)")
+    run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster or $KUBECONFIG)")
+    run.add_argument(
+        "--resync-seconds", type=float, default=300.0, help="re-reconcile every object this often"
+    )
+    run.add_argument(
+        "--drift-seconds",
+        type=float,
+        default=10.0,
+        help="list the cloud this often to catch out-of-band changes",
+    )
+    run.add_argument("--workers", type=int, default=8, help="objects reconciled concurrently")
+    run.add_argument(
+        "--cloud-concurrency", type=int, default=8, help="concurrent API calls per cloud"
+    )
+    run.add_argument(
+        "--cloud-rate", type=float, default=20.0, help="API calls per second per cloud"
+    )
+    run.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (0: off)")
+    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    run.set_defaults(func=_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""The two ways a reconcile can fail, and the one way it can wait.
+
+* :class:`TransientError` — the cloud or the API hiccuped (5xx, 409 while busy,
+  timeouts, rate limits). Retried with backoff; the condition says "will retry".
+* :class:`TerminalError` — the spec cannot work as written (unknown image, quota,
+  dangling reference, no valid host). Reported with the field at fault; retried
+  slowly, and at once when the object changes.
+
+Waiting for the cloud (BUILD, PENDING_*) is not an error: a kind returns a
+:class:`kumo.engine.result.Result` with ``requeue_after`` instead.
+"""
+
+from __future__ import annotations
+
+
+class ReconcileError(Exception):
+    """Base: carries a CamelCase ``reason`` and a message naming the field at fault."""
+
+    def __init__(self, reason: str, message: str, *, field: str | None = None) -> None:
+        self.reason = reason
+        self.field = field
+        self.detail = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class TransientError(ReconcileError):
+    """Worth retrying soon; ``retry_after`` honours a server's Retry-After."""
+
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        *,
+        field: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(reason, message, field=field)
+        self.retry_after = retry_after
+
+
+class TerminalError(ReconcileError):
+    """The user must change something; retrying unchanged input will not help soon."""

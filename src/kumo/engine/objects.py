@@ -1,0 +1,151 @@
+"""A read-only view of a custom object's body, and the contract each kind implements.
+
+Kinds see objects through :class:`Obj` (never raw kopf bodies) and talk to the
+outside through :class:`Context`, whose collaborators are protocols: the runtime
+passes real clients, unit tests pass in-memory fakes.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from pydantic import BaseModel
+
+from kumo.api.common import LEGACY_FINALIZER_GROUP
+
+if TYPE_CHECKING:
+    from kumo.api.kinds import KindInfo
+    from kumo.engine.result import Result
+
+Body = dict[str, Any]
+
+
+class Key(NamedTuple):
+    """Identity of an object in the work queue."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+@dataclass
+class Obj:
+    """A custom object as the engine and kinds see it."""
+
+    info: KindInfo
+    body: Body
+
+    @property
+    def key(self) -> Key:
+        return Key(self.info.kind, self.namespace, self.name)
+
+    @property
+    def meta(self) -> Body:
+        return self.body.get("metadata", {})
+
+    @property
+    def name(self) -> str:
+        return str(self.meta["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.meta.get("namespace", "default"))
+
+    @property
+    def uid(self) -> str:
+        return str(self.meta.get("uid", ""))
+
+    @property
+    def generation(self) -> int | None:
+        return self.meta.get("generation")
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict(self.meta.get("labels") or {})
+
+    @property
+    def finalizers(self) -> list[str]:
+        return list(self.meta.get("finalizers") or [])
+
+    @property
+    def deleting(self) -> bool:
+        return bool(self.meta.get("deletionTimestamp"))
+
+    @property
+    def spec(self) -> Body:
+        return self.body.get("spec") or {}
+
+    @property
+    def status(self) -> Body:
+        return self.body.get("status") or {}
+
+    @property
+    def legacy_finalizer(self) -> str:
+        return f"{self.info.singular}.{LEGACY_FINALIZER_GROUP}/finalizer"
+
+    def owned_finalizers(self) -> list[str]:
+        """Kumo's finalizer and its Verda alias, as present on the object."""
+        mine = {self.info.finalizer, self.legacy_finalizer}
+        return [f for f in self.finalizers if f in mine]
+
+
+class Events(Protocol):
+    def emit(self, obj: Obj, type_: str, reason: str, message: str) -> None: ...
+
+
+class KubeApi(Protocol):
+    """The Kubernetes calls the engine and the kinds make (the runtime implements it)."""
+
+    async def patch_status(self, obj: Obj, status: Body) -> Body: ...
+    async def set_finalizers(self, obj: Obj, finalizers: list[str]) -> Body: ...
+    async def create(self, info: KindInfo, namespace: str, body: Body) -> Body: ...
+    async def patch(self, info: KindInfo, namespace: str, name: str, patch: Body) -> Body: ...
+    async def delete(self, info: KindInfo, namespace: str, name: str) -> None: ...
+    async def get_config_map(self, namespace: str, name: str) -> Body | None: ...
+
+
+class Store(Protocol):
+    """Read access to the objects the runtime watches (an informer-style cache)."""
+
+    def get(self, kind: str, namespace: str, name: str) -> Body | None: ...
+    def list(self, kind: str, namespace: str | None = None) -> list[Body]: ...
+
+
+@dataclass
+class Context:
+    """What one reconcile may use. ``cloud`` is the adapter for the object's namespace."""
+
+    cloud: Any
+    kube: KubeApi
+    store: Store
+    events: Events
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("kumo"))
+
+
+class Actuator(Protocol):
+    """What each kind implements; the engine does the rest (finalizers, errors, status).
+
+    Obligations:
+    * ``reconcile`` is idempotent: observe the cloud, diff against ``spec``, act on the
+      difference. Before creating anything, look for a resource carrying the object's
+      ownership marker and adopt it; record a new resource's ID with
+      ``ctx.kube.patch_status`` at once. Never touch a resource without the marker.
+    * Waiting on the cloud is not an error: return a Result with ``requeue_after``.
+    * ``finalize`` deletes what the object owns and returns ``done=True`` only when it
+      is gone; it must succeed when the resources are already gone.
+    """
+
+    info: KindInfo
+
+    async def reconcile(self, ctx: Context, obj: Obj, spec: Any) -> Result: ...
+    async def finalize(self, ctx: Context, obj: Obj, spec: Any | None) -> Result: ...
+    def dependents(self, kind: str, body: Body, store: Store) -> list[Key]: ...
+
+
+def parse_spec(model: type[BaseModel], spec: Body) -> BaseModel:
+    return model.model_validate(spec)

@@ -1,0 +1,161 @@
+"""The one reconcile shape every kind goes through.
+
+``run`` takes an object, decides between finalize and reconcile, calls the kind's
+actuator, turns errors into conditions, and writes status once at the end. It
+returns when to look at the object again (``None``: only on the next change or
+resync). It knows no kind and imports neither kopf nor openstacksdk.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+
+from kumo.engine import conditions
+from kumo.engine.errors import ReconcileError, TerminalError, TransientError
+from kumo.engine.objects import Actuator, Context, Key, Obj
+from kumo.engine.result import Result
+
+log = logging.getLogger("kumo.engine")
+
+MANAGED_STATUS_KEYS = ("phase", "conditions", "observedGeneration")
+
+
+@dataclass
+class Backoff:
+    """Exponential backoff with jitter per key, reset on success."""
+
+    base: float = 1.0
+    cap: float = 120.0
+    terminal: float = 60.0
+    failures: dict[Key, int] = field(default_factory=dict)
+
+    def transient(self, key: Key, retry_after: float | None = None) -> float:
+        n = self.failures.get(key, 0)
+        self.failures[key] = n + 1
+        delay = min(self.cap, self.base * 2**n) * random.uniform(0.8, 1.2)
+        return max(delay, retry_after or 0.0)
+
+    def reset(self, key: Key) -> None:
+        self.failures.pop(key, None)
+
+
+def field_path(error: pydantic.ValidationError) -> str:
+    """``spec.ports[0].port: Input should be ...`` for the first validation error."""
+    first = error.errors()[0]
+    path = "spec"
+    for part in first["loc"]:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return f"{path}: {first['msg']}"
+
+
+class Engine:
+    def __init__(self, backoff: Backoff | None = None) -> None:
+        self.backoff = backoff or Backoff()
+
+    async def run(self, actuator: Actuator, ctx: Context, obj: Obj) -> float | None:
+        """Reconcile or finalize ``obj`` once; return the requeue delay."""
+        spec: Any = None
+        try:
+            spec = actuator.info.spec_model.model_validate(obj.spec)
+        except pydantic.ValidationError as error:
+            if not obj.deleting:
+                return await self._report_error(
+                    ctx, obj, TerminalError("InvalidSpec", field_path(error))
+                )
+        try:
+            if obj.deleting:
+                return await self._finalize(actuator, ctx, obj, spec)
+            if actuator.info.finalizer not in obj.finalizers:
+                body = await ctx.kube.set_finalizers(
+                    obj, [*obj.finalizers, actuator.info.finalizer]
+                )
+                obj.body = body
+            result = await actuator.reconcile(ctx, obj, spec)
+        except ReconcileError as error:
+            return await self._report_error(ctx, obj, error)
+        except Exception as error:  # a bug or an unclassified failure: retry, say so
+            log.exception("reconcile of %s failed unexpectedly", obj.key)
+            wrapped = TransientError("InternalError", f"{type(error).__name__}: {error}")
+            return await self._report_error(ctx, obj, wrapped)
+        self.backoff.reset(obj.key)
+        await self._write_status(ctx, obj, result)
+        return result.requeue_after
+
+    async def _finalize(
+        self, actuator: Actuator, ctx: Context, obj: Obj, spec: Any
+    ) -> float | None:
+        owned = obj.owned_finalizers()
+        if not owned:
+            return None
+        policy = obj.spec.get("deletionPolicy", "Delete")
+        if policy == "Orphan":
+            ctx.events.emit(
+                obj, "Normal", "Orphaned", "cloud resources left in place (deletionPolicy: Orphan)"
+            )
+        else:
+            result = await actuator.finalize(ctx, obj, spec)
+            if not result.done:
+                await self._write_status(ctx, obj, result)
+                return result.requeue_after or 2.0
+            ctx.events.emit(obj, "Normal", "Deleted", "cloud resources deleted")
+        await ctx.kube.set_finalizers(obj, [f for f in obj.finalizers if f not in owned])
+        self.backoff.reset(obj.key)
+        return None
+
+    async def _report_error(self, ctx: Context, obj: Obj, error: ReconcileError) -> float:
+        if isinstance(error, TerminalError):
+            delay = self.backoff.terminal
+            message = f"{error.message} (permanent: fix the spec or the cloud; retrying every {int(delay)}s)"
+        else:
+            retry_after = getattr(error, "retry_after", None)
+            delay = self.backoff.transient(obj.key, retry_after)
+            message = f"{error.message} (transient: retrying)"
+        log.warning("%s: %s: %s", obj.key, error.reason, error.message)
+        result = Result(phase="Error", ready=False, reason=error.reason, message=message)
+        await self._write_status(ctx, obj, result, keep_kind_status=True)
+        return delay
+
+    async def _write_status(
+        self, ctx: Context, obj: Obj, result: Result, keep_kind_status: bool = False
+    ) -> None:
+        old = obj.status
+        new: dict[str, Any] = (
+            dict(old) if keep_kind_status else {k: v for k, v in old.items() if k in ("id",)}
+        )
+        new.update(result.status)
+        new["phase"] = result.phase
+        new["observedGeneration"] = obj.generation
+        old_ready = conditions.get_condition(old.get("conditions") or [], "Ready")
+        new["conditions"] = conditions.set_condition(
+            list(old.get("conditions") or []),
+            "Ready",
+            result.ready,
+            "Ready" if result.ready else result.reason,
+            result.message,
+            generation=obj.generation,
+        )
+        new_ready = conditions.get_condition(new["conditions"], "Ready")
+        if new == old:
+            return
+        # Fields that disappeared must be sent as null in a merge patch.
+        patch = {**{k: None for k in old if k not in new}, **new}
+        obj.body = await ctx.kube.patch_status(obj, patch)
+        if _transitioned(old_ready, new_ready):
+            assert new_ready is not None
+            kind = "Normal" if new_ready["status"] == "True" else "Warning"
+            ctx.events.emit(
+                obj, kind, new_ready["reason"], new_ready["message"] or new_ready["reason"]
+            )
+
+
+def _transitioned(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
+    if new is None:
+        return False
+    if old is None:
+        return True
+    return (old.get("status"), old.get("reason")) != (new.get("status"), new.get("reason"))
