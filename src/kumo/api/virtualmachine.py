@@ -44,6 +44,10 @@ class VirtualMachineTemplate(KumoModel):
 class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec):
     """Desired state of a VirtualMachine."""
 
+    server_group: str | None = None
+    """Nova server group ID to schedule into (a VirtualMachineGroup sets it for its
+    members). Changing it replaces the server."""
+
 
 class Address(KumoModel):
     """One IP address of the server."""

@@ -1,0 +1,53 @@
+"""Turn openstacksdk/keystoneauth failures into Kumo's transient/terminal errors.
+
+Quota and scheduling failures are the user's to fix (terminal); 409 while a load
+balancer is PENDING_*, 429/5xx and connection trouble are the cloud's (transient).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openstack import exceptions as os_exc
+
+from kumo.engine.errors import ReconcileError, TerminalError, TransientError
+
+
+def retry_after(error: Any) -> float | None:
+    response = getattr(error, "response", None)
+    value = response.headers.get("Retry-After") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def classify(error: Exception, action: str, field: str | None = None) -> ReconcileError:
+    """Map an exception raised while doing ``action`` to a ReconcileError."""
+    if isinstance(error, ReconcileError):
+        return error
+    status = getattr(error, "status_code", None)
+    detail = _detail(error)
+    text = f"{action}: {detail}"
+    if isinstance(error, os_exc.HttpException) and status is not None:
+        if status in (413, 403) and "quota" in detail.lower():
+            return TerminalError("QuotaExceeded", text, field=field)
+        if status == 409:
+            return TransientError("CloudBusy", text, field=field, retry_after=2.0)
+        if status == 429 or status >= 500:
+            return TransientError(
+                "CloudUnavailable", text, field=field, retry_after=retry_after(error)
+            )
+        if status in (401, 403):
+            return TerminalError("CloudForbidden", text, field=field)
+        if status == 400:
+            return TerminalError("CloudRejected", text, field=field)
+        if status == 404:
+            return TerminalError("NotFound", text, field=field)
+    return TransientError("CloudUnreachable", text, field=field)
+
+
+def _detail(error: Exception) -> str:
+    details = getattr(error, "details", None)
+    message = str(details or error) or type(error).__name__
+    return " ".join(message.split())[:400]

@@ -1,0 +1,112 @@
+"""Plain values for what the cloud holds, and Kumo's ownership marker.
+
+Every resource Kumo creates carries the marker: Nova/Octavia tags ``kumo`` and
+``kumo-owner=<uid>``; resources without tags (server groups, Designate recordsets)
+carry ``kumo-owner=<uid>`` in their name or description.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MANAGED_TAG = "kumo"
+OWNER_PREFIX = "kumo-owner="
+
+
+def owner_tag(uid: str) -> str:
+    return f"{OWNER_PREFIX}{uid}"
+
+
+def marker_tags(uid: str) -> list[str]:
+    return [MANAGED_TAG, owner_tag(uid)]
+
+
+def owner_of(tags: list[str] | None) -> str | None:
+    """The owning object's UID from a resource's tags, if Kumo's marker is there."""
+    for tag in tags or []:
+        if tag.startswith(OWNER_PREFIX):
+            return tag[len(OWNER_PREFIX) :]
+    return None
+
+
+@dataclass(frozen=True)
+class Server:
+    id: str
+    name: str
+    status: str
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
+    description: str | None = None
+    addresses: list[tuple[str, str, int]] = field(default_factory=list)
+    host_id: str | None = None
+    fault: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerGroup:
+    id: str
+    name: str
+    policy: str
+    members: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LoadBalancer:
+    id: str
+    name: str
+    provisioning_status: str
+    operating_status: str
+    vip_address: str | None
+    tags: list[str] = field(default_factory=list)
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Listener:
+    id: str
+    name: str
+    protocol: str
+    port: int
+    default_pool_id: str | None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Pool:
+    id: str
+    name: str
+    protocol: str
+    listener_id: str | None
+    health_monitor_id: str | None
+    member_ids: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Member:
+    id: str
+    name: str
+    address: str
+    port: int
+    monitor_port: int | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class HealthMonitor:
+    id: str
+    type: str
+    url_path: str | None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Recordset:
+    id: str
+    zone_id: str
+    name: str
+    type: str
+    records: list[str]
+    ttl: int | None
+    description: str | None
+    status: str

@@ -1,0 +1,113 @@
+"""Pytest fixtures for the local, real Kubernetes API server (dev/kube/up.sh).
+
+Import them into a conftest with ``from tests.integration.kube_fixtures import *``.
+
+``kube_env`` (session scope) starts etcd + kube-apiserver v1.20 on 127.0.0.1 (or
+reuses them when already running; the first run on a machine builds the
+apiserver, ~5 min) and returns a :class:`KubeEnv`. ``kubectl(...)`` runs
+Debian's kubectl 1.20 against it.
+
+Only the API server runs: there is no controller-manager, so deleting a
+namespace leaves it ``Terminating`` until it is finalized; use
+:func:`delete_namespace`, which does what the namespace controller would
+(except deleting the objects inside, so prefer unique namespace names).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pytest
+
+__all__ = ["KubeEnv", "KubectlError", "kube_env", "kubectl", "delete_namespace"]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KUBE_DIR = REPO_ROOT / "dev" / "kube"
+UP_TIMEOUT_S = 20 * 60  # includes a first-time build of kube-apiserver
+
+
+class KubectlError(subprocess.CalledProcessError):
+    """A failed kubectl call; its message includes kubectl's stderr."""
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}\nstderr: {self.stderr}"
+
+
+@dataclass(frozen=True)
+class KubeEnv:
+    kubeconfig: Path
+    kubectl_path: Path
+    server: str = "https://127.0.0.1:6443"
+
+    @property
+    def env(self) -> dict:
+        """Environment for subprocesses (e.g. Kumo itself) talking to this cluster."""
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    def kubectl(
+        self, *args: str, input: Optional[str] = None, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess:
+        return _run_kubectl(self, args, input=input, check=check, timeout=timeout)
+
+
+@lru_cache(maxsize=1)
+def _paths() -> KubeEnv:
+    """Ask dev/kube/env.sh (the single source of truth) where things are."""
+    out = subprocess.run(
+        ["bash", "-c", f'source "{KUBE_DIR}/env.sh" && printf "%s\\n%s\\n" "$KUBECONFIG" "$KUBECTL"'],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    return KubeEnv(kubeconfig=Path(out[0]), kubectl_path=Path(out[1]))
+
+
+def _run_kubectl(
+    env: KubeEnv, args: Sequence[str], *, input: Optional[str], check: bool, timeout: float
+) -> subprocess.CompletedProcess:
+    cmd = [str(env.kubectl_path), "--kubeconfig", str(env.kubeconfig), *args]
+    proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise KubectlError(proc.returncode, cmd, proc.stdout, proc.stderr)
+    return proc
+
+
+def kubectl(
+    *args: str, input: Optional[str] = None, check: bool = True, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """Run Debian's kubectl 1.20 against the local cluster (start it with ``kube_env``)."""
+    return _run_kubectl(_paths(), args, input=input, check=check, timeout=timeout)
+
+
+def delete_namespace(name: str, timeout: float = 60) -> None:
+    """Delete a namespace and wait until it is gone.
+
+    With no namespace controller running, the namespace's ``kubernetes``
+    finalizer is removed through the ``finalize`` subresource.
+    """
+    kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+    got = kubectl("get", "namespace", name, "-o", "json", "--ignore-not-found")
+    if got.stdout.strip():
+        ns = json.loads(got.stdout)
+        ns["spec"]["finalizers"] = []
+        kubectl("replace", "--raw", f"/api/v1/namespaces/{name}/finalize", "-f", "-", input=json.dumps(ns))
+        kubectl("wait", "--for=delete", f"namespace/{name}", f"--timeout={int(timeout)}s", check=False)
+        if kubectl("get", "namespace", name, "--ignore-not-found").stdout.strip():
+            raise TimeoutError(f"namespace {name} still exists after {timeout}s")
+
+
+@pytest.fixture(scope="session")
+def kube_env() -> KubeEnv:
+    """Start (or reuse) the local Kubernetes API server; see dev/kube/up.sh."""
+    proc = subprocess.run(
+        [str(KUBE_DIR / "up.sh")], capture_output=True, text=True, timeout=UP_TIMEOUT_S
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"dev/kube/up.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}", pytrace=False)
+    return _paths()

@@ -1,0 +1,30 @@
+"""The local Kubernetes API server (dev/kube/up.sh) answers and behaves like a cluster."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kube_env, kubectl  # noqa: F401
+
+
+def test_apiserver_answers(kube_env: KubeEnv) -> None:
+    assert kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
+    version = json.loads(kubectl("version", "-o", "json").stdout)
+    assert version["serverVersion"]["gitVersion"].startswith("v1.20.")
+
+
+def test_default_namespace_exists(kube_env: KubeEnv) -> None:
+    ns = json.loads(kubectl("get", "namespace", "default", "-o", "json").stdout)
+    assert ns["status"]["phase"] == "Active"
+
+
+def test_namespace_create_and_delete(kube_env: KubeEnv) -> None:
+    name = f"kumo-lab-{uuid.uuid4().hex[:8]}"
+    kubectl("create", "namespace", name)
+    try:
+        kubectl("wait", "--for=jsonpath={.status.phase}=Active", f"namespace/{name}", "--timeout=30s", check=False)
+        assert kubectl("get", "namespace", name, "-o", "jsonpath={.status.phase}").stdout == "Active"
+    finally:
+        delete_namespace(name, timeout=60)
+    assert kubectl("get", "namespace", name, "--ignore-not-found").stdout.strip() == ""
