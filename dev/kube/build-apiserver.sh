@@ -58,14 +58,16 @@ Pin-Priority: -10'
 ensure_kubectl() {
   local ver dir
   ver="$(apt-cache policy kubernetes-client | awk '/Candidate:/ {print $2}')"
-  [ -n "$ver" ] && [ "$ver" != "(none)" ] || die "kubernetes-client not found in apt"
+  if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then die "kubernetes-client not found in apt"; fi
   dir="$(dirname "$KUBECTL")"
   if [ "$(cat "$dir/.version" 2>/dev/null)" = "$ver" ] && "$KUBECTL" version --client >/dev/null 2>&1; then
     return 0
   fi
   log "unpacking kubectl from kubernetes-client $ver"
   local tmp; tmp="$(mktemp -d "$KUMO_CACHE/kubectl-dl.XXXXXX")"
-  (cd "$tmp" && apt-get download -q "kubernetes-client=$ver" >/dev/null && dpkg-deb -x ./*.deb root)
+  # (apt warns that _apt cannot read the private temp dir: harmless, hidden)
+  (cd "$tmp" && apt-get download -q "kubernetes-client=$ver" >/dev/null 2>&1 && dpkg-deb -x ./*.deb root) \
+    || die "could not fetch kubernetes-client $ver"
   mkdir -p "$dir"
   install -m 0755 "$tmp/root/usr/bin/kubectl" "$KUBECTL"
   echo "$ver" >"$dir/.version"
@@ -73,16 +75,19 @@ ensure_kubectl() {
 }
 
 ensure_apt_sources
-apt_install etcd-server golang-1.15-go rsync openssl dpkg-dev ca-certificates
+apt_install etcd-server golang-1.15-go rsync openssl dpkg-dev make curl ca-certificates
 ensure_kubectl
 
 SRC_VER="$(apt-cache showsrc kubernetes | awk '/^Version:/ {print $2}' | sort -V | tail -n1)"
 [ -n "$SRC_VER" ] || die "no source package for kubernetes (deb-src missing?)"
-GO_VER="$("$GO" env GOVERSION 2>/dev/null || "$GO" version | awk '{print $3}')"
+GO_VER="$("$GO" version | awk '{print $3}')"      # e.g. go1.15.15
 SCRIPT_HASH="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
 OUT_DIR="$KUMO_CACHE/kube-apiserver/${SRC_VER}_${GO_VER}_${SCRIPT_HASH}"
 BIN="$OUT_DIR/kube-apiserver"
 
+# One build at a time per machine (e.g. two test runs starting together).
+exec 9>"$KUMO_CACHE/kube-apiserver.lock"
+flock 9
 if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1; then
   echo "$BIN"
   exit 0
@@ -90,6 +95,7 @@ fi
 
 log "building kube-apiserver from src:kubernetes $SRC_VER with $GO_VER (takes ~5 min)"
 start=$SECONDS
+rm -rf "$KUMO_CACHE"/kube-build.*          # leftovers of an interrupted build
 WORK="$(mktemp -d "$KUMO_CACHE/kube-build.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
@@ -97,7 +103,8 @@ apt-get source -q --download-only "kubernetes=$SRC_VER" >>"$WORK/build.log" 2>&1
   || { tail -n 20 "$WORK/build.log" >&2; die "apt-get source failed"; }
 dpkg-source -q -x ./kubernetes_*.dsc tree >>"$WORK/build.log" 2>&1
 
-# As debian/rules does: GOPATH/src/k8s.io/kubernetes -> the unpacked tree.
+# As debian/rules does: GOPATH/src/k8s.io/kubernetes -> the unpacked tree
+# (GOPATH mode, vendored dependencies).
 export GOPATH="$WORK/.go" GOCACHE="$WORK/.cache" GO111MODULE=off GOFLAGS=-mod=vendor
 export CGO_ENABLED=0 PATH="/usr/lib/go-1.15/bin:$PATH"
 KUBE_GIT_VERSION="v${SRC_VER##*really}"            # 1.20.5+really1.20.2-1.1 -> v1.20.2

@@ -132,9 +132,10 @@ _designate_zone_status() { /usr/bin/openstack --os-cloud "$1" zone show "$2" -f 
 _designate_zone_active() { [ "$(_designate_zone_status "$1" "$2")" = ACTIVE ]; }
 
 # designate_cloud_setup — one zone per project, created as that project's user, and
-# generous quotas on kumo-demo/kumo-bench (idempotent; needs projects and users).
+# generous quotas on kumo-demo/kumo-bench. Idempotent; skipped once done (stamp).
 designate_cloud_setup() {
   local p zone
+  stamp_done designate-cloud && return 0
   for p in kumo-demo kumo-bench; do
     os_admin dns quota set --project-id "$(os_admin project show "$p" -f value -c id)" \
       --zones 100 --zone-recordsets 2000 --zone-records 5000 --recordset-records 100 \
@@ -149,6 +150,7 @@ designate_cloud_setup() {
     fi
     wait_for "zone $zone ACTIVE" 120 _designate_zone_active "$p" "$zone"
   done
+  stamp_set designate-cloud
 }
 
 # lab.sh runs <svc>_cloud once the demo cloud exists.

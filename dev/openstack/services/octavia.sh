@@ -142,10 +142,12 @@ octavia_ready() {
     && [ "$(curl -s -o /dev/null -m 5 -w '%{http_code}' "$OCTAVIA_URL/")" = 200 ]
 }
 
-# octavia_cloud_setup — demo-cloud bits, once the projects and users exist (idempotent):
-# role grants, the `dev` availability zone, the extra `large` flavor, quotas.
+# octavia_cloud_setup — demo-cloud bits, once the projects and users exist: role grants,
+# the `dev` availability zone, the extra `large` flavor, quotas. Idempotent; skipped once
+# done (stamp), since every `openstack` CLI call costs ~2 s here.
 octavia_cloud_setup() {
   local p
+  stamp_done octavia-cloud && return 0
   os_admin role create --or-show load-balancer_member -f value -c id >/dev/null
   for p in "${LAB_PROJECTS[@]}"; do
     os_admin role add --project "$p" --project-domain default --user "$p" --user-domain default load-balancer_member
@@ -175,6 +177,7 @@ octavia_cloud_setup() {
       --member 1000 --healthmonitor 200 --l7policy 200 --l7rule 500 \
       "$(os_admin project show "$p" -f value -c id)" >/dev/null
   done
+  stamp_set octavia-cloud
 }
 
 # lab.sh runs <svc>_cloud once the demo cloud exists.

@@ -211,15 +211,16 @@ class OpenStackCloud:
 
     # -- Nova server groups (no tags: the owner marker is in the name) ------------------
 
-    async def find_server_group(self, uid: str) -> model.ServerGroup | None:
-        marker = model.owner_tag(uid)
+    async def list_server_groups(self) -> list[model.ServerGroup]:
         groups = await self._call(
             "list server groups", lambda: list(self.conn.compute.server_groups())
         )
-        for group in groups:
-            if marker in (group.name or ""):
-                return _server_group(group)
-        return None
+        return [_server_group(g) for g in groups]
+
+    async def find_server_groups(self, uid: str) -> list[model.ServerGroup]:
+        """Server groups whose name carries the ownership marker of ``uid``."""
+        marker = model.owner_tag(uid)
+        return [g for g in await self.list_server_groups() if marker in g.name]
 
     async def get_server_group(self, group_id: str) -> model.ServerGroup | None:
         found = await self._get("get server group", self.conn.compute.get_server_group, group_id)

@@ -140,6 +140,7 @@ class Engine:
             generation=obj.generation,
         )
         new_ready = conditions.get_condition(new["conditions"], "Ready")
+        new = prune_none(new)
         if new == old:
             return
         # Fields that disappeared must be sent as null in a merge patch.
@@ -151,6 +152,16 @@ class Engine:
             ctx.events.emit(
                 obj, kind, new_ready["reason"], new_ready["message"] or new_ready["reason"]
             )
+
+
+def prune_none(value: Any) -> Any:
+    """Drop ``None`` everywhere: absent and null mean the same in status, and the API
+    server would reject a null where the schema says string."""
+    if isinstance(value, dict):
+        return {k: prune_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [prune_none(v) for v in value]
+    return value
 
 
 def _transitioned(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:

@@ -1,0 +1,1 @@
+"""VirtualMachine → one Nova server."""

@@ -1,0 +1,255 @@
+"""VirtualMachine actuator: observe the Nova server, diff with the spec, act.
+
+Order of a pass: find the server (status.id, else adopt by marker, else create and
+record its ID at once) → replace it if an immutable field changed → wait while it
+builds → correct description/metadata/tags in place → report addresses.
+Deletion drains the VM from every LoadBalancer first (members before servers).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kumo.api import kinds
+from kumo.api.virtualmachine import VirtualMachineSpec
+from kumo.cloud.model import Server, marker_tags, owner_of
+from kumo.engine import conditions
+from kumo.engine.errors import TerminalError
+from kumo.engine.objects import Body, Context, Key, Obj, Store
+from kumo.engine.result import Result
+from kumo.kinds.virtualmachine import plan
+
+#: How long an ERROR server is reported before Kumo replaces it.
+ERROR_GRACE_SECONDS = 60.0
+#: How long deletion waits for LoadBalancers to drop the VM before deleting anyway.
+DRAIN_TIMEOUT_SECONDS = 120.0
+
+
+class VirtualMachineActuator:
+    info = kinds.VIRTUAL_MACHINE
+
+    async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> Result:
+        user_data = await _user_data(ctx, obj, spec)
+        hash_ = plan.spec_hash(spec, user_data)
+        server = await _observe(ctx, obj)
+
+        if server is not None and plan.needs_replacement(server, hash_):
+            await ctx.cloud.delete_server(server.id)
+            ctx.events.emit(
+                obj, "Normal", "Replacing", f"replacing server {server.id}: spec changed"
+            )
+            obj.body = await ctx.kube.patch_status(obj, {"id": None})
+            return Result.waiting("Replacing", "Replacing", "old server deleted, creating new one")
+
+        if server is None:
+            server = await _create(ctx, obj, spec, user_data, hash_)
+            ctx.events.emit(obj, "Normal", "Created", f"created server {server.id}")
+            return Result.waiting(
+                "Building", "Building", "server is building", **_status(server, spec, hash_)
+            )
+
+        if server.status == "ERROR":
+            return await _errored(ctx, obj, spec, server, hash_)
+        if server.status in ("BUILD", "REBUILD"):
+            return Result.waiting(
+                "Building", "Building", "server is building", **_status(server, spec, hash_)
+            )
+
+        metadata = plan.desired_metadata(spec, obj.namespace, obj.name, hash_)
+        fix = plan.plan_fix(spec, metadata, obj.uid, server)
+        if not fix.empty:
+            await _apply_fix(ctx, server, fix)
+            ctx.events.emit(obj, "Normal", "Corrected", f"put server {server.id} back to spec")
+        ready = server.status == "ACTIVE"
+        return Result(
+            phase=plan.PHASES.get(server.status, server.status.title()),
+            ready=ready,
+            reason="Ready" if ready else "NotActive",
+            message="server is ACTIVE" if ready else f"server is {server.status}",
+            status=_status(server, spec, hash_),
+            requeue_after=None if ready else 10.0,
+        )
+
+    async def finalize(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec | None) -> Result:
+        draining = _load_balancers_using(ctx.store, obj)
+        if draining and _deleting_for(obj) < DRAIN_TIMEOUT_SECONDS:
+            return Result.waiting(
+                "Draining",
+                "Draining",
+                f"waiting for LoadBalancer(s) {', '.join(draining)} to drop it",
+            )
+        servers = await ctx.cloud.find_servers(obj.uid)
+        known = obj.status.get("id")
+        if known and all(s.id != known for s in servers):
+            server = await ctx.cloud.get_server(known)
+            if server is not None and owner_of(server.tags) == obj.uid:
+                servers.append(server)
+        if not servers:
+            return Result(phase="Deleted", done=True)
+        for server in servers:
+            await ctx.cloud.delete_server(server.id)
+        return Result.waiting("Deleting", "Deleting", f"deleting {len(servers)} server(s)")
+
+    def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
+        """An LB that changed its members may unblock VMs waiting to drain."""
+        if kind != "LoadBalancer":
+            return []
+        namespace = body["metadata"].get("namespace", "default")
+        return [
+            Key(self.info.kind, namespace, vm["metadata"]["name"])
+            for vm in store.list(self.info.kind, namespace)
+            if vm["metadata"].get("deletionTimestamp")
+        ]
+
+    async def drift(self, cloud: Any, objs: list[Obj]) -> list[Key]:
+        """One list call for the whole fleet; enqueue only VMs whose server drifted."""
+        servers = {owner_of(s.tags): s for s in await cloud.list_managed_servers()}
+        drifted = []
+        for obj in objs:
+            if obj.deleting or not obj.status.get("id"):
+                continue
+            server = servers.get(obj.uid)
+            if server is None or server.id != obj.status["id"] or _looks_drifted(obj, server):
+                drifted.append(obj.key)
+        return drifted
+
+
+def _looks_drifted(obj: Obj, server: Server) -> bool:
+    if server.status != "ACTIVE" and obj.status.get("phase") == "Running":
+        return True
+    if server.status == "ACTIVE" and obj.status.get("phase") != "Running":
+        return True
+    spec = obj.spec
+    if (server.description or "") != (spec.get("description") or ""):
+        return True
+    if server.metadata.get(plan.HASH_KEY) != obj.status.get("specHash"):
+        return True
+    wanted = spec.get("metadata") or {}
+    return any(server.metadata.get(k) != v for k, v in wanted.items())
+
+
+async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | None:
+    script = spec.init_script
+    if script is None:
+        return None
+    if script.config_map_ref is None:
+        return script.value
+    ref = script.config_map_ref
+    config_map = await ctx.kube.get_config_map(obj.namespace, ref.name)
+    field = "spec.initScript.configMapRef"
+    if config_map is None:
+        raise TerminalError("ConfigMapNotFound", f"ConfigMap {ref.name!r} not found", field=field)
+    data = config_map.get("data") or {}
+    if ref.key not in data:
+        raise TerminalError(
+            "ConfigMapKeyNotFound", f"key {ref.key!r} not in ConfigMap {ref.name!r}", field=field
+        )
+    return str(data[ref.key])
+
+
+async def _observe(ctx: Context, obj: Obj) -> Server | None:
+    """The server this object owns: by recorded ID, else adopted by marker."""
+    known = obj.status.get("id")
+    if known:
+        server = await ctx.cloud.get_server(known)
+        if server is not None:
+            return server
+    adopted = await ctx.cloud.find_servers(obj.uid)
+    if not adopted:
+        return None
+    keep, *extra = adopted
+    for duplicate in extra:  # two creates from a crashed run: keep one, both are ours
+        await ctx.cloud.delete_server(duplicate.id)
+    if keep.id != known:
+        ctx.events.emit(
+            obj, "Normal", "Adopted", f"adopted server {keep.id} carrying Kumo's marker"
+        )
+        obj.body = await ctx.kube.patch_status(obj, {"id": keep.id})
+    return keep
+
+
+async def _create(
+    ctx: Context, obj: Obj, spec: VirtualMachineSpec, user_data: str | None, hash_: str
+) -> Server:
+    cloud = ctx.cloud
+    image_id = await cloud.image_id(spec.image)
+    flavor_id = await cloud.flavor_id(spec.flavor)
+    if spec.networks:
+        network_ids = [await cloud.network_id(n) for n in spec.networks]
+    else:
+        network_ids = [await cloud.default_network_id(external=False, field="spec.networks")]
+    server = await cloud.create_server(
+        name=obj.name,
+        image_id=image_id,
+        flavor_id=flavor_id,
+        network_ids=network_ids,
+        user_data=user_data,
+        description=spec.description,
+        metadata=plan.desired_metadata(spec, obj.namespace, obj.name, hash_),
+        tags=marker_tags(obj.uid),
+        availability_zone=spec.availability_zone,
+        key_name=spec.key_name,
+        security_groups=spec.security_groups,
+        server_group_id=spec.server_group,
+    )
+    obj.body = await ctx.kube.patch_status(obj, {"id": server.id})
+    return server
+
+
+async def _errored(
+    ctx: Context, obj: Obj, spec: VirtualMachineSpec, server: Server, hash_: str
+) -> Result:
+    """Report an ERROR server; after a grace period replace it (self-healing)."""
+    reason = plan.fault_reason(server.fault)
+    ready = conditions.get_condition(obj.status.get("conditions") or [], "Ready") or {}
+    since = _age(ready.get("lastTransitionTime")) if ready.get("reason") == reason else 0.0
+    if since >= ERROR_GRACE_SECONDS:
+        await ctx.cloud.delete_server(server.id)
+        obj.body = await ctx.kube.patch_status(obj, {"id": None})
+        ctx.events.emit(obj, "Warning", "Replacing", f"replacing server {server.id} in ERROR")
+    where = "spec.serverGroup" if reason == "NoValidHost" and spec.server_group else "spec"
+    raise TerminalError(
+        reason, f"Nova put the server in ERROR: {server.fault or 'no fault given'}", field=where
+    )
+
+
+async def _apply_fix(ctx: Context, server: Server, fix: plan.ServerFix) -> None:
+    if fix.description is not None:
+        await ctx.cloud.update_server(server.id, description=fix.description)
+    if fix.set_metadata or fix.remove_metadata:
+        await ctx.cloud.set_server_metadata(server.id, fix.set_metadata, fix.remove_metadata)
+    if fix.tags is not None:
+        await ctx.cloud.set_server_tags(server.id, fix.tags)
+
+
+def _status(server: Server, spec: VirtualMachineSpec, hash_: str) -> dict[str, Any]:
+    return {
+        "id": server.id,
+        "ip": plan.primary_ip(server),
+        "addresses": plan.addresses(server),
+        "hostId": server.host_id or None,
+        "serverGroupId": spec.server_group,
+        "specHash": hash_,
+    }
+
+
+def _load_balancers_using(store: Store, obj: Obj) -> list[str]:
+    names = []
+    for lb in store.list("LoadBalancer", obj.namespace):
+        for port in (lb.get("status") or {}).get("ports") or []:
+            if any(m.get("name") == obj.name for m in port.get("members") or []):
+                names.append(lb["metadata"]["name"])
+                break
+    return names
+
+
+def _deleting_for(obj: Obj) -> float:
+    return _age(obj.meta.get("deletionTimestamp"))
+
+
+def _age(timestamp: str | None) -> float:
+    if not timestamp:
+        return 0.0
+    then = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+    return (datetime.datetime.now(datetime.UTC) - then).total_seconds()

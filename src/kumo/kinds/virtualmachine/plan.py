@@ -1,0 +1,106 @@
+"""Pure decisions for VirtualMachine: what the server should look like and what to fix.
+
+Fields Nova cannot change in place (image, flavor, user_data, networks, zone, key,
+security groups, server group) are folded into a hash stored in server metadata;
+a different hash means the server is replaced. Description, metadata and Kumo's
+tags are corrected in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from kumo.api.virtualmachine import VirtualMachineSpec
+from kumo.cloud.model import Server, marker_tags
+
+HASH_KEY = "kumo.dev/spec-hash"
+NAME_KEY = "kumo.dev/object"
+
+PHASES = {
+    "ACTIVE": "Running",
+    "BUILD": "Building",
+    "REBUILD": "Building",
+    "ERROR": "Error",
+    "SHUTOFF": "Stopped",
+    "PAUSED": "Stopped",
+    "SUSPENDED": "Stopped",
+    "DELETED": "Deleted",
+}
+
+
+def spec_hash(spec: VirtualMachineSpec, user_data: str | None) -> str:
+    """Hash of everything whose change replaces the server."""
+    immutable = {
+        "image": spec.image,
+        "flavor": spec.flavor,
+        "userData": user_data,
+        "networks": spec.networks,
+        "availabilityZone": spec.availability_zone,
+        "keyName": spec.key_name,
+        "securityGroups": sorted(spec.security_groups),
+        "serverGroup": spec.server_group,
+    }
+    encoded = json.dumps(immutable, sort_keys=True).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
+
+
+def desired_metadata(
+    spec: VirtualMachineSpec, namespace: str, name: str, hash_: str
+) -> dict[str, str]:
+    return {**spec.metadata, NAME_KEY: f"{namespace}/{name}", HASH_KEY: hash_}
+
+
+@dataclass(frozen=True)
+class ServerFix:
+    """In-place corrections for a server that is otherwise right."""
+
+    description: str | None = None
+    set_metadata: dict[str, str] = field(default_factory=dict)
+    remove_metadata: list[str] = field(default_factory=list)
+    tags: list[str] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return (
+            self.description is None
+            and not self.set_metadata
+            and not self.remove_metadata
+            and self.tags is None
+        )
+
+
+def plan_fix(
+    spec: VirtualMachineSpec, metadata: dict[str, str], uid: str, server: Server
+) -> ServerFix:
+    """What to change on ``server`` so it matches ``spec`` (hash already equal)."""
+    want_description = spec.description or ""
+    description = want_description if (server.description or "") != want_description else None
+    set_metadata = {k: v for k, v in metadata.items() if server.metadata.get(k) != v}
+    remove_metadata = sorted(k for k in server.metadata if k not in metadata)
+    missing = [t for t in marker_tags(uid) if t not in server.tags]
+    tags = [*server.tags, *missing] if missing else None
+    return ServerFix(description, set_metadata, remove_metadata, tags)
+
+
+def needs_replacement(server: Server, hash_: str) -> bool:
+    return server.metadata.get(HASH_KEY) not in (None, hash_)
+
+
+def addresses(server: Server) -> list[dict[str, object]]:
+    return [{"network": net, "ip": ip, "version": ver} for net, ip, ver in server.addresses]
+
+
+def primary_ip(server: Server) -> str | None:
+    v4 = [ip for _, ip, ver in server.addresses if ver == 4]
+    return (v4 or [ip for _, ip, _ in server.addresses] or [None])[0]
+
+
+def fault_reason(fault: str | None) -> str:
+    text = (fault or "").lower()
+    if "no valid host" in text:
+        return "NoValidHost"
+    if "quota" in text:
+        return "QuotaExceeded"
+    return "ServerError"

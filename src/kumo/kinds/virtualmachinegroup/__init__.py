@@ -1,0 +1,1 @@
+"""VirtualMachineGroup → member VirtualMachine objects + one Nova server group."""

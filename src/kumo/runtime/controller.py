@@ -1,0 +1,215 @@
+"""The controller loop: cache + work queue + workers + drift watchers.
+
+Watch events (from kopf) update the cache and enqueue the object and whatever
+depends on it; workers run the engine one key at a time; drift watchers list the
+cloud once per kind per interval and enqueue only objects whose resources drifted.
+Knows kinds only through the Actuator protocol, and kopf not at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from kumo.api.kinds import KINDS, KindInfo
+from kumo.engine.errors import ReconcileError
+from kumo.engine.objects import Actuator, Body, Context, Key, Obj
+from kumo.engine.queue import WorkQueue
+from kumo.engine.reconciler import Engine
+from kumo.runtime import metrics
+from kumo.runtime.store import MemoryStore
+
+log = logging.getLogger("kumo.controller")
+
+INFO_BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
+EVENT_DEDUP_SECONDS = 60.0
+
+
+class EventRecorder:
+    """Posts Kubernetes events without blocking reconciles; drops repeats for a minute."""
+
+    def __init__(self, kube: Any) -> None:
+        self._kube = kube
+        self._recent: dict[tuple[str, str, str], float] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def emit(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        key = (obj.uid, reason, message)
+        now = time.monotonic()
+        if now - self._recent.get(key, -EVENT_DEDUP_SECONDS) < EVENT_DEDUP_SECONDS:
+            return
+        self._recent[key] = now
+        log.info("event %s %s: %s %s", obj.key, type_, reason, message)
+        task = asyncio.ensure_future(self._post(obj, type_, reason, message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _post(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        try:
+            await self._kube.post_event(obj, type_, reason, message)
+        except Exception as error:  # events are best effort
+            log.debug("could not post event for %s: %s", obj.key, error)
+
+
+class Controller:
+    def __init__(
+        self,
+        actuators: list[Actuator],
+        kube: Any,
+        clouds: Any,
+        *,
+        workers: int = 8,
+        resync_seconds: float = 300.0,
+        drift_seconds: float = 10.0,
+    ) -> None:
+        self.actuators = {a.info.kind: a for a in actuators}
+        self.kube = kube
+        self.clouds = clouds
+        self.store = MemoryStore()
+        self.queue = WorkQueue()
+        self.engine = Engine()
+        self.events = EventRecorder(kube)
+        self.workers = workers
+        self.resync_seconds = resync_seconds
+        self.drift_seconds = drift_seconds
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- input ---------------------------------------------------------------------------
+
+    def observe(self, kind: str, event_type: str | None, raw: Mapping[str, Any]) -> None:
+        """Take one watch event: update the cache, enqueue what it concerns."""
+        body: Body = copy.deepcopy(dict(raw))
+        meta = body["metadata"]
+        namespace, name = meta.get("namespace", "default"), meta["name"]
+        if event_type == "DELETED":
+            old = self.store.remove(kind, namespace, name)
+        else:
+            old = self.store.put(kind, body)
+        if kind in self.actuators and (event_type == "DELETED" or _worth_reconciling(old, body)):
+            self.queue.add(Key(kind, namespace, name))
+        for actuator in self.actuators.values():
+            for key in actuator.dependents(kind, body, self.store):
+                self.queue.add(key)
+        metrics.QUEUE_DEPTH.set(len(self.queue))
+
+    def enqueue_config_map_users(self, namespace: str, name: str) -> None:
+        """A ConfigMap changed: VMs whose initScript reads it must be looked at."""
+        for body in self.store.list("VirtualMachine", namespace):
+            ref = ((body.get("spec") or {}).get("initScript") or {}).get("configMapRef") or {}
+            if ref.get("name") == name:
+                self.queue.add(Key("VirtualMachine", namespace, body["metadata"]["name"]))
+
+    # -- workers -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._worker()) for _ in range(self.workers)]
+        self._tasks.append(loop.create_task(self._drift_loop()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                await self.process(key)  # type: ignore[arg-type]
+            except Exception:
+                log.exception("worker failed on %s", key)
+                self.queue.done(key)
+                self.queue.add(key, 5.0)
+                continue
+            self.queue.done(key)
+            metrics.QUEUE_DEPTH.set(len(self.queue))
+
+    async def process(self, key: Key) -> None:
+        body = self.store.get(key.kind, key.namespace, key.name)
+        if body is None:
+            return
+        actuator = self.actuators[key.kind]
+        obj = Obj(INFO_BY_KIND[key.kind], copy.deepcopy(body))
+        started = time.monotonic()
+        try:
+            cloud = await self.clouds.for_namespace(key.namespace)
+        except ReconcileError as error:
+            cloud = _Unavailable(error)
+        ctx = Context(cloud=cloud, kube=self.kube, store=self.store, events=self.events)
+        delay = await self.engine.run(actuator, ctx, obj)
+        meta = obj.body.get("metadata", {})
+        gone = meta.get("deletionTimestamp") and not meta.get("finalizers")
+        if meta.get("resourceVersion") and not gone:
+            self.store.put(key.kind, obj.body)  # our own writes, before the watch echoes them
+        metrics.RECONCILE_SECONDS.labels(key.kind).observe(time.monotonic() - started)
+        outcome = "requeue" if delay is not None else "done"
+        metrics.RECONCILES.labels(key.kind, outcome).inc()
+        self.queue.add(key, delay if delay is not None else self.resync_seconds)
+
+    # -- drift ---------------------------------------------------------------------------
+
+    async def _drift_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.drift_seconds)
+            try:
+                await self.detect_drift()
+            except Exception:
+                log.exception("drift detection failed")
+
+    async def detect_drift(self) -> list[Key]:
+        """List each cloud once per kind; enqueue the objects whose resources drifted."""
+        found: list[Key] = []
+        for kind, actuator in self.actuators.items():
+            drift = getattr(actuator, "drift", None)
+            if drift is None:
+                continue
+            by_cloud: dict[int, tuple[Any, list[Obj]]] = {}
+            for body in self.store.list(kind):
+                obj = Obj(INFO_BY_KIND[kind], body)
+                try:
+                    cloud = await self.clouds.for_namespace(obj.namespace)
+                except ReconcileError:
+                    continue
+                by_cloud.setdefault(id(cloud), (cloud, []))[1].append(obj)
+            for cloud, objs in by_cloud.values():
+                try:
+                    keys = await drift(cloud, objs)
+                except ReconcileError as error:
+                    log.warning("drift check of %s failed: %s", kind, error)
+                    continue
+                for key in keys:
+                    metrics.DRIFTED.labels(kind).inc()
+                    log.info("drift detected on %s", key)
+                    self.queue.add(key)
+                found += keys
+        return found
+
+
+def _worth_reconciling(old: Body | None, new: Body) -> bool:
+    """Skip events that only echo a status write of our own."""
+    if old is None:
+        return True
+    watched = ("spec", "labels", "annotations", "finalizers", "deletionTimestamp", "generation")
+
+    def view(body: Body) -> tuple[Any, ...]:
+        meta = body.get("metadata", {})
+        return (body.get("spec"), *(meta.get(k) for k in watched[1:]))
+
+    return view(old) != view(new)
+
+
+class _Unavailable:
+    """Stands in for a cloud the namespace has no credentials for: every call fails."""
+
+    def __init__(self, error: ReconcileError) -> None:
+        self._error = error
+
+    def __getattr__(self, name: str) -> Any:
+        async def fail(*args: Any, **kwargs: Any) -> Any:
+            raise self._error
+
+        return fail

@@ -1,0 +1,154 @@
+"""A small async Kubernetes client (aiohttp) for the calls the engine and kinds make.
+
+kopf owns the watch streams; this client does the writes (status, finalizers,
+members, events) and the odd read (ConfigMaps, credential Secrets). Credentials
+come from kopf's own login helpers (kubeconfig or in-cluster service account).
+"""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from typing import Any
+
+import aiohttp
+import kopf
+
+from kumo.api.common import GROUP, VERSION
+from kumo.api.kinds import KindInfo
+from kumo.engine.conditions import now_rfc3339
+from kumo.engine.errors import TerminalError, TransientError
+from kumo.engine.objects import Body, Obj
+
+MERGE = "application/merge-patch+json"
+
+
+class KubeClient:
+    def __init__(self, info: kopf.ConnectionInfo) -> None:
+        self._info = info
+        self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def from_environment(cls) -> KubeClient:
+        settings = kopf.OperatorSettings()
+        info = kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(
+            settings=settings
+        )
+        if info is None:
+            raise RuntimeError("no Kubernetes credentials: set KUBECONFIG or run in a cluster")
+        return cls(info)
+
+    def _ssl(self) -> ssl.SSLContext | bool:
+        info = self._info
+        if info.insecure:
+            return False
+        context = ssl.create_default_context(
+            cafile=str(info.ca_path) if info.ca_path else None,
+            cadata=_text(info.ca_data) if info.ca_data else None,
+        )
+        if info.certificate_path and info.private_key_path:
+            context.load_cert_chain(str(info.certificate_path), str(info.private_key_path))
+        return context
+
+    async def _request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                base_url=self._info.server.rstrip("/") + "/",
+                headers=self._info.as_http_headers(),
+                connector=aiohttp.TCPConnector(ssl=self._ssl()),
+            )
+        headers = {"Content-Type": content_type} if body is not None else {}
+        async with self._session.request(method, path.lstrip("/"), json=body, headers=headers) as r:
+            if r.status == 404:
+                return None
+            payload = await r.json(content_type=None)
+            if r.status >= 400:
+                message = (
+                    payload.get("message", str(payload))
+                    if isinstance(payload, dict)
+                    else str(payload)
+                )
+                if r.status in (409, 429) or r.status >= 500:
+                    raise TransientError("KubernetesConflict", f"{method} {path}: {message}")
+                raise TerminalError("KubernetesRejected", f"{method} {path}: {message}")
+            return payload
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    # -- custom objects ------------------------------------------------------------------
+
+    @staticmethod
+    def _path(info: KindInfo, namespace: str, name: str | None = None) -> str:
+        base = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{info.plural}"
+        return f"{base}/{name}" if name else base
+
+    async def patch_status(self, obj: Obj, status: Body) -> Body:
+        path = self._path(obj.info, obj.namespace, obj.name) + "/status"
+        result = await self._request("PATCH", path, {"status": status}, MERGE)
+        return result if result is not None else obj.body
+
+    async def set_finalizers(self, obj: Obj, finalizers: list[str]) -> Body:
+        patch = {
+            "metadata": {
+                "finalizers": finalizers,
+                "resourceVersion": obj.meta.get("resourceVersion"),
+            }
+        }
+        result = await self._request(
+            "PATCH", self._path(obj.info, obj.namespace, obj.name), patch, MERGE
+        )
+        return result if result is not None else obj.body
+
+    async def create(self, info: KindInfo, namespace: str, body: Body) -> Body:
+        return await self._request("POST", self._path(info, namespace), body)  # type: ignore[no-any-return]
+
+    async def patch(self, info: KindInfo, namespace: str, name: str, patch: Body) -> Body:
+        return await self._request("PATCH", self._path(info, namespace, name), patch, MERGE)  # type: ignore[no-any-return]
+
+    async def delete(self, info: KindInfo, namespace: str, name: str) -> None:
+        await self._request("DELETE", self._path(info, namespace, name))
+
+    async def get(self, info: KindInfo, namespace: str, name: str) -> Body | None:
+        return await self._request("GET", self._path(info, namespace, name))  # type: ignore[no-any-return]
+
+    # -- core objects --------------------------------------------------------------------
+
+    async def get_config_map(self, namespace: str, name: str) -> Body | None:
+        return await self._request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")  # type: ignore[no-any-return]
+
+    async def get_secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        """A Secret's data, decoded. Values are credentials: never log them."""
+        secret = await self._request("GET", f"/api/v1/namespaces/{namespace}/secrets/{name}")
+        if secret is None:
+            return None
+        return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+
+    async def post_event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        now = now_rfc3339()
+        event = {
+            "metadata": {"generateName": f"{obj.name}.", "namespace": obj.namespace},
+            "involvedObject": {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": obj.info.kind,
+                "name": obj.name,
+                "namespace": obj.namespace,
+                "uid": obj.uid,
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message[:1000],
+            "source": {"component": "kumo"},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": "kumo",
+        }
+        await self._request("POST", f"/api/v1/namespaces/{obj.namespace}/events", event)
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
