@@ -55,31 +55,29 @@ Pin-Priority: -10'
 # --- kubectl 1.20: unpacked from Debian's kubernetes-client into the cache ---
 # Not dpkg-installed: on machines with Google's `kubectl` package both packages
 # own /usr/bin/kubectl and dpkg refuses. Unpacking avoids touching the system.
+# The stamp is the source version ($1) so the fast path needs no apt-cache call.
 ensure_kubectl() {
-  local ver dir
-  ver="$(apt-cache policy kubernetes-client | awk '/Candidate:/ {print $2}')"
-  if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then die "kubernetes-client not found in apt"; fi
-  dir="$(dirname "$KUBECTL")"
-  if [ "$(cat "$dir/.version" 2>/dev/null)" = "$ver" ] && "$KUBECTL" version --client >/dev/null 2>&1; then
+  local stamp; stamp="$(dirname "$KUBECTL")/.source-version"
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$1" ] && "$KUBECTL" version --client >/dev/null 2>&1; then
     return 0
   fi
-  log "unpacking kubectl from kubernetes-client $ver"
+  log "unpacking kubectl from Debian's kubernetes-client"
   local tmp; tmp="$(mktemp -d "$KUMO_CACHE/kubectl-dl.XXXXXX")"
   # (apt warns that _apt cannot read the private temp dir: harmless, hidden)
-  (cd "$tmp" && apt-get download -q "kubernetes-client=$ver" >/dev/null 2>&1 && dpkg-deb -x ./*.deb root) \
-    || die "could not fetch kubernetes-client $ver"
-  mkdir -p "$dir"
+  (cd "$tmp" && apt-get download -q kubernetes-client >/dev/null 2>&1 && dpkg-deb -x ./*.deb root) \
+    || die "could not fetch kubernetes-client"
+  mkdir -p "$(dirname "$KUBECTL")"
   install -m 0755 "$tmp/root/usr/bin/kubectl" "$KUBECTL"
-  echo "$ver" >"$dir/.version"
+  echo "$1" >"$stamp"
   rm -rf "$tmp"
 }
 
 ensure_apt_sources
 apt_install etcd-server golang-1.15-go rsync openssl dpkg-dev make curl ca-certificates
-ensure_kubectl
 
 SRC_VER="$(apt-cache showsrc kubernetes | awk '/^Version:/ {print $2}' | sort -V | tail -n1)"
 [ -n "$SRC_VER" ] || die "no source package for kubernetes (deb-src missing?)"
+ensure_kubectl "$SRC_VER"
 GO_VER="$("$GO" version | awk '{print $3}')"      # e.g. go1.15.15
 SCRIPT_HASH="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
 OUT_DIR="$KUMO_CACHE/kube-apiserver/${SRC_VER}_${GO_VER}_${SCRIPT_HASH}"
@@ -101,7 +99,7 @@ trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 apt-get source -q --download-only "kubernetes=$SRC_VER" >>"$WORK/build.log" 2>&1 \
   || { tail -n 20 "$WORK/build.log" >&2; die "apt-get source failed"; }
-dpkg-source -q -x ./kubernetes_*.dsc tree >>"$WORK/build.log" 2>&1
+dpkg-source -q -x ./kubernetes_*.dsc tree >>"$WORK/build.log" 2>&1 || die "dpkg-source -x failed"
 
 # As debian/rules does: GOPATH/src/k8s.io/kubernetes -> the unpacked tree
 # (GOPATH mode, vendored dependencies).
@@ -120,5 +118,7 @@ mkdir -p "$OUT_DIR"
 install -m 0755 "$WORK/tree/_output/local/go/bin/kube-apiserver" "$BIN.tmp"
 mv "$BIN.tmp" "$BIN"
 "$BIN" --version >/dev/null || die "built kube-apiserver does not run"
+# Drop binaries of older keys (a running apiserver keeps its deleted file open).
+find "$KUMO_CACHE/kube-apiserver" -mindepth 1 -maxdepth 1 ! -name "$(basename "$OUT_DIR")" -exec rm -rf {} +
 log "built $("$BIN" --version) in $((SECONDS - start))s -> $BIN"
 echo "$BIN"

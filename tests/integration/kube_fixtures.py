@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional, Sequence
 
 import pytest
 
-__all__ = ["KubeEnv", "KubectlError", "kube_env", "kubectl", "delete_namespace"]
+__all__ = ["KubeEnv", "KubectlError", "delete_namespace", "kube_env", "kubectl"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KUBE_DIR = REPO_ROOT / "dev" / "kube"
@@ -51,7 +51,7 @@ class KubeEnv:
         return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
 
     def kubectl(
-        self, *args: str, input: Optional[str] = None, check: bool = True, timeout: float = 120
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess:
         return _run_kubectl(self, args, input=input, check=check, timeout=timeout)
 
@@ -60,7 +60,11 @@ class KubeEnv:
 def _paths() -> KubeEnv:
     """Ask dev/kube/env.sh (the single source of truth) where things are."""
     out = subprocess.run(
-        ["bash", "-c", f'source "{KUBE_DIR}/env.sh" && printf "%s\\n%s\\n" "$KUBECONFIG" "$KUBECTL"'],
+        [
+            "bash",
+            "-c",
+            f'source "{KUBE_DIR}/env.sh" && printf "%s\\n%s\\n" "$KUBECONFIG" "$KUBECTL"',
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -69,7 +73,7 @@ def _paths() -> KubeEnv:
 
 
 def _run_kubectl(
-    env: KubeEnv, args: Sequence[str], *, input: Optional[str], check: bool, timeout: float
+    env: KubeEnv, args: Sequence[str], *, input: str | None, check: bool, timeout: float
 ) -> subprocess.CompletedProcess:
     cmd = [str(env.kubectl_path), "--kubeconfig", str(env.kubeconfig), *args]
     proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
@@ -79,7 +83,7 @@ def _run_kubectl(
 
 
 def kubectl(
-    *args: str, input: Optional[str] = None, check: bool = True, timeout: float = 120
+    *args: str, input: str | None = None, check: bool = True, timeout: float = 120
 ) -> subprocess.CompletedProcess:
     """Run Debian's kubectl 1.20 against the local cluster (start it with ``kube_env``)."""
     return _run_kubectl(_paths(), args, input=input, check=check, timeout=timeout)
@@ -96,8 +100,17 @@ def delete_namespace(name: str, timeout: float = 60) -> None:
     if got.stdout.strip():
         ns = json.loads(got.stdout)
         ns["spec"]["finalizers"] = []
-        kubectl("replace", "--raw", f"/api/v1/namespaces/{name}/finalize", "-f", "-", input=json.dumps(ns))
-        kubectl("wait", "--for=delete", f"namespace/{name}", f"--timeout={int(timeout)}s", check=False)
+        kubectl(
+            "replace",
+            "--raw",
+            f"/api/v1/namespaces/{name}/finalize",
+            "-f",
+            "-",
+            input=json.dumps(ns),
+        )
+        kubectl(
+            "wait", "--for=delete", f"namespace/{name}", f"--timeout={int(timeout)}s", check=False
+        )
         if kubectl("get", "namespace", name, "--ignore-not-found").stdout.strip():
             raise TimeoutError(f"namespace {name} still exists after {timeout}s")
 
@@ -109,5 +122,7 @@ def kube_env() -> KubeEnv:
         [str(KUBE_DIR / "up.sh")], capture_output=True, text=True, timeout=UP_TIMEOUT_S
     )
     if proc.returncode != 0:
-        pytest.fail(f"dev/kube/up.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}", pytrace=False)
+        pytest.fail(
+            f"dev/kube/up.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}", pytrace=False
+        )
     return _paths()

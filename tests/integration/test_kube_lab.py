@@ -24,7 +24,9 @@ def test_namespace_create_and_delete(kube_env: KubeEnv) -> None:
     name = f"kumo-lab-{uuid.uuid4().hex[:8]}"
     kubectl("create", "namespace", name)
     try:
-        assert kubectl("get", "namespace", name, "-o", "jsonpath={.status.phase}").stdout == "Active"
+        assert (
+            kubectl("get", "namespace", name, "-o", "jsonpath={.status.phase}").stdout == "Active"
+        )
     finally:
         delete_namespace(name, timeout=60)
     assert kubectl("get", "namespace", name, "--ignore-not-found").stdout.strip() == ""

@@ -46,11 +46,13 @@ class VirtualMachineGroupActuator:
         for name in decision.delete:
             await ctx.kube.delete(kinds.VIRTUAL_MACHINE, obj.namespace, name)
             self._expect(obj, name, exists=False)
+        views = [v for v in views if v.name not in decision.delete]
         for zone in decision.create_zones:
             created = await ctx.kube.create(
                 kinds.VIRTUAL_MACHINE, obj.namespace, _member_body(obj, spec, group, hash_, zone)
             )
             self._expect(obj, created["metadata"]["name"], exists=True)
+            views.append(plan.MemberView(created["metadata"]["name"], hash_, ready=False))
         if decision.delete or decision.create_zones:
             ctx.events.emit(
                 obj,
@@ -58,7 +60,11 @@ class VirtualMachineGroupActuator:
                 "Scaling",
                 f"created {len(decision.create_zones)}, deleting {len(decision.delete)} member(s)",
             )
-        if group is not None and all(v.template_hash == hash_ for v in views):
+        if (
+            group is not None
+            and not decision.delete
+            and all(v.template_hash == hash_ for v in views)
+        ):
             await _delete_stale_groups(ctx, obj, keep=group.id)
 
         ready = sum(v.ready for v in views)
@@ -71,11 +77,7 @@ class VirtualMachineGroupActuator:
             "selector": f"{GROUP_LABEL}={obj.name}",
             "members": sorted(v.name for v in views),
         }
-        converged = (
-            not decision.delete
-            and not decision.create_zones
-            and len(views) == ready == updated == spec.replicas
-        )
+        converged = len(views) == ready == updated == spec.replicas
         return Result(
             phase="Ready" if converged else "Scaling",
             ready=converged,
@@ -108,6 +110,8 @@ class VirtualMachineGroupActuator:
         if kind != "VirtualMachine":
             return []
         meta = body["metadata"]
+        for ref in meta.get("ownerReferences") or []:  # the watch has now seen this member
+            self._expected.get(ref.get("uid", ""), {}).pop(meta["name"], None)
         return [
             Key(self.info.kind, meta.get("namespace", "default"), ref["name"])
             for ref in meta.get("ownerReferences") or []

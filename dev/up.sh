@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `make up`: a real Kubernetes API + a real OpenStack on loopback, Kumo's CRDs,
+# the operator itself, and the seed examples applied to the `default` namespace.
+# Idempotent: a second run reuses whatever is already running.
+source "$(dirname "$0")/lib.sh"
+cd "$KUMO_ROOT"
+bash dev/venv.sh
+bash dev/kube/up.sh
+bash dev/openstack/lab.sh up
+source dev/kube/env.sh
+
+log "installing Kumo's CRDs"
+"$KUBECTL" apply -f deploy/crds/kumo.dev.yaml >/dev/null
+for crd in virtualmachines virtualmachinegroups loadbalancers dnsrecords; do
+  "$KUBECTL" wait --for=condition=Established "crd/$crd.kumo.dev" --timeout=60s >/dev/null
+done
+
+start_daemon kumo-operator env KUBECONFIG="$KUBECONFIG" "$KUMO_ROOT/.venv/bin/kumo" run \
+  --clouds-yaml "$KUMO_STATE/clouds.yaml" --cloud kumo-demo \
+  --drift-seconds "${KUMO_DRIFT_SECONDS:-5}" --metrics-port "${KUMO_METRICS_PORT:-9464}"
+wait_for "Kumo's metrics endpoint" 60 curl -sf "http://127.0.0.1:${KUMO_METRICS_PORT:-9464}/metrics"
+
+log "applying examples/ to namespace default"
+"$KUBECTL" apply -n default -f examples/ >/dev/null
+
+log "waiting for the seed examples to become Ready (VMs, group, load balancer)"
+for obj in vm/vm-sample vmg/virtualmachinegroup-sample lb/loadbalancer-sample; do
+  "$KUBECTL" wait -n default --for=condition=Ready "$obj" --timeout=300s >/dev/null \
+    || log "WARNING: $obj not Ready yet (see: $KUBECTL describe $obj)"
+done
+"$KUBECTL" get -n default kumo
+
+cat <<MSG
+
+Kumo is running against a local Kubernetes API and a local OpenStack:
+  export KUBECONFIG=$KUBECONFIG
+  alias kubectl=$KUBECTL        # kubectl 1.20, matching the API server
+  kubectl get vm,vmg,lb,dns
+  kubectl scale vmg virtualmachinegroup-sample --replicas=3
+  export OS_CLIENT_CONFIG_FILE=$KUMO_STATE/clouds.yaml
+  openstack --os-cloud kumo-demo server list
+Logs: $KUMO_STATE/logs/   Stop everything: make down
+MSG

@@ -1,0 +1,164 @@
+"""Kumo's CRDs on the real kube-apiserver: install, examples, admission errors, explain."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.integration.kube_fixtures import KubeEnv, kubectl
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+VM = {
+    "apiVersion": "kumo.dev/v1alpha1",
+    "kind": "VirtualMachine",
+    "metadata": {"name": "bad"},
+    "spec": {"image": "centos79", "flavor": "n3-1vcpu-2gb"},
+}
+VMG = {
+    "apiVersion": "kumo.dev/v1alpha1",
+    "kind": "VirtualMachineGroup",
+    "metadata": {"name": "bad"},
+    "spec": {"replicas": 2, "haPolicy": "soft", "template": VM["spec"]},
+}
+PORT = {
+    "port": 80,
+    "protocol": "http",
+    "realServers": {"protocol": "http", "port": 80, "virtualMachineGroupRef": "g"},
+    "monitors": [{"protocol": "http", "port": 80, "endpoint": "/"}],
+}
+LB = {
+    "apiVersion": "kumo.dev/v1alpha1",
+    "kind": "LoadBalancer",
+    "metadata": {"name": "bad"},
+    "spec": {"vipType": "private", "ports": [PORT]},
+}
+DNS = {
+    "apiVersion": "kumo.dev/v1alpha1",
+    "kind": "DNSRecord",
+    "metadata": {"name": "bad"},
+    "spec": {"zone": "z.test.", "name": "api", "type": "A", "ttl": 60, "values": ["10.0.0.1"]},
+}
+
+
+def mutate(base: dict, path: str, value: object) -> dict:
+    """Copy ``base`` with ``path`` (dotted, ints index lists) set, or deleted if value is ...."""
+    doc = copy.deepcopy(base)
+    *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+    node = doc
+    for part in parents:
+        node = node[part]
+    if value is ...:
+        del node[last]
+    else:
+        node[last] = value
+    return doc
+
+
+INVALID = [
+    ("vm-no-image", mutate(VM, "spec.image", ...), "spec.image"),
+    ("vm-no-flavor", mutate(VM, "spec.flavor", ...), "spec.flavor"),
+    ("vm-image-int", mutate(VM, "spec.image", 5), "spec.image"),
+    ("vm-no-spec", mutate(VM, "spec", ...), "spec"),
+    (
+        "vm-two-scripts",
+        mutate(VM, "spec.initScript", {"value": "ls", "configMapRef": {"name": "a", "key": "b"}}),
+        "spec.initScript",
+    ),
+    ("vm-empty-script", mutate(VM, "spec.initScript", {}), "spec.initScript"),
+    ("vm-metadata-int", mutate(VM, "spec.metadata", {"a": 1}), "spec.metadata.a"),
+    ("vm-networks-string", mutate(VM, "spec.networks", "net"), "spec.networks"),
+    ("vm-bad-policy", mutate(VM, "spec.deletionPolicy", "Keep"), "spec.deletionPolicy"),
+    ("vmg-negative-replicas", mutate(VMG, "spec.replicas", -1), "spec.replicas"),
+    ("vmg-replicas-string", mutate(VMG, "spec.replicas", "two"), "spec.replicas"),
+    ("vmg-bad-ha", mutate(VMG, "spec.haPolicy", "medium"), "spec.haPolicy"),
+    ("vmg-no-template", mutate(VMG, "spec.template", ...), "spec.template"),
+    ("vmg-template-no-image", mutate(VMG, "spec.template.image", ...), "spec.template.image"),
+    ("lb-bad-vip", mutate(LB, "spec.vipType", "internet"), "spec.vipType"),
+    ("lb-port-zero", mutate(LB, "spec.ports.0.port", 0), "spec.ports[0].port"),
+    ("lb-port-high", mutate(LB, "spec.ports.0.port", 70000), "spec.ports[0].port"),
+    ("lb-ports-map", mutate(LB, "spec.ports", {"http": PORT}), "spec.ports"),
+    ("lb-no-ports", mutate(LB, "spec.ports", []), "spec.ports"),
+    ("lb-bad-protocol", mutate(LB, "spec.ports.0.protocol", "ftp"), "spec.ports[0].protocol"),
+    (
+        "lb-backend-port",
+        mutate(LB, "spec.ports.0.realServers.port", 0),
+        "spec.ports[0].realServers.port",
+    ),
+    (
+        "lb-no-real-servers",
+        mutate(LB, "spec.ports.0.realServers", ...),
+        "spec.ports[0].realServers",
+    ),
+    (
+        "lb-bad-monitor",
+        mutate(LB, "spec.ports.0.monitors.0.protocol", "smtp"),
+        "spec.ports[0].monitors[0].protocol",
+    ),
+    ("dns-ttl-zero", mutate(DNS, "spec.ttl", 0), "spec.ttl"),
+    ("dns-bad-type", mutate(DNS, "spec.type", "MX"), "spec.type"),
+    ("dns-two-targets", mutate(DNS, "spec.loadBalancerRef", "lb"), "spec"),
+    ("dns-no-target", mutate(DNS, "spec.values", ...), "spec"),
+]
+
+
+def test_crds_are_established(crds: KubeEnv) -> None:
+    names = kubectl("get", "crd", "-o", "name").stdout.split()
+    for plural in ("virtualmachines", "virtualmachinegroups", "loadbalancers", "dnsrecords"):
+        assert f"customresourcedefinition.apiextensions.k8s.io/{plural}.kumo.dev" in names
+
+
+def test_every_example_applies(namespace: str) -> None:
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        out = kubectl("apply", "-n", namespace, "-f", str(path)).stdout
+        assert "created" in out, out
+    listing = kubectl("get", "vm,vmg,lb,dns", "-n", namespace, "-o", "name").stdout.split()
+    assert len(listing) == 4
+    assert len(kubectl("get", "kumo", "-n", namespace, "-o", "name").stdout.split()) == 4
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        manifest = yaml.safe_load(path.read_text())
+        kind, name = manifest["kind"].lower(), manifest["metadata"]["name"]
+        kubectl(
+            "patch",
+            kind,
+            name,
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            '{"metadata":{"finalizers":null}}',
+        )
+
+
+@pytest.mark.parametrize(("case", "manifest", "field"), INVALID, ids=[c[0] for c in INVALID])
+def test_invalid_manifest_is_rejected_naming_the_field(
+    namespace: str, case: str, manifest: dict, field: str
+) -> None:
+    proc = kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(manifest), check=False)
+    assert proc.returncode != 0, f"{case} was accepted"
+    assert "is invalid" in proc.stderr or "error validating" in proc.stderr, proc.stderr
+    assert field in proc.stderr, f"{case}: {field!r} not in {proc.stderr!r}"
+    assert kubectl("get", "kumo", "-n", namespace, "-o", "name").stdout.strip() == ""
+
+
+def test_explain_documents_fields(crds: KubeEnv) -> None:
+    out = kubectl("explain", "virtualmachine.spec.initScript").stdout
+    assert "First-boot script" in out
+    assert "configMapRef" in out and "Read the script from a ConfigMap key" in out
+    lb = kubectl("explain", "loadbalancer.spec.ports.monitors").stdout
+    assert "one per pool" in lb
+
+
+def test_scale_subresource_and_printer_columns(namespace: str) -> None:
+    kubectl(
+        "apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(mutate(VMG, "metadata.name", "g"))
+    )
+    kubectl("scale", "vmg", "g", "-n", namespace, "--replicas=5")
+    assert (
+        kubectl("get", "vmg", "g", "-n", namespace, "-o", "jsonpath={.spec.replicas}").stdout == "5"
+    )
+    header = kubectl("get", "vmg", "-n", namespace).stdout.splitlines()[0].split()
+    assert header[:5] == ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE"]

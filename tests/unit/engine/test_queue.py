@@ -1,0 +1,54 @@
+"""The work queue: de-duplication, delays, one worker per key."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kumo.engine.queue import WorkQueue
+
+
+async def _get(queue: WorkQueue, timeout: float = 1.0) -> object:
+    return await asyncio.wait_for(queue.get(), timeout)
+
+
+def test_duplicates_collapse_and_order_is_by_due_time() -> None:
+    async def scenario() -> None:
+        queue = WorkQueue()
+        queue.add("b", after=0.05)
+        queue.add("a")
+        queue.add("a")
+        queue.add("b", after=10)  # later add never postpones
+        assert len(queue) == 2
+        assert await _get(queue) == "a"
+        assert await _get(queue) == "b"
+
+    asyncio.run(scenario())
+
+
+def test_key_added_while_processing_runs_again_after_done() -> None:
+    async def scenario() -> None:
+        queue = WorkQueue()
+        queue.add("a")
+        assert await _get(queue) == "a"
+        queue.add("a")
+        assert len(queue) == 1
+        getter = asyncio.ensure_future(queue.get())
+        await asyncio.sleep(0)  # let the getter start waiting
+        assert not getter.done(), "a key being processed must not be handed out twice"
+        queue.done("a")
+        assert await asyncio.wait_for(getter, 1.0) == "a"
+
+    asyncio.run(scenario())
+
+
+def test_delayed_key_is_not_handed_out_early() -> None:
+    async def scenario() -> None:
+        queue = WorkQueue()
+        queue.add("late", after=5)
+        try:
+            await asyncio.wait_for(queue.get(), 0.1)
+        except TimeoutError:
+            return
+        raise AssertionError("delayed key was handed out early")
+
+    asyncio.run(scenario())

@@ -1,0 +1,173 @@
+"""The generic engine: finalizers, errors → conditions, status written once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kumo.api.kinds import VIRTUAL_MACHINE
+from kumo.engine.errors import TerminalError, TransientError
+from kumo.engine.objects import Body, Context, Key, Obj, Store
+from kumo.engine.reconciler import Engine
+from kumo.engine.result import Result
+from tests.unit.fakes import World
+
+SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
+
+
+class ScriptedActuator:
+    """Returns or raises whatever the test queues up."""
+
+    info = VIRTUAL_MACHINE
+
+    def __init__(self, *outcomes: Any) -> None:
+        self.outcomes = list(outcomes)
+        self.finalized = 0
+
+    async def reconcile(self, ctx: Context, obj: Obj, spec: Any) -> Result:
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def finalize(self, ctx: Context, obj: Obj, spec: Any) -> Result:
+        self.finalized += 1
+        return self.outcomes.pop(0)
+
+    def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
+        return []
+
+
+def run(world: World, actuator: ScriptedActuator, name: str = "vm") -> float | None:
+    obj = world.obj(VIRTUAL_MACHINE, name)
+    return asyncio.run(Engine().run(actuator, world.ctx(), obj))
+
+
+def ready(world: World, name: str = "vm") -> dict[str, Any]:
+    status = world.obj(VIRTUAL_MACHINE, name).status
+    return next(c for c in status["conditions"] if c["type"] == "Ready")
+
+
+def test_adds_finalizer_and_writes_status_with_generation() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC, generation=3)
+    run(world, ScriptedActuator(Result(phase="Running", ready=True, status={"id": "s1"})))
+    obj = world.obj(VIRTUAL_MACHINE, "vm")
+    assert "virtualmachine.kumo.dev/finalizer" in obj.finalizers
+    assert obj.status["id"] == "s1"
+    assert obj.status["phase"] == "Running"
+    assert obj.status["observedGeneration"] == 3
+    assert ready(world)["status"] == "True"
+    assert world.events.reasons() == ["Ready"]
+
+
+def test_unchanged_status_is_not_rewritten_and_transition_time_kept() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    result = Result(phase="Running", ready=True, status={"id": "s1"})
+    run(world, ScriptedActuator(result))
+    first = world.obj(VIRTUAL_MACHINE, "vm")
+    run(world, ScriptedActuator(result))
+    second = world.obj(VIRTUAL_MACHINE, "vm")
+    assert second.meta["resourceVersion"] == first.meta["resourceVersion"]
+    assert len(world.events.events) == 1
+
+
+def test_invalid_spec_names_the_field_and_touches_nothing() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", {"image": "centos79"})
+    actuator = ScriptedActuator()
+    delay = run(world, actuator)
+    condition = ready(world)
+    assert condition["status"] == "False"
+    assert condition["reason"] == "InvalidSpec"
+    assert condition["message"].startswith("spec.flavor: Field required")
+    assert delay is not None and delay > 0
+    assert actuator.outcomes == []  # reconcile never called
+
+
+def test_terminal_error_keeps_recorded_id_and_says_permanent() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    run(world, ScriptedActuator(Result(phase="Building", status={"id": "s1"}, requeue_after=2)))
+    error = TerminalError("ImageNotFound", "image 'x' not found", field="spec.image")
+    run(world, ScriptedActuator(error))
+    obj = world.obj(VIRTUAL_MACHINE, "vm")
+    assert obj.status["id"] == "s1"
+    assert obj.status["phase"] == "Error"
+    assert ready(world)["reason"] == "ImageNotFound"
+    assert "spec.image: image 'x' not found" in ready(world)["message"]
+    assert "permanent" in ready(world)["message"]
+
+
+def test_transient_errors_back_off_exponentially_and_honour_retry_after() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    engine = Engine()
+    ctx = world.ctx()
+    delays = []
+    for _ in range(4):
+        actuator = ScriptedActuator(TransientError("CloudUnavailable", "503"))
+        delays.append(asyncio.run(engine.run(actuator, ctx, world.obj(VIRTUAL_MACHINE, "vm"))))
+    assert delays[0] < delays[1] < delays[2] < delays[3]
+    assert "transient" in ready(world)["message"]
+    slow = ScriptedActuator(TransientError("CloudUnavailable", "429", retry_after=500))
+    assert asyncio.run(engine.run(slow, ctx, world.obj(VIRTUAL_MACHINE, "vm"))) == 500
+
+
+def test_deletion_finalizes_then_releases_kumo_and_legacy_finalizers() -> None:
+    world = World()
+    legacy = "virtualmachine.verda.linecorp.com/finalizer"
+    world.add(
+        VIRTUAL_MACHINE,
+        "vm",
+        SPEC,
+        finalizers=[legacy, "virtualmachine.kumo.dev/finalizer", "someone.else/keep"],
+        deletionTimestamp="2026-11-22T00:00:00Z",
+    )
+    actuator = ScriptedActuator(
+        Result.waiting("Deleting", "Deleting", "going"), Result(phase="Deleted")
+    )
+    assert run(world, actuator) is not None
+    assert world.obj(VIRTUAL_MACHINE, "vm").status["phase"] == "Deleting"
+    assert run(world, actuator) is None
+    assert world.obj(VIRTUAL_MACHINE, "vm").finalizers == ["someone.else/keep"]
+    assert actuator.finalized == 2
+
+
+def test_legacy_finalizer_alone_is_released_too() -> None:
+    world = World()
+    world.add(
+        VIRTUAL_MACHINE,
+        "vm",
+        SPEC,
+        finalizers=["virtualmachine.verda.linecorp.com/finalizer"],
+        deletionTimestamp="2026-11-22T00:00:00Z",
+    )
+    run(world, ScriptedActuator(Result(phase="Deleted")))
+    assert world.store.get("VirtualMachine", "default", "vm") is None
+
+
+def test_orphan_policy_skips_cloud_deletion() -> None:
+    world = World()
+    world.add(
+        VIRTUAL_MACHINE,
+        "vm",
+        {**SPEC, "deletionPolicy": "Orphan"},
+        finalizers=["virtualmachine.kumo.dev/finalizer"],
+        deletionTimestamp="2026-11-22T00:00:00Z",
+    )
+    actuator = ScriptedActuator()
+    run(world, actuator)
+    assert actuator.finalized == 0
+    assert world.store.get("VirtualMachine", "default", "vm") is None
+    assert "Orphaned" in world.events.reasons()
+
+
+def test_unexpected_exception_is_reported_as_transient() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    delay = run(world, ScriptedActuator(RuntimeError("boom")))
+    assert delay is not None
+    assert ready(world)["reason"] == "InternalError"
+    assert "boom" in ready(world)["message"]

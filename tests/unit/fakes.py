@@ -1,0 +1,251 @@
+"""In-memory stand-ins for the engine's collaborators, for unit tests only.
+
+The real-API tests under tests/integration exercise the real kube-apiserver and
+OpenStack; these fakes let the decisions be tested state-in/state-out in
+milliseconds.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+from kumo.api.kinds import KINDS, KindInfo
+from kumo.cloud import model
+from kumo.engine.errors import TerminalError
+from kumo.engine.objects import Body, Context, Obj
+from kumo.runtime.store import MemoryStore
+
+_ids = itertools.count(1)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{next(_ids):04d}"
+
+
+def make_body(
+    info: KindInfo, name: str, spec: Body, namespace: str = "default", **meta: Any
+) -> Body:
+    return {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": info.kind,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": meta.pop("uid", f"uid-{name}"),
+            "generation": 1,
+            "resourceVersion": "1",
+            "creationTimestamp": "2026-11-22T00:00:00Z",
+            **meta,
+        },
+        "spec": spec,
+    }
+
+
+class RecordingEvents:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str]] = []
+
+    def emit(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        self.events.append((obj.name, type_, reason, message))
+
+    def reasons(self) -> list[str]:
+        return [e[2] for e in self.events]
+
+
+class FakeKube:
+    """Writes land in the store at once (as if the watch echoed them instantly)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self._rv = itertools.count(2)
+
+    def _save(self, kind: str, body: Body) -> Body:
+        body["metadata"]["resourceVersion"] = str(next(self._rv))
+        meta = body["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self.store.remove(kind, meta["namespace"], meta["name"])
+        else:
+            self.store.put(kind, body)
+        return copy.deepcopy(body)
+
+    def _current(self, info: KindInfo, namespace: str, name: str) -> Body:
+        body = self.store.get(info.kind, namespace, name)
+        assert body is not None, f"{info.kind} {namespace}/{name} not found"
+        return copy.deepcopy(body)
+
+    async def patch_status(self, obj: Obj, status: Body) -> Body:
+        body = self._current(obj.info, obj.namespace, obj.name)
+        merged = dict(body.get("status") or {})
+        for key, value in status.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        body["status"] = merged
+        return self._save(obj.info.kind, body)
+
+    async def set_finalizers(self, obj: Obj, finalizers: list[str]) -> Body:
+        body = self._current(obj.info, obj.namespace, obj.name)
+        body["metadata"]["finalizers"] = finalizers
+        return self._save(obj.info.kind, body)
+
+    async def create(self, info: KindInfo, namespace: str, body: Body) -> Body:
+        body = copy.deepcopy(body)
+        meta = body["metadata"]
+        if "generateName" in meta:
+            meta["name"] = meta.pop("generateName") + new_id("x")[-4:]
+        meta.update(namespace=namespace, uid=f"uid-{meta['name']}", generation=1)
+        meta.setdefault("creationTimestamp", "2026-11-22T00:00:00Z")
+        return self._save(info.kind, body)
+
+    async def patch(self, info: KindInfo, namespace: str, name: str, patch: Body) -> Body:
+        body = self._current(info, namespace, name)
+        body.update(patch)
+        return self._save(info.kind, body)
+
+    async def delete(self, info: KindInfo, namespace: str, name: str) -> None:
+        body = self.store.get(info.kind, namespace, name)
+        if body is None:
+            return
+        body = copy.deepcopy(body)
+        body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+        self._save(info.kind, body)
+
+    async def get_config_map(self, namespace: str, name: str) -> Body | None:
+        return self.store.get("ConfigMap", namespace, name)
+
+
+class FakeNova:
+    """Servers and server groups with tags; new servers BUILD until ``settle()``."""
+
+    region = "tokyo1"
+
+    def __init__(self) -> None:
+        self.servers: dict[str, dict[str, Any]] = {}
+        self.groups: dict[str, model.ServerGroup] = {}
+        self.images = {"centos79": "img-1"}
+        self.flavors = {"n3-1vcpu-2gb": "flv-1"}
+        self.calls: list[str] = []
+
+    def _server(self, s: dict[str, Any]) -> model.Server:
+        return model.Server(
+            id=s["id"],
+            name=s["name"],
+            status=s["status"],
+            tags=list(s["tags"]),
+            metadata=dict(s["metadata"]),
+            description=s["description"],
+            addresses=[("kumo-demo-net", s["ip"], 4)] if s["status"] == "ACTIVE" else [],
+            host_id="host-a",
+            fault=s.get("fault"),
+        )
+
+    def settle(self, status: str = "ACTIVE") -> None:
+        for s in self.servers.values():
+            if s["status"] == "BUILD":
+                s["status"] = status
+
+    async def image_id(self, ref: str, field: str = "spec.image") -> str:
+        if ref not in self.images:
+            raise TerminalError("ImageNotFound", f"image {ref!r} not found", field=field)
+        return self.images[ref]
+
+    async def flavor_id(self, ref: str, field: str = "spec.flavor") -> str:
+        if ref not in self.flavors:
+            raise TerminalError("FlavorNotFound", f"flavor {ref!r} not found", field=field)
+        return self.flavors[ref]
+
+    async def network_id(self, ref: str, field: str = "spec.networks") -> str:
+        return f"net-{ref}"
+
+    async def default_network_id(self, external: bool, field: str) -> str:
+        return "net-public" if external else "net-private"
+
+    async def get_server(self, server_id: str) -> model.Server | None:
+        s = self.servers.get(server_id)
+        return self._server(s) if s else None
+
+    async def find_servers(self, uid: str) -> list[model.Server]:
+        return [self._server(s) for s in self.servers.values() if model.owner_tag(uid) in s["tags"]]
+
+    async def list_managed_servers(self) -> list[model.Server]:
+        self.calls.append("list_managed_servers")
+        return [self._server(s) for s in self.servers.values() if model.MANAGED_TAG in s["tags"]]
+
+    async def create_server(self, **attrs: Any) -> model.Server:
+        self.calls.append("create_server")
+        sid = new_id("srv")
+        self.servers[sid] = {
+            "id": sid,
+            "name": attrs["name"],
+            "status": "BUILD",
+            "tags": list(attrs["tags"]),
+            "metadata": dict(attrs["metadata"]),
+            "description": attrs["description"],
+            "ip": f"10.0.0.{len(self.servers) + 10}",
+            "attrs": attrs,
+        }
+        return self._server(self.servers[sid])
+
+    async def update_server(self, server_id: str, *, description: str | None) -> None:
+        self.servers[server_id]["description"] = description
+
+    async def set_server_metadata(
+        self, server_id: str, metadata: dict[str, str], remove: list[str]
+    ) -> None:
+        md = self.servers[server_id]["metadata"]
+        md.update(metadata)
+        for key in remove:
+            md.pop(key, None)
+
+    async def set_server_tags(self, server_id: str, tags: list[str]) -> None:
+        self.servers[server_id]["tags"] = list(tags)
+
+    async def delete_server(self, server_id: str) -> None:
+        self.calls.append("delete_server")
+        self.servers.pop(server_id, None)
+
+    async def list_server_groups(self) -> list[model.ServerGroup]:
+        return list(self.groups.values())
+
+    async def find_server_groups(self, uid: str) -> list[model.ServerGroup]:
+        return [g for g in self.groups.values() if model.owner_tag(uid) in g.name]
+
+    async def get_server_group(self, group_id: str) -> model.ServerGroup | None:
+        return self.groups.get(group_id)
+
+    async def create_server_group(self, name: str, policy: str) -> model.ServerGroup:
+        group = model.ServerGroup(id=new_id("sg"), name=name, policy=policy)
+        self.groups[group.id] = group
+        return group
+
+    async def delete_server_group(self, group_id: str) -> None:
+        self.groups.pop(group_id, None)
+
+
+class World:
+    """A store, a fake kube over it, recorded events and a fake cloud: one test's universe."""
+
+    def __init__(self, cloud: Any | None = None) -> None:
+        self.store = MemoryStore()
+        self.kube = FakeKube(self.store)
+        self.events = RecordingEvents()
+        self.cloud = cloud if cloud is not None else FakeNova()
+
+    def ctx(self) -> Context:
+        return Context(cloud=self.cloud, kube=self.kube, store=self.store, events=self.events)
+
+    def add(self, info: KindInfo, name: str, spec: Body, **meta: Any) -> Body:
+        body = make_body(info, name, spec, **meta)
+        self.store.put(info.kind, body)
+        return body
+
+    def obj(self, info: KindInfo, name: str, namespace: str = "default") -> Obj:
+        body = self.store.get(info.kind, namespace, name)
+        assert body is not None, f"{info.kind} {name} is gone"
+        return Obj(info, copy.deepcopy(body))
+
+
+KIND = {k.kind: k for k in KINDS}

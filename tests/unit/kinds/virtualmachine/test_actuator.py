@@ -1,0 +1,240 @@
+"""VirtualMachine: create/adopt/replace/correct/delete against the in-memory Nova."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kumo.api.kinds import VIRTUAL_MACHINE
+from kumo.api.virtualmachine import VirtualMachineSpec
+from kumo.cloud.model import marker_tags
+from kumo.engine.reconciler import Engine
+from kumo.kinds.virtualmachine import plan
+from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
+from tests.unit.fakes import World
+
+SPEC = {
+    "image": "centos79",
+    "flavor": "n3-1vcpu-2gb",
+    "initScript": {"value": "ls"},
+    "description": "generated operator",
+}
+
+
+def reconcile(world: World, name: str = "vm") -> float | None:
+    return asyncio.run(
+        Engine().run(VirtualMachineActuator(), world.ctx(), world.obj(VIRTUAL_MACHINE, name))
+    )
+
+
+def status(world: World, name: str = "vm") -> dict:
+    return world.obj(VIRTUAL_MACHINE, name).status
+
+
+def test_create_records_id_then_becomes_ready_with_addresses() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    assert reconcile(world) == 2.0
+    (server,) = world.cloud.servers.values()
+    assert status(world)["id"] == server["id"]
+    assert status(world)["phase"] == "Building"
+    assert server["tags"] == marker_tags("uid-vm")
+    assert server["attrs"]["user_data"] == "ls"
+    assert server["attrs"]["network_ids"] == ["net-private"]
+    world.cloud.settle()
+    assert reconcile(world) is None
+    assert status(world)["phase"] == "Running"
+    assert status(world)["ip"] == server["ip"]
+    assert status(world)["conditions"][0]["status"] == "True"
+    assert world.cloud.calls.count("create_server") == 1
+
+
+def test_unknown_image_is_terminal_and_names_the_field() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "image": "nope"})
+    reconcile(world)
+    ready = status(world)["conditions"][0]
+    assert (ready["status"], ready["reason"]) == ("False", "ImageNotFound")
+    assert ready["message"].startswith("spec.image: image 'nope' not found")
+    assert world.cloud.servers == {}
+
+
+def test_adopts_a_server_left_by_a_crashed_run() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    leftover = asyncio.run(
+        world.cloud.create_server(
+            name="vm", tags=marker_tags("uid-vm"), metadata={}, description=None
+        )
+    )
+    reconcile(world)
+    assert status(world)["id"] == leftover.id
+    assert world.cloud.calls.count("create_server") == 1  # only the leftover
+    assert "Adopted" in world.events.reasons()
+
+
+def test_foreign_server_with_same_name_is_untouched() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    foreign = asyncio.run(
+        world.cloud.create_server(name="vm", tags=[], metadata={"mine": "yes"}, description="x")
+    )
+    world.cloud.settle()
+    reconcile(world)
+    assert status(world)["id"] != foreign.id
+    assert world.cloud.servers[foreign.id]["metadata"] == {"mine": "yes"}
+    assert world.cloud.servers[foreign.id]["description"] == "x"
+
+
+def test_out_of_band_changes_are_put_back() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    world.cloud.settle()
+    reconcile(world)
+    server = world.cloud.servers[status(world)["id"]]
+    server["description"] = "changed in the web UI"
+    server["tags"] = ["kumo"]
+    server["metadata"]["intruder"] = "1"
+    drifted = asyncio.run(
+        VirtualMachineActuator().drift(world.cloud, [world.obj(VIRTUAL_MACHINE, "vm")])
+    )
+    assert drifted == [world.obj(VIRTUAL_MACHINE, "vm").key]
+    reconcile(world)
+    assert server["description"] == "generated operator"
+    assert server["tags"] == marker_tags("uid-vm")
+    assert "intruder" not in server["metadata"]
+
+
+def test_deleted_server_is_recreated() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    world.cloud.settle()
+    reconcile(world)
+    old_id = status(world)["id"]
+    world.cloud.servers.clear()
+    assert asyncio.run(
+        VirtualMachineActuator().drift(world.cloud, [world.obj(VIRTUAL_MACHINE, "vm")])
+    )
+    reconcile(world)
+    assert status(world)["id"] not in (None, old_id)
+    assert len(world.cloud.servers) == 1
+
+
+def test_immutable_change_replaces_the_server() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    world.cloud.settle()
+    reconcile(world)
+    old_id = status(world)["id"]
+    body = world.store.get("VirtualMachine", "default", "vm")
+    body["spec"] = {**SPEC, "initScript": {"value": "echo new"}}
+    reconcile(world)  # deletes the old one
+    assert old_id not in world.cloud.servers
+    reconcile(world)  # creates the new one
+    (server,) = world.cloud.servers.values()
+    assert server["attrs"]["user_data"] == "echo new"
+
+
+def test_config_map_script_is_read_and_missing_map_reported() -> None:
+    world = World()
+    spec = {**SPEC, "initScript": {"configMapRef": {"name": "boot", "key": "script"}}}
+    world.add(VIRTUAL_MACHINE, "vm", spec)
+    reconcile(world)
+    assert status(world)["conditions"][0]["reason"] == "ConfigMapNotFound"
+    assert "spec.initScript.configMapRef" in status(world)["conditions"][0]["message"]
+    world.store.put(
+        "ConfigMap",
+        {"metadata": {"name": "boot", "namespace": "default"}, "data": {"script": "echo cm"}},
+    )
+    reconcile(world)
+    (server,) = world.cloud.servers.values()
+    assert server["attrs"]["user_data"] == "echo cm"
+
+
+def test_error_server_is_reported_with_nova_fault() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "serverGroup": "sg-1"})
+    reconcile(world)
+    world.cloud.settle("ERROR")
+    next(iter(world.cloud.servers.values()))["fault"] = (
+        "No valid host was found. There are not enough hosts available."
+    )
+    reconcile(world)
+    ready = status(world)["conditions"][0]
+    assert ready["reason"] == "NoValidHost"
+    assert ready["message"].startswith(
+        "spec.serverGroup: Nova put the server in ERROR: No valid host"
+    )
+    assert len(world.cloud.servers) == 1, "no replacement before the grace period"
+
+
+def test_finalize_deletes_every_owned_server_and_only_those() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    foreign = asyncio.run(
+        world.cloud.create_server(name="vm", tags=[], metadata={}, description=None)
+    )
+    body = world.store.get("VirtualMachine", "default", "vm")
+    body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    reconcile(world)
+    assert list(world.cloud.servers) == [foreign.id]
+    reconcile(world)
+    assert world.store.get("VirtualMachine", "default", "vm") is None
+
+
+def test_deletion_waits_for_load_balancers_to_drop_the_member() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    world.store.put(
+        "LoadBalancer",
+        {
+            "metadata": {"name": "lb", "namespace": "default"},
+            "status": {
+                "ports": [{"port": 80, "members": [{"name": "vm", "address": "x", "port": 80}]}]
+            },
+        },
+    )
+    body = world.store.get("VirtualMachine", "default", "vm")
+    body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
+    reconcile(world)
+    assert len(world.cloud.servers) == 1
+    assert status(world)["phase"] == "Draining"
+
+
+def test_plan_fix_is_empty_for_a_matching_server() -> None:
+    spec = VirtualMachineSpec.model_validate(SPEC)
+    metadata = plan.desired_metadata(spec, "default", "vm", "h")
+    from kumo.cloud.model import Server
+
+    server = Server(
+        id="s",
+        name="vm",
+        status="ACTIVE",
+        tags=marker_tags("u"),
+        metadata=metadata,
+        description="generated operator",
+    )
+    assert plan.plan_fix(spec, metadata, "u", server).empty
+
+
+@pytest.mark.parametrize(
+    ("change", "replaced"),
+    [
+        ({"image": "other"}, True),
+        ({"flavor": "big"}, True),
+        ({"initScript": {"value": "x"}}, True),
+        ({"description": "new"}, False),
+        ({"metadata": {"a": "b"}}, False),
+    ],
+)
+def test_spec_hash_covers_exactly_the_immutable_fields(change: dict, replaced: bool) -> None:
+    before = VirtualMachineSpec.model_validate(SPEC)
+    after = VirtualMachineSpec.model_validate({**SPEC, **change})
+    user = lambda s: s.init_script.value if s.init_script else None  # noqa: E731
+    assert (plan.spec_hash(before, user(before)) != plan.spec_hash(after, user(after))) is replaced
