@@ -18,7 +18,7 @@ done
 start_daemon kumo-operator env KUBECONFIG="$KUBECONFIG" "$KUMO_ROOT/.venv/bin/kumo" run \
   --clouds-yaml "$KUMO_STATE/clouds.yaml" --cloud kumo-demo \
   --drift-seconds "${KUMO_DRIFT_SECONDS:-5}" --metrics-port "${KUMO_METRICS_PORT:-9464}"
-wait_for "Kumo's metrics endpoint" 60 curl -sf "http://127.0.0.1:${KUMO_METRICS_PORT:-9464}/metrics"
+wait_for "Kumo's metrics endpoint" 60 .venv/bin/python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:${KUMO_METRICS_PORT:-9464}/metrics')"
 
 log "applying examples/ to namespace default"
 "$KUBECTL" apply -n default -f examples/ >/dev/null

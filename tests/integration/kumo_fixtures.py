@@ -60,13 +60,36 @@ def namespace(crds: KubeEnv) -> Iterator[str]:
     name = f"t-{uuid.uuid4().hex[:8]}"
     kubectl("create", "namespace", name)
     yield name
-    for kind in ("dnsrecords", "loadbalancers", "virtualmachinegroups", "virtualmachines"):
+    for kind in KUMO_KINDS:
         kubectl("delete", kind, "--all", "-n", name, "--wait=false", check=False)
+    if KumoOperator.running:  # Kumo deletes the cloud resources: no leaks between tests
+        wait_until(f"Kumo objects in {name} deleted", lambda: not _kumo_objects(name), 240)
+    for ref in _kumo_objects(name):  # nobody will finalize these: release them
+        kubectl(
+            "patch",
+            ref,
+            "-n",
+            name,
+            "--type=merge",
+            "-p",
+            '{"metadata":{"finalizers":null}}',
+            check=False,
+        )
     delete_namespace(name)
+
+
+KUMO_KINDS = ("dnsrecords", "loadbalancers", "virtualmachinegroups", "virtualmachines")
+
+
+def _kumo_objects(namespace: str) -> list[str]:
+    out = kubectl("get", ",".join(KUMO_KINDS), "-n", namespace, "-o", "name", check=False).stdout
+    return out.split()
 
 
 class KumoOperator:
     """A `kumo run` process against the local lab, logging to .kumo-dev/logs."""
+
+    running = 0  # how many are running in this test session
 
     def __init__(self, kube: KubeEnv, clouds_yaml: str, cloud: str, log_name: str) -> None:
         self.kube = kube
@@ -75,7 +98,7 @@ class KumoOperator:
         self.log_path = STATE / "logs" / log_name
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, *extra: str) -> None:
+    def start(self, *extra: str, env: dict[str, str] | None = None) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process
         self.proc = subprocess.Popen(
@@ -92,10 +115,11 @@ class KumoOperator:
                 "60",
                 *extra,
             ],
-            env=self.kube.env,
+            env={**self.kube.env, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+        KumoOperator.running += 1
 
     def kill(self) -> None:
         """SIGKILL: the crash a production operator must survive."""
@@ -103,6 +127,7 @@ class KumoOperator:
             self.proc.kill()
             self.proc.wait(timeout=30)
             self.proc = None
+            KumoOperator.running -= 1
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -112,6 +137,7 @@ class KumoOperator:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
             self.proc = None
+            KumoOperator.running -= 1
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

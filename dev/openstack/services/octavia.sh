@@ -107,7 +107,7 @@ region_name = $LAB_REGION
 CONF
   # Zed's default policy applies: project users need the load-balancer_member role
   # (granted in octavia_cloud_setup). An explicit empty policy keeps /etc/octavia out.
-  echo '{}' >"$LAB_ETC/octavia/policy.yaml"
+  echo "# Empty on purpose: Octavia's in-code defaults apply." >"$LAB_ETC/octavia/policy.yaml"
   write_authtoken "$OCTAVIA_CONF" octavia
 }
 

@@ -16,6 +16,7 @@ from kumo.api.virtualmachine import VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags, owner_of
 from kumo.engine import conditions
 from kumo.engine.errors import TerminalError
+from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds.virtualmachine import plan
@@ -34,6 +35,9 @@ class VirtualMachineActuator:
         hash_ = plan.spec_hash(spec, user_data)
         server = await _observe(ctx, obj)
 
+        if server is None or plan.needs_replacement(server, hash_):
+            # Resolve every reference first: bad input must fail before anything is deleted.
+            refs = await _resolve(ctx, spec)
         if server is not None and plan.needs_replacement(server, hash_):
             await ctx.cloud.delete_server(server.id)
             ctx.events.emit(
@@ -43,7 +47,7 @@ class VirtualMachineActuator:
             return Result.waiting("Replacing", "Replacing", "old server deleted, creating new one")
 
         if server is None:
-            server = await _create(ctx, obj, spec, user_data, hash_)
+            server = await _create(ctx, obj, spec, user_data, hash_, refs)
             ctx.events.emit(obj, "Normal", "Created", f"created server {server.id}")
             return Result.waiting(
                 "Building", "Building", "server is building", **_status(server, spec, hash_)
@@ -169,9 +173,8 @@ async def _observe(ctx: Context, obj: Obj) -> Server | None:
     return keep
 
 
-async def _create(
-    ctx: Context, obj: Obj, spec: VirtualMachineSpec, user_data: str | None, hash_: str
-) -> Server:
+async def _resolve(ctx: Context, spec: VirtualMachineSpec) -> tuple[str, str, list[str]]:
+    """Image, flavor and network IDs; raises TerminalError naming the field if unknown."""
     cloud = ctx.cloud
     image_id = await cloud.image_id(spec.image)
     flavor_id = await cloud.flavor_id(spec.flavor)
@@ -179,7 +182,19 @@ async def _create(
         network_ids = [await cloud.network_id(n) for n in spec.networks]
     else:
         network_ids = [await cloud.default_network_id(external=False, field="spec.networks")]
-    server = await cloud.create_server(
+    return image_id, flavor_id, network_ids
+
+
+async def _create(
+    ctx: Context,
+    obj: Obj,
+    spec: VirtualMachineSpec,
+    user_data: str | None,
+    hash_: str,
+    refs: tuple[str, str, list[str]],
+) -> Server:
+    image_id, flavor_id, network_ids = refs
+    server = await ctx.cloud.create_server(
         name=obj.name,
         image_id=image_id,
         flavor_id=flavor_id,
@@ -193,6 +208,7 @@ async def _create(
         security_groups=spec.security_groups,
         server_group_id=spec.server_group,
     )
+    failpoint("after-server-create")
     obj.body = await ctx.kube.patch_status(obj, {"id": server.id})
     return server
 

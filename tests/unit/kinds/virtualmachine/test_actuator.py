@@ -238,3 +238,17 @@ def test_spec_hash_covers_exactly_the_immutable_fields(change: dict, replaced: b
     after = VirtualMachineSpec.model_validate({**SPEC, **change})
     user = lambda s: s.init_script.value if s.init_script else None  # noqa: E731
     assert (plan.spec_hash(before, user(before)) != plan.spec_hash(after, user(after))) is replaced
+
+
+def test_bad_input_on_a_running_vm_deletes_nothing() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    world.cloud.settle()
+    reconcile(world)
+    server_id = status(world)["id"]
+    world.store.get("VirtualMachine", "default", "vm")["spec"] = {**SPEC, "image": "no-such-image"}
+    reconcile(world)
+    assert server_id in world.cloud.servers
+    assert status(world)["conditions"][0]["reason"] == "ImageNotFound"
+    assert status(world)["id"] == server_id

@@ -1,0 +1,96 @@
+"""Small helpers shared by the scenario tests: apply, wait for conditions, read the cloud."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.integration.kube_fixtures import kubectl
+from tests.integration.kumo_fixtures import get_obj, wait_until
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def apply(namespace: str, manifest: dict[str, Any] | Path) -> None:
+    text = manifest.read_text() if isinstance(manifest, Path) else yaml.safe_dump(manifest)
+    kubectl("apply", "-n", namespace, "-f", "-", input=text)
+
+
+def example(name: str) -> dict[str, Any]:
+    return yaml.safe_load((EXAMPLES / name).read_text())
+
+
+def condition(obj: dict[str, Any] | None, type_: str = "Ready") -> dict[str, Any]:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond["type"] == type_:
+            return dict(cond)
+    return {}
+
+
+def wait_ready(kind: str, name: str, namespace: str, timeout: float = 180) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        obj = get_obj(kind, name, namespace)
+        return obj if condition(obj).get("status") == "True" else None
+
+    return wait_until(f"{kind}/{name} Ready", check, timeout)  # type: ignore[no-any-return]
+
+
+def wait_reason(
+    kind: str, name: str, namespace: str, reason: str, timeout: float = 120
+) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        cond = condition(get_obj(kind, name, namespace))
+        return cond if cond.get("reason") == reason else None
+
+    return wait_until(f"{kind}/{name} reason {reason}", check, timeout)  # type: ignore[no-any-return]
+
+
+def wait_gone(kind: str, name: str, namespace: str, timeout: float = 180) -> None:
+    wait_until(f"{kind}/{name} deleted", lambda: get_obj(kind, name, namespace) is None, timeout)
+
+
+def members_of(namespace: str, group: str) -> list[dict[str, Any]]:
+    out = kubectl(
+        "get", "vm", "-n", namespace, "-l", f"kumo.dev/group={group}", "-o", "json"
+    ).stdout
+    return [i for i in json.loads(out)["items"] if not i["metadata"].get("deletionTimestamp")]
+
+
+def owned_servers(conn: Any, uid: str) -> list[Any]:
+    return [s for s in conn.compute.servers(tags=f"kumo-owner={uid}") if s.status != "DELETED"]
+
+
+def pool_member_addresses(conn: Any, lb_id: str) -> dict[int, set[str]]:
+    """Frontend port → member addresses, read from Octavia."""
+    result: dict[int, set[str]] = {}
+    for listener in conn.load_balancer.listeners(load_balancer_id=lb_id):
+        pool_id = listener.default_pool_id
+        addresses = {m.address for m in conn.load_balancer.members(pool_id)} if pool_id else set()
+        result[listener.protocol_port] = addresses
+    return result
+
+
+def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
+    """Everything in the project that carries Kumo's marker for objects of ``namespace``."""
+    prefix = f"{namespace}-"
+    return {
+        "servers": [
+            s.id
+            for s in conn.compute.servers(tags="kumo")
+            if s.status != "DELETED"
+            and (s.metadata or {}).get("kumo.dev/object", "").startswith(f"{namespace}/")
+        ],
+        "load_balancers": [
+            lb.id
+            for lb in conn.load_balancer.load_balancers(tags="kumo")
+            if lb.provisioning_status != "DELETED" and (lb.name or "").startswith(prefix)
+        ],
+        "server_groups": [
+            g.id
+            for g in conn.compute.server_groups()
+            if "kumo-owner=" in (g.name or "") and (g.name or "").startswith(prefix)
+        ],
+    }
