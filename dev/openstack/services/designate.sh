@@ -11,7 +11,8 @@
 # designate-central runs, so the pool is loaded at start, not at bootstrap.
 #
 # Processes: designate-api (eventlet server, :9001), -central, -worker, -producer, -mdns;
-# one worker process each. Worker poll delays are shortened so zones go ACTIVE in ~1-2 s.
+# one worker process each. Worker polls are shortened: zones go ACTIVE and are deleted in
+# a few seconds instead of 5-15 s.
 
 designate_packages() {
   echo designate-api designate-central designate-worker designate-producer designate-mdns \
@@ -50,8 +51,11 @@ workers = 1
 managed_resource_email = hostmaster@kumo.lab
 [service:worker]
 workers = 1
+# Short polls: mdns has a new serial at once, and a delete only completes after the
+# poller gives up on seeing the zone vanish from mdns (≈ delay + retries × interval).
 poll_delay = 1
 poll_retry_interval = 1
+poll_max_retries = 3
 poll_timeout = 5
 [service:producer]
 workers = 1

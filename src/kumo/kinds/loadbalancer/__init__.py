@@ -1,0 +1,1 @@
+"""LoadBalancer → an Octavia load balancer whose pools follow VirtualMachineGroups."""
