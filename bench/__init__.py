@@ -1,0 +1,1 @@
+"""Benchmarks (not part of `make test`): `make bench` / `python -m bench`."""

@@ -1,0 +1,403 @@
+"""LoadBalancer decisions, free of I/O: who should be a member, what the next cloud
+change is, what status reports, and whether a listed fleet has drifted.
+
+Octavia locks a load balancer while it applies a change (``PENDING_*``; another
+change meanwhile gets 409), so the actuator makes ONE change per pass.
+:func:`plan_steps` lists the first thing each port still needs, in spec order; the
+actuator applies the first step and looks again. A step names the cloud adapter
+method to call, so a plan can be read (and tested) as the exact calls it will make.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kumo.api.loadbalancer import LoadBalancerSpec, Monitor, Port
+from kumo.cloud.model import (
+    HealthMonitor,
+    Listener,
+    LoadBalancer,
+    Member,
+    Pool,
+    marker_tags,
+    owner_of,
+)
+from kumo.engine.errors import TerminalError
+from kumo.engine.objects import Body
+from kumo.kinds.labels import GROUP_LABEL
+
+ACTIVE = "ACTIVE"
+ERROR = "ERROR"
+URL_MONITORS = ("http", "https")
+
+
+@dataclass(frozen=True, order=True)
+class WantedMember:
+    """A pool member the spec asks for: one ready VM of the referenced group."""
+
+    name: str
+    address: str
+    port: int
+    monitor_port: int | None = None
+
+
+@dataclass(frozen=True)
+class Tree:
+    """What one pass observed under Kumo's load balancer."""
+
+    lb: LoadBalancer
+    listeners: list[Listener] = field(default_factory=list)
+    pools: list[Pool] = field(default_factory=list)
+    members: dict[str, list[Member]] = field(default_factory=dict)
+    """Pool ID → its members."""
+    monitors: dict[str, HealthMonitor] = field(default_factory=dict)
+    """Health monitor ID → monitor (only those that still exist)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One cloud change: ``await cloud.<op>(*args, **kwargs)``, and why it is needed."""
+
+    op: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    why: str = ""
+
+
+# -- naming and validation -----------------------------------------------------------------
+
+
+def lb_name(namespace: str, name: str) -> str:
+    """Namespace first: two teams may both call their LB ``web`` in one project."""
+    return f"{namespace}-{name}"
+
+
+def child_name(lb: str, port: int) -> str:
+    return f"{lb}-{port}"
+
+
+def validate(spec: LoadBalancerSpec) -> None:
+    """What the CRD schema cannot say on Kubernetes 1.20: frontend ports are unique
+    (Octavia refuses a second listener on a port, so the spec could never converge)."""
+    seen: set[int] = set()
+    for i, port in enumerate(spec.ports):
+        if port.port in seen:
+            raise TerminalError(
+                "DuplicatePort", f"port {port.port} is listed twice", field=f"spec.ports[{i}].port"
+            )
+        seen.add(port.port)
+
+
+def referenced_groups(spec: Body) -> set[str]:
+    """Group names a raw LoadBalancer spec points at (for dependents; no validation)."""
+    return {
+        ref
+        for port in spec.get("ports") or []
+        if (ref := (port.get("realServers") or {}).get("virtualMachineGroupRef"))
+    }
+
+
+# -- monitors --------------------------------------------------------------------------------
+
+
+def monitor_label(monitor: Monitor) -> str:
+    """``https:80/health/ready``: how an unapplied monitor is named in status and events."""
+    return f"{monitor.protocol}:{monitor.port}{monitor.endpoint or ''}"
+
+
+def monitor_port(port: Port) -> int | None:
+    """Members carry the applied monitor's port only when it differs from the traffic port
+    (Octavia health monitors have no port of their own)."""
+    if not port.monitors or port.monitors[0].port == port.real_servers.port:
+        return None
+    return port.monitors[0].port
+
+
+def monitor_matches(want: Monitor, monitor: HealthMonitor) -> bool:
+    # Octavia types are the upper-cased spec protocols (HTTP, UDP-CONNECT, TLS-HELLO).
+    if monitor.type.upper() != want.protocol.upper():
+        return False
+    if want.protocol in URL_MONITORS:  # Octavia defaults url_path to "/"
+        return (monitor.url_path or "/") == (want.endpoint or "/")
+    return True
+
+
+def foreign_monitor(port: Port, pool: Pool | None, tree: Tree, uid: str) -> bool:
+    """A monitor Kumo did not create sits on the pool and differs from the spec's first:
+    Kumo leaves it alone, so the spec's monitor is not applied either."""
+    if pool is None or not port.monitors or not pool.health_monitor_id:
+        return False
+    current = tree.monitors.get(pool.health_monitor_id)
+    return (
+        current is not None
+        and owner_of(current.tags) != uid
+        and not monitor_matches(port.monitors[0], current)
+    )
+
+
+def unapplied_monitors(
+    port: Port, pool: Pool | None = None, tree: Tree | None = None, uid: str = ""
+) -> list[str]:
+    """Monitors of ``port`` Octavia is not running for Kumo: all but the first (one
+    monitor per pool), and the first too when a foreign monitor occupies the pool."""
+    skipped = port.monitors[1:]
+    if tree is not None and foreign_monitor(port, pool, tree, uid):
+        skipped = port.monitors
+    return [monitor_label(m) for m in skipped]
+
+
+# -- members ---------------------------------------------------------------------------------
+
+
+def is_member_vm(vm: Body) -> bool:
+    """A VM takes traffic once Ready with an IP, and stops as soon as it is being deleted
+    (so its deletion can wait until it has been drained)."""
+    meta = vm.get("metadata") or {}
+    status = vm.get("status") or {}
+    if meta.get("deletionTimestamp") or not status.get("ip"):
+        return False
+    conditions = status.get("conditions") or []
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    return ready is not None and ready.get("status") == "True"
+
+
+def wanted_members(vms: list[Body], port: Port) -> list[WantedMember]:
+    group = port.real_servers.virtual_machine_group_ref
+    mport = monitor_port(port)
+    return sorted(
+        WantedMember(vm["metadata"]["name"], vm["status"]["ip"], port.real_servers.port, mport)
+        for vm in vms
+        if (vm["metadata"].get("labels") or {}).get(GROUP_LABEL) == group and is_member_vm(vm)
+    )
+
+
+# -- observed tree -----------------------------------------------------------------------------
+
+
+def is_pending(lb: LoadBalancer) -> bool:
+    return lb.provisioning_status.startswith("PENDING_")
+
+
+def listener_for(tree: Tree, port: int) -> Listener | None:
+    return next((x for x in tree.listeners if x.port == port), None)
+
+
+def pool_for(tree: Tree, listener: Listener | None) -> Pool | None:
+    if listener is None:
+        return None
+    return next(
+        (p for p in tree.pools if p.listener_id == listener.id or p.id == listener.default_pool_id),
+        None,
+    )
+
+
+# -- steps -----------------------------------------------------------------------------------
+
+
+def plan_steps(
+    spec: LoadBalancerSpec, wanted: list[list[WantedMember]], tree: Tree, uid: str, name: str
+) -> list[Step]:
+    """Everything that can be decided now, one step per port (a port's later steps
+    depend on IDs its earlier steps create). Empty means converged."""
+    steps: list[Step] = []
+    if (tree.lb.description or "") != (spec.description or ""):
+        steps.append(
+            Step(
+                "update_load_balancer",
+                (tree.lb.id,),
+                {"description": spec.description},
+                "description changed",
+            )
+        )
+    for port, members in zip(spec.ports, wanted, strict=True):
+        step = port_step(port, members, tree, uid, name)
+        if step is not None:
+            steps.append(step)
+    return steps + stale_steps(spec, tree)
+
+
+def port_step(
+    port: Port, wanted: list[WantedMember], tree: Tree, uid: str, name: str
+) -> Step | None:
+    """The next change for one port: listener, then pool, then monitor, then members."""
+    rs = port.real_servers
+    listener = listener_for(tree, port.port)
+    if listener is None:
+        kwargs = {
+            "name": child_name(name, port.port),
+            "protocol": port.protocol,
+            "port": port.port,
+            "tags": marker_tags(uid),
+        }
+        return Step("create_listener", (tree.lb.id,), kwargs, f"port {port.port}: add listener")
+    pool = pool_for(tree, listener)
+    if listener.protocol.upper() != port.protocol.upper():
+        return remove_listener(listener, pool, f"port {port.port}: protocol changed")
+    if pool is None:
+        kwargs = {
+            "name": child_name(name, port.port),
+            "protocol": rs.protocol,
+            "tags": marker_tags(uid),
+        }
+        return Step("create_pool", (listener.id,), kwargs, f"port {port.port}: add pool")
+    if pool.protocol.upper() != rs.protocol.upper():
+        return Step("delete_pool", (pool.id,), {}, f"port {port.port}: backend protocol changed")
+    return monitor_step(port, pool, tree, uid) or member_step(port, wanted, pool, tree, uid)
+
+
+def remove_listener(listener: Listener, pool: Pool | None, why: str) -> Step:
+    """Pool first, then the listener (next pass): deleting the pool first never leaves
+    a listener pointing at a missing pool, and each call stands alone if we crash."""
+    if pool is not None:
+        return Step("delete_pool", (pool.id,), {}, f"{why}: remove pool")
+    return Step("delete_listener", (listener.id,), {}, f"{why}: remove listener")
+
+
+def monitor_step(port: Port, pool: Pool, tree: Tree, uid: str) -> Step | None:
+    """Apply the port's FIRST monitor; replace ours when it differs (delete now, create
+    next pass); never touch a monitor without Kumo's marker."""
+    want = port.monitors[0] if port.monitors else None
+    current = tree.monitors.get(pool.health_monitor_id) if pool.health_monitor_id else None
+    if current is not None:
+        if owner_of(current.tags) == uid and (want is None or not monitor_matches(want, current)):
+            return Step(
+                "delete_health_monitor", (current.id,), {}, f"port {port.port}: monitor changed"
+            )
+        return None
+    if want is None or pool.health_monitor_id:
+        return None
+    kwargs = {"protocol": want.protocol, "url_path": want.endpoint, "tags": marker_tags(uid)}
+    return Step(
+        "create_health_monitor",
+        (pool.id,),
+        kwargs,
+        f"port {port.port}: add monitor {monitor_label(want)}",
+    )
+
+
+def member_step(
+    port: Port, wanted: list[WantedMember], pool: Pool, tree: Tree, uid: str
+) -> Step | None:
+    """Removals first (a deleting VM waits on them), then additions. Our members must
+    match a wanted one exactly (a reused IP under another VM's name is not a match);
+    foreign members only block an address:port, they are never removed."""
+    current = tree.members.get(pool.id, [])
+    wanted_set = set(wanted)
+    for m in current:
+        if owner_of(m.tags) == uid and _as_wanted(m) not in wanted_set:
+            return Step(
+                "delete_member",
+                (pool.id, m.id),
+                {},
+                f"port {port.port}: remove member {m.name} ({m.address})",
+            )
+    taken = {(m.address, m.port) for m in current}
+    for w in wanted:
+        if (w.address, w.port) not in taken:
+            kwargs = {
+                "name": w.name,
+                "address": w.address,
+                "port": w.port,
+                "monitor_port": w.monitor_port,
+                "tags": marker_tags(uid),
+            }
+            return Step(
+                "create_member", (pool.id,), kwargs, f"port {port.port}: add member {w.name}"
+            )
+    return None
+
+
+def _as_wanted(m: Member) -> WantedMember:
+    return WantedMember(m.name, m.address, m.port, m.monitor_port)
+
+
+def stale_steps(spec: LoadBalancerSpec, tree: Tree) -> list[Step]:
+    """Listeners for ports no longer in spec, and pools no listener uses. Everything under
+    Kumo's own load balancer is Kumo's, marker or not."""
+    ports = {p.port for p in spec.ports}
+    steps = [
+        remove_listener(x, pool_for(tree, x), f"port {x.port}: no longer in spec")
+        for x in tree.listeners
+        if x.port not in ports
+    ]
+    used = {p.id for x in tree.listeners if (p := pool_for(tree, x)) is not None}
+    steps += [
+        Step("delete_pool", (p.id,), {}, f"pool {p.id}: not used by any listener")
+        for p in tree.pools
+        if p.id not in used
+    ]
+    return steps
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+def port_status(port: Port, tree: Tree | None, uid: str) -> dict[str, Any]:
+    listener = listener_for(tree, port.port) if tree else None
+    pool = pool_for(tree, listener) if tree else None
+    members = tree.members.get(pool.id, []) if tree and pool else []
+    return {
+        "port": port.port,
+        "listenerId": listener.id if listener else None,
+        "poolId": pool.id if pool else None,
+        "healthMonitorId": pool.health_monitor_id if pool else None,
+        "members": [
+            {"name": m.name, "address": m.address, "port": m.port}
+            for m in sorted(members, key=lambda m: (m.name, m.address, m.port))
+        ],
+        "unappliedMonitors": unapplied_monitors(port, pool, tree, uid),
+    }
+
+
+def status(spec: LoadBalancerSpec, tree: Tree, uid: str) -> dict[str, Any]:
+    """Kind status from what was observed, written on every pass (also while waiting):
+    VirtualMachines read ports[].members to learn they have been drained."""
+    lb = tree.lb
+    return {
+        "id": lb.id,
+        "vip": lb.vip_address,
+        "provisioningStatus": lb.provisioning_status,
+        "operatingStatus": lb.operating_status,
+        "ports": [port_status(p, tree, uid) for p in spec.ports],
+    }
+
+
+def _unapplied_by_port(ports: list[dict[str, Any]]) -> dict[int, list[str]]:
+    return {p["port"]: list(p["unappliedMonitors"]) for p in ports if p.get("unappliedMonitors")}
+
+
+def monitors_warning(old_status: Body, new_ports: list[dict[str, Any]]) -> str | None:
+    """The warning to emit when the unapplied monitors changed (once, not every pass)."""
+    new = _unapplied_by_port(new_ports)
+    if not new or new == _unapplied_by_port(old_status.get("ports") or []):
+        return None
+    detail = "; ".join(f"port {port}: {', '.join(labels)}" for port, labels in new.items())
+    return (
+        "Octavia runs one health monitor per pool; Kumo applies the first monitor of "
+        f"each port. Not applied: {detail}"
+    )
+
+
+# -- drift -----------------------------------------------------------------------------------
+
+
+def drifted(status: Body, lb: LoadBalancer | None, pools: dict[str, Pool]) -> bool:
+    """Does a listing disagree with what status last recorded? Cheap, list-based: the
+    reconcile that follows does the exact comparison."""
+    if lb is None or lb.provisioning_status != ACTIVE:
+        return True
+    for port in status.get("ports") or []:
+        pool_id = port.get("poolId")
+        if not pool_id:
+            continue
+        pool = pools.get(pool_id)
+        if pool is None:
+            return True
+        if len(pool.member_ids) != len(port.get("members") or []):
+            return True
+        if pool.health_monitor_id != port.get("healthMonitorId"):
+            return True
+        if port.get("listenerId") and pool.listener_id != port["listenerId"]:
+            return True
+    return False
