@@ -57,28 +57,14 @@ db_url() { echo "mysql+pymysql://$1:$LAB_PASSWORD@127.0.0.1/$1"; }
 # os_admin ARGS... — the openstack CLI as the cloud admin (clouds.yaml entry kumo-admin).
 os_admin() { /usr/bin/openstack --os-cloud kumo-admin "$@"; }
 
-# ks_service_user NAME — idempotent user NAME in project `service`, roles admin + service
-# (the `service` role matters: service tokens are checked for it, LAB.md pitfall 3).
-ks_service_user() {
-  local n="$1" r
-  os_admin user create --domain default --password "$LAB_PASSWORD" --or-show "$n" -f value -c id >/dev/null
-  for r in admin service; do
-    os_admin role add --project service --user "$n" --user-domain default --project-domain default "$r"
-  done
-}
+# ks_service_user NAME — idempotent user NAME in project `service` with roles admin and
+# service (service tokens are checked for the `service` role, LAB.md pitfall 3).
+# Implemented in ks.py: one openstacksdk session instead of several CLI start-ups.
+ks_service_user() { LAB_PASSWORD="$LAB_PASSWORD" LAB_REGION="$LAB_REGION" "$PY3" "$LAB_DIR/ks.py" service-user "$1"; }
 
-# ks_register_service NAME TYPE URL — idempotent service + public/internal/admin endpoints.
-ks_register_service() {
-  local n="$1" t="$2" url="$3" i
-  if ! os_admin service show "$n" -f value -c id >/dev/null 2>&1; then
-    os_admin service create --name "$n" "$t" >/dev/null
-  fi
-  for i in public internal admin; do
-    if [ -z "$(os_admin endpoint list --service "$n" --interface "$i" --region "$LAB_REGION" -f value -c ID)" ]; then
-      os_admin endpoint create --region "$LAB_REGION" "$n" "$i" "$url" >/dev/null
-    fi
-  done
-}
+# ks_register_service NAME TYPE URL — idempotent service + public/internal/admin endpoints
+# in LAB_REGION (an existing endpoint with another URL is updated).
+ks_register_service() { LAB_PASSWORD="$LAB_PASSWORD" LAB_REGION="$LAB_REGION" "$PY3" "$LAB_DIR/ks.py" register "$1" "$2" "$3"; }
 
 # ini_set FILE SECTION KEY VALUE — set one option (creates FILE and SECTION as needed).
 ini_set() {

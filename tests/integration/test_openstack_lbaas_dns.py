@@ -4,7 +4,8 @@ Why: Kumo's load-balancer and DNS controllers assume that objects really walk
 PENDING_* -> ACTIVE, that Octavia answers 409 while a load balancer is PENDING_*, that a
 cascade delete removes the whole tree, and that projects are isolated. These tests check
 exactly that against the running lab (dev/openstack/lab.sh up), so a broken lab fails
-here rather than as a mysterious operator test failure.
+here rather than as a mysterious operator test failure. The connections (demo_conn,
+other_conn, admin_conn) come from openstack_fixtures.py via conftest.py.
 
 Every wait polls a condition with a deadline; every created object is removed in a
 finaliser, also when an assertion fails.
@@ -20,8 +21,6 @@ from typing import Any
 
 import pytest
 from openstack import exceptions as os_exc
-
-from tests.integration.openstack_fixtures import admin_conn, demo_conn, other_conn  # noqa: F401
 
 pytestmark = pytest.mark.integration
 
@@ -95,14 +94,14 @@ def delete_lb_tree(conn, lb_id: str) -> None:
 
 
 @pytest.fixture
-def demo_subnet(demo_conn):  # noqa: F811
+def demo_subnet(demo_conn):
     subnet = demo_conn.network.find_subnet(DEMO_SUBNET, ignore_missing=True)
     assert subnet is not None, f"subnet {DEMO_SUBNET} missing: is the demo cloud set up?"
     return subnet
 
 
 @pytest.fixture
-def lb_factory(demo_conn, demo_subnet) -> Iterator[Callable[..., Any]]:  # noqa: F811
+def lb_factory(demo_conn, demo_subnet) -> Iterator[Callable[..., Any]]:
     """Create load balancers in kumo-demo; all of them are cascade-deleted at teardown."""
     created: list[str] = []
 
@@ -123,7 +122,7 @@ def lb_factory(demo_conn, demo_subnet) -> Iterator[Callable[..., Any]]:  # noqa:
     assert not errors, f"cleanup failed: {errors}"
 
 
-def test_lb_tree_goes_active_and_cascade_deletes(demo_conn, demo_subnet, lb_factory):  # noqa: F811
+def test_lb_tree_goes_active_and_cascade_deletes(demo_conn, demo_subnet, lb_factory):
     lbs = demo_conn.load_balancer
     t0 = time.monotonic()
     lb = lb_factory(description="kumo smoke test")
@@ -192,7 +191,7 @@ def test_lb_tree_goes_active_and_cascade_deletes(demo_conn, demo_subnet, lb_fact
     )
 
 
-def test_lb_in_availability_zone_dev(demo_conn, lb_factory):  # noqa: F811
+def test_lb_in_availability_zone_dev(demo_conn, lb_factory):
     t0 = time.monotonic()
     lb = lb_factory(availability_zone="dev")
     wait_lb(demo_conn, lb.id)
@@ -200,7 +199,7 @@ def test_lb_in_availability_zone_dev(demo_conn, lb_factory):  # noqa: F811
     print(f"\n[timing] LB in zone dev ACTIVE {time.monotonic() - t0:.1f}s")
 
 
-def test_lb_flavor_large_and_unknown_zone(demo_conn, lb_factory):  # noqa: F811
+def test_lb_flavor_large_and_unknown_zone(demo_conn, lb_factory):
     flavor = demo_conn.load_balancer.find_flavor("large", ignore_missing=True)
     assert flavor is not None and flavor.is_enabled, "Octavia flavor `large` missing"
     lb = lb_factory(flavor_id=flavor.id)
@@ -210,7 +209,7 @@ def test_lb_flavor_large_and_unknown_zone(demo_conn, lb_factory):  # noqa: F811
         lb_factory(availability_zone="no-such-zone")
 
 
-def test_octavia_quotas(admin_conn):  # noqa: F811
+def test_octavia_quotas(admin_conn):
     demo = admin_conn.identity.find_project("kumo-demo", domain_id="default")
     quota = admin_conn.load_balancer.get_quota(demo.id)
     assert quota.load_balancers == 50
@@ -227,7 +226,7 @@ def zone_status(conn, zone_id: str) -> str:
 
 
 @pytest.fixture
-def demo_zone(demo_conn) -> Iterator[Any]:  # noqa: F811
+def demo_zone(demo_conn) -> Iterator[Any]:
     """A fresh zone owned by kumo-demo, deleted (and waited for) at teardown."""
     zone = demo_conn.dns.create_zone(
         name=f"{unique('kumo-smoke')}.test.", email="admin@kumo-demo.test", ttl=300
@@ -241,7 +240,7 @@ def demo_zone(demo_conn) -> Iterator[Any]:  # noqa: F811
     )
 
 
-def test_zone_and_recordset_go_active(demo_conn, demo_zone):  # noqa: F811
+def test_zone_and_recordset_go_active(demo_conn, demo_zone):
     dns = demo_conn.dns
     t0 = time.monotonic()
     wait_for(
@@ -272,7 +271,7 @@ def test_zone_and_recordset_go_active(demo_conn, demo_zone):  # noqa: F811
     print(f"\n[timing] zone ACTIVE {t_zone:.1f}s; A recordset ACTIVE {t_rs:.1f}s")
 
 
-def test_projects_cannot_see_each_others_zones(demo_conn, other_conn, demo_zone):  # noqa: F811
+def test_projects_cannot_see_each_others_zones(demo_conn, other_conn, demo_zone):
     other_names = {z.name for z in other_conn.dns.zones()}
     assert demo_zone.name not in other_names
     assert "kumo-demo.test." not in other_names
@@ -282,7 +281,7 @@ def test_projects_cannot_see_each_others_zones(demo_conn, other_conn, demo_zone)
     assert demo_zone.name in {z.name for z in demo_conn.dns.zones()}
 
 
-def test_seed_zones_active(admin_conn):  # noqa: F811
+def test_seed_zones_active(admin_conn):
     for project in ("kumo-demo", "kumo-other", "kumo-bench"):
         zones = list(admin_conn.dns.zones(all_projects=True, name=f"{project}.test."))
         assert len(zones) == 1, f"zone {project}.test. missing"

@@ -24,6 +24,10 @@ key_repository = $LAB_DATA/keystone/fernet-keys
 key_repository = $LAB_DATA/keystone/credential-keys
 [cache]
 enabled = false
+[identity]
+# bcrypt's default 12 rounds cost ~0.25 s of CPU per password login; a loopback lab
+# with one shared password does not need that.
+password_hash_rounds = 4
 CONF
 }
 

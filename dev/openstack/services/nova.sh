@@ -73,8 +73,6 @@ lock_path = $LAB_RUN/nova-locks
 driver = noop
 [vnc]
 enabled = false
-[notifications]
-notify_on_state_change =
 CONF
   write_authtoken "$NOVA_CONF" nova
   for ((i = 1; i <= NOVA_COMPUTE_HOSTS; i++)); do

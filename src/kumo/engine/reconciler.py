@@ -117,11 +117,16 @@ class Engine:
             message = f"{error.message} (transient: retrying)"
         log.warning("%s: %s: %s", obj.key, error.reason, error.message)
         result = Result(phase="Error", ready=False, reason=error.reason, message=message)
-        await self._write_status(ctx, obj, result, keep_kind_status=True)
+        await self._write_status(ctx, obj, result, keep_kind_status=True, failed=True)
         return delay
 
     async def _write_status(
-        self, ctx: Context, obj: Obj, result: Result, keep_kind_status: bool = False
+        self,
+        ctx: Context,
+        obj: Obj,
+        result: Result,
+        keep_kind_status: bool = False,
+        failed: bool = False,
     ) -> None:
         old = obj.status
         new: dict[str, Any] = (
@@ -148,7 +153,7 @@ class Engine:
         obj.body = await ctx.kube.patch_status(obj, patch)
         if _transitioned(old_ready, new_ready):
             assert new_ready is not None
-            kind = "Normal" if new_ready["status"] == "True" else "Warning"
+            kind = "Warning" if failed else "Normal"  # progress is not a warning
             ctx.events.emit(
                 obj, kind, new_ready["reason"], new_ready["message"] or new_ready["reason"]
             )

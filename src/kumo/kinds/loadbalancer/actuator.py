@@ -1,0 +1,257 @@
+"""LoadBalancer actuator: observe the Octavia tree, make the next change, report.
+
+Order of a pass: check what only Kumo can check (region, groups, unique ports) →
+find the load balancer (status.id, else adopt by marker, else create and record its
+ID at once) → wait while Octavia holds it PENDING_* → observe listeners, pools,
+monitors and members → apply the FIRST planned step and come back in a second
+(Octavia refuses a second change while the first is pending). Status always carries
+what was observed, so VirtualMachines can see when they have been drained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kumo.api import kinds
+from kumo.api.loadbalancer import LoadBalancerSpec
+from kumo.cloud.model import LoadBalancer, marker_tags, owner_of
+from kumo.engine.errors import TerminalError, TransientError
+from kumo.engine.failpoints import failpoint
+from kumo.engine.objects import Body, Context, Key, Obj, Store
+from kumo.engine.result import Result
+from kumo.kinds.labels import GROUP_LABEL
+from kumo.kinds.loadbalancer import plan
+
+#: Seconds between passes while Octavia works: a step takes it about a second.
+STEP_SECONDS = 1.0
+#: Seconds between finalize passes while Octavia deletes.
+DELETE_SECONDS = 2.0
+
+
+class LoadBalancerActuator:
+    info = kinds.LOAD_BALANCER
+
+    async def reconcile(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> Result:
+        _check_region(ctx.cloud, spec)
+        plan.validate(spec)
+        wanted = _wanted_members(ctx.store, obj.namespace, spec)
+        lb = await _observe(ctx, obj)
+        if lb is None:
+            lb = await _create(ctx, obj, spec)
+            ctx.events.emit(obj, "Normal", "Created", f"created load balancer {lb.id}")
+            return _waiting(ctx, obj, spec, plan.Tree(lb), "load balancer is being created")
+        if lb.provisioning_status == plan.ERROR:
+            raise TerminalError(
+                "LoadBalancerError", f"Octavia put load balancer {lb.id} in ERROR", field="spec"
+            )
+        tree = await _observe_tree(ctx.cloud, lb)
+        if plan.is_pending(lb):
+            return _waiting(ctx, obj, spec, tree, f"load balancer is {lb.provisioning_status}")
+        steps = plan.plan_steps(spec, wanted, tree, obj.uid, plan.lb_name(obj.namespace, obj.name))
+        if steps:
+            return await _apply(ctx, obj, spec, tree, steps)
+        return _converged(ctx, obj, spec, tree)
+
+    async def finalize(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
+        """Delete with cascade (Octavia removes listeners, pools, members and monitors
+        with it), then wait until neither the recorded ID nor the marker finds one."""
+        lbs: dict[str, LoadBalancer] = {}
+        known = obj.status.get("id")
+        if known:
+            lb = await ctx.cloud.get_load_balancer(known)
+            if lb is not None and owner_of(lb.tags) == obj.uid:
+                lbs[lb.id] = lb
+        for lb in await ctx.cloud.find_load_balancers(obj.uid):
+            lbs.setdefault(lb.id, lb)
+        if not lbs:
+            return Result(phase="Deleted", done=True)
+        for lb in lbs.values():
+            if not plan.is_pending(lb):  # PENDING_DELETE: already going; others: 409
+                await _busy_is_waiting(ctx.cloud.delete_load_balancer(lb.id))
+        return Result.waiting(
+            "Deleting",
+            "Deleting",
+            f"deleting load balancer(s) {', '.join(sorted(lbs))}",
+            after=DELETE_SECONDS,
+        )
+
+    def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
+        """LoadBalancers whose members change when a VM (of a referenced group) or a
+        referenced group changes: a VM turning Ready, getting an IP or being deleted."""
+        meta = body.get("metadata") or {}
+        if kind == "VirtualMachine":
+            group = (meta.get("labels") or {}).get(GROUP_LABEL)
+        elif kind == "VirtualMachineGroup":
+            group = meta.get("name")
+        else:
+            return []
+        if not group:
+            return []
+        namespace = meta.get("namespace", "default")
+        return [
+            Key(self.info.kind, namespace, lb["metadata"]["name"])
+            for lb in store.list(self.info.kind, namespace)
+            if group in plan.referenced_groups(lb.get("spec") or {})
+        ]
+
+    async def drift(self, cloud: Any, objs: list[Obj]) -> list[Key]:
+        """Two list calls for the whole fleet of one cloud; enqueue only what drifted."""
+        live = [o for o in objs if not o.deleting and o.status.get("id")]
+        if not live:
+            return []
+        lbs = {lb.id: lb for lb in await cloud.list_managed_load_balancers()}
+        pools = {p.id: p for p in await cloud.list_pools()}
+        return [o.key for o in live if plan.drifted(o.status, lbs.get(o.status["id"]), pools)]
+
+
+# -- checks ----------------------------------------------------------------------------------
+
+
+def _check_region(cloud: Any, spec: LoadBalancerSpec) -> None:
+    if spec.region and spec.region != cloud.region:
+        raise TerminalError(
+            "RegionMismatch",
+            f"region {spec.region!r} is not the region of this namespace's cloud "
+            f"credentials ({cloud.region or 'unset'!r})",
+            field="spec.region",
+        )
+
+
+def _wanted_members(
+    store: Store, namespace: str, spec: LoadBalancerSpec
+) -> list[list[plan.WantedMember]]:
+    """Desired members per port; a dangling group reference is the user's to fix (and
+    must not empty the pools: bad input never deletes anything)."""
+    vms = store.list("VirtualMachine", namespace)
+    wanted = []
+    for i, port in enumerate(spec.ports):
+        group = port.real_servers.virtual_machine_group_ref
+        if store.get("VirtualMachineGroup", namespace, group) is None:
+            raise TerminalError(
+                "GroupNotFound",
+                f"VirtualMachineGroup {group!r} not found in namespace {namespace!r}",
+                field=f"spec.ports[{i}].realServers.virtualMachineGroupRef",
+            )
+        wanted.append(plan.wanted_members(vms, port))
+    return wanted
+
+
+# -- observe / create ----------------------------------------------------------------------
+
+
+async def _observe(ctx: Context, obj: Obj) -> LoadBalancer | None:
+    """The LB this object owns: by recorded ID, else adopted by marker (a crashed run's)."""
+    known = obj.status.get("id")
+    if known:
+        lb = await ctx.cloud.get_load_balancer(known)
+        if lb is not None:
+            if owner_of(lb.tags) != obj.uid:
+                raise TerminalError(
+                    "NotOwned",
+                    f"load balancer {lb.id} does not carry Kumo's marker for this object",
+                    field="status.id",
+                )
+            return lb
+    found = sorted(await ctx.cloud.find_load_balancers(obj.uid), key=lambda x: x.id)
+    if not found:
+        return None
+    lb = found[0]
+    if lb.id != known:
+        ctx.events.emit(obj, "Normal", "Adopted", f"adopted load balancer {lb.id} (Kumo's marker)")
+        obj.body = await ctx.kube.patch_status(obj, {"id": lb.id})
+    return lb
+
+
+async def _create(ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> LoadBalancer:
+    """Resolve every reference first (bad input fails before anything exists), create,
+    and record the ID at once so a crash cannot lose it."""
+    cloud = ctx.cloud
+    if spec.vip_network:
+        network_id = await cloud.network_id(spec.vip_network, field="spec.vipNetwork")
+    else:
+        network_id = await cloud.default_network_id(
+            external=spec.vip_type == "public", field="spec.vipType"
+        )
+    flavor_id = None
+    if spec.service_type != "generic":
+        flavor_id = await cloud.lb_flavor_id(spec.service_type)
+    lb = await cloud.create_load_balancer(
+        name=plan.lb_name(obj.namespace, obj.name),
+        vip_network_id=network_id,
+        description=spec.description,
+        availability_zone=spec.zone,
+        flavor_id=flavor_id,
+        tags=marker_tags(obj.uid),
+    )
+    failpoint("after-lb-create")
+    obj.body = await ctx.kube.patch_status(obj, {"id": lb.id})
+    return lb
+
+
+async def _observe_tree(cloud: Any, lb: LoadBalancer) -> plan.Tree:
+    listeners = await cloud.list_listeners(lb.id)
+    pools = await cloud.list_pools(lb.id)
+    member_lists = await asyncio.gather(*(cloud.list_members(p.id) for p in pools))
+    monitor_ids = [p.health_monitor_id for p in pools if p.health_monitor_id]
+    monitors = await asyncio.gather(*(cloud.get_health_monitor(i) for i in monitor_ids))
+    return plan.Tree(
+        lb=lb,
+        listeners=listeners,
+        pools=pools,
+        members={p.id: m for p, m in zip(pools, member_lists, strict=True)},
+        monitors={m.id: m for m in monitors if m is not None},
+    )
+
+
+# -- act / report ----------------------------------------------------------------------------
+
+
+async def _apply(
+    ctx: Context, obj: Obj, spec: LoadBalancerSpec, tree: plan.Tree, steps: list[plan.Step]
+) -> Result:
+    """One change, then wait: Octavia holds the LB PENDING_UPDATE until it is applied."""
+    step = steps[0]
+    ctx.log.info("%s: %s", obj.key, step.why)
+    busy = await _busy_is_waiting(getattr(ctx.cloud, step.op)(*step.args, **step.kwargs))
+    more = f" (at least {len(steps) - 1} more change(s) to go)" if len(steps) > 1 else ""
+    message = f"load balancer busy, will retry: {step.why}" if busy else f"{step.why}{more}"
+    return _waiting(ctx, obj, spec, tree, message)
+
+
+async def _busy_is_waiting(call: Any) -> bool:
+    """Octavia's 409 while PENDING_* means "wait", not "fail": True when it said so."""
+    try:
+        await call
+    except TransientError as error:
+        if error.reason != "CloudBusy":
+            raise
+        return True
+    return False
+
+
+def _report(ctx: Context, obj: Obj, spec: LoadBalancerSpec, tree: plan.Tree) -> dict[str, Any]:
+    """Status from the observation, plus one warning when the unapplied monitors change."""
+    status = plan.status(spec, tree, obj.uid)
+    warning = plan.monitors_warning(obj.status, status["ports"])
+    if warning:
+        ctx.events.emit(obj, "Warning", "MonitorsNotApplied", warning)
+    return status
+
+
+def _waiting(
+    ctx: Context, obj: Obj, spec: LoadBalancerSpec, tree: plan.Tree, message: str
+) -> Result:
+    status = _report(ctx, obj, spec, tree)
+    return Result.waiting("Provisioning", "Provisioning", message, after=STEP_SECONDS, **status)
+
+
+def _converged(ctx: Context, obj: Obj, spec: LoadBalancerSpec, tree: plan.Tree) -> Result:
+    lb = tree.lb
+    return Result(
+        phase="Active",
+        ready=True,
+        reason="Ready",
+        message=f"load balancer {lb.id} is ACTIVE ({lb.operating_status}) at {lb.vip_address}",
+        status=_report(ctx, obj, spec, tree),
+    )

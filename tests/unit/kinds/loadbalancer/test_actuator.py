@@ -1,0 +1,354 @@
+"""LoadBalancer: the engine drives the actuator against the in-memory Octavia; tests
+feed objects and cloud state in and check cloud state and status out."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kumo.api.kinds import LOAD_BALANCER, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
+from kumo.cloud.model import marker_tags
+from kumo.engine.objects import Key, Obj
+from kumo.engine.reconciler import Engine
+from kumo.kinds.labels import GROUP_LABEL
+from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
+from tests.unit.fakes import World, make_body
+from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+
+EXAMPLE = Path(__file__).parents[4] / "examples" / "loadbalancer.yaml"
+GROUP = "virtualmachinegroup-sample"
+
+
+def seed_spec() -> dict:
+    return yaml.safe_load(EXAMPLE.read_text())["spec"]
+
+
+def add_vm(world: World, name: str, ip: str, ready: bool = True, **meta: Any) -> dict:
+    body = make_body(VIRTUAL_MACHINE, name, {}, labels={GROUP_LABEL: GROUP}, **meta)
+    body["status"] = {
+        "ip": ip,
+        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+    }
+    world.store.put("VirtualMachine", body)
+    return body
+
+
+def new_world(vms: int = 3, spec: dict | None = None, pending_gets: int = 0) -> World:
+    world = World(cloud=FakeOctavia(pending_gets=pending_gets))
+    world.add(VIRTUAL_MACHINE_GROUP, GROUP, {"replicas": vms, "template": {}})
+    for i in range(vms):
+        add_vm(world, f"vm-{i}", f"10.0.0.{10 + i}")
+    world.add(LOAD_BALANCER, "web", spec or seed_spec())
+    return world
+
+
+def cloud(world: World) -> FakeOctavia:
+    assert isinstance(world.cloud, FakeOctavia)
+    return world.cloud
+
+
+def stored(world: World, kind: str, name: str) -> dict:
+    """The stored body itself (not a copy): tests edit it to play the user or the API."""
+    body = world.store.get(kind, "default", name)
+    assert body is not None, f"{kind} {name} is gone"
+    return body
+
+
+def run(world: World, engine: Engine | None = None) -> float | None:
+    obj = world.obj(LOAD_BALANCER, "web")
+    return asyncio.run((engine or Engine()).run(LoadBalancerActuator(), world.ctx(), obj))
+
+
+def converge(world: World, limit: int = 60) -> int:
+    """Run passes until the engine stops asking to look again; return how many."""
+    engine = Engine()
+    for passes in range(1, limit + 1):
+        if run(world, engine) is None:
+            return passes
+    raise AssertionError(f"not converged after {limit} passes: {status(world)}")
+
+
+def status(world: World) -> dict:
+    return world.obj(LOAD_BALANCER, "web").status
+
+
+def ready(world: World) -> dict:
+    return status(world)["conditions"][0]
+
+
+def members(world: World, port: int) -> list[str]:
+    (entry,) = [p for p in status(world)["ports"] if p["port"] == port]
+    return [m["name"] for m in entry["members"]]
+
+
+def test_create_converges_to_the_full_tree() -> None:
+    world = new_world()
+    assert run(world) == 1.0
+    fake = cloud(world).only()
+    assert status(world)["id"] == fake.lb.id  # recorded on the very first pass
+    assert fake.attrs["name"] == "default-web"
+    assert fake.attrs["vip_network_id"] == "net-private"
+    assert fake.attrs["availability_zone"] == "dev"
+    assert fake.attrs["flavor_id"] is None
+    assert fake.lb.tags == marker_tags("uid-web")
+
+    converge(world)
+    assert cloud(world).calls.count("create_load_balancer") == 1
+    assert cloud(world).busy == 0  # never two changes in one pass
+    assert sorted((x.protocol, x.port) for x in fake.listeners.values()) == [
+        ("HTTP", 80),
+        ("HTTPS", 443),
+    ]
+    assert sorted(p.protocol for p in fake.pools.values()) == ["HTTP", "HTTPS"]
+    assert sorted((m.type, m.url_path) for m in fake.monitors.values()) == [
+        ("HTTP", "/health/alive"),
+        ("HTTPS", "/health/alive"),
+    ]
+    for pool_members in fake.members.values():
+        assert sorted(m.address for m in pool_members.values()) == [
+            "10.0.0.10",
+            "10.0.0.11",
+            "10.0.0.12",
+        ]
+        assert all(
+            m.tags == marker_tags("uid-web") and m.port in (80, 443) for m in pool_members.values()
+        )
+    st = status(world)
+    assert (st["phase"], ready(world)["status"]) == ("Active", "True")
+    assert st["vip"] == fake.lb.vip_address
+    assert [p["unappliedMonitors"] for p in st["ports"]] == [
+        ["https:80/health/ready"],
+        ["https:443/health/ready"],
+    ]
+    assert all(p["listenerId"] and p["poolId"] and p["healthMonitorId"] for p in st["ports"])
+    assert members(world, 80) == ["vm-0", "vm-1", "vm-2"]
+    assert world.events.reasons().count("MonitorsNotApplied") == 1
+
+
+def test_waits_without_changes_while_octavia_is_pending() -> None:
+    world = new_world(pending_gets=2)
+    run(world)
+    calls = list(cloud(world).calls)
+    assert run(world) == 1.0
+    assert cloud(world).calls == calls
+    assert status(world)["provisioningStatus"] == "PENDING_CREATE"
+    assert "PENDING_CREATE" in ready(world)["message"]
+    converge(world, limit=200)
+    assert cloud(world).busy == 0
+    assert status(world)["phase"] == "Active"
+
+
+def test_scaling_the_group_down_removes_members() -> None:
+    world = new_world(vms=3)
+    converge(world)
+    world.store.remove("VirtualMachine", "default", "vm-1")
+    world.store.remove("VirtualMachine", "default", "vm-2")
+    converge(world)
+    assert members(world, 80) == members(world, 443) == ["vm-0"]
+    assert cloud(world).calls.count("delete_member") == 4
+
+
+def test_deleting_and_unready_vms_are_not_members() -> None:
+    world = new_world(vms=1)
+    add_vm(world, "vm-going", "10.0.0.50", deletionTimestamp="2026-11-22T00:00:00Z")
+    add_vm(world, "vm-booting", "10.0.0.51", ready=False)
+    converge(world)
+    assert members(world, 80) == ["vm-0"]
+
+
+def test_a_vm_being_deleted_is_drained() -> None:
+    world = new_world(vms=2)
+    converge(world)
+    vm = stored(world, "VirtualMachine", "vm-1")
+    vm["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    converge(world)
+    assert "vm-1" not in members(world, 80) + members(world, 443)
+
+
+def test_foreign_member_is_left_alone() -> None:
+    world = new_world(vms=1)
+    converge(world)
+    pool_id = status(world)["ports"][0]["poolId"]
+    foreign = cloud(world).add_member(pool_id, "by-hand", "192.168.1.1", 80)
+    converge(world)
+    assert foreign in cloud(world).only().members[pool_id]
+    assert members(world, 80) == ["by-hand", "vm-0"]
+
+
+def test_adopts_a_load_balancer_found_by_marker() -> None:
+    world = new_world(vms=1)
+    orphan = cloud(world).add_lb(marker_tags("uid-web"), name="default-web")
+    run(world)
+    assert "create_load_balancer" not in cloud(world).calls
+    assert status(world)["id"] == orphan.lb.id
+    assert "Adopted" in world.events.reasons()
+    converge(world)
+    assert len(cloud(world).lbs) == 1
+
+
+def test_region_mismatch_is_terminal_and_names_the_field() -> None:
+    world = new_world(spec={**seed_spec(), "region": "osaka1"})
+    assert run(world) == 60.0
+    assert ready(world)["reason"] == "RegionMismatch"
+    assert ready(world)["message"].startswith("spec.region:")
+    assert cloud(world).lbs == {}
+
+
+def test_missing_group_is_terminal_and_names_the_field() -> None:
+    spec = seed_spec()
+    spec["ports"][1]["realServers"]["virtualMachineGroupRef"] = "nope"
+    world = new_world(spec=spec)
+    run(world)
+    assert ready(world)["reason"] == "GroupNotFound"
+    assert ready(world)["message"].startswith("spec.ports[1].realServers.virtualMachineGroupRef:")
+    assert cloud(world).lbs == {}
+
+
+def test_load_balancer_in_error_is_terminal() -> None:
+    world = new_world(vms=1)
+    converge(world)
+    fake = cloud(world).only()
+    fake.lb = replace(fake.lb, provisioning_status="ERROR")
+    run(world)
+    assert (ready(world)["reason"], status(world)["phase"]) == ("LoadBalancerError", "Error")
+    assert status(world)["ports"][0]["poolId"]  # what we knew is kept
+
+
+def test_changed_listener_protocol_replaces_listener_and_pool() -> None:
+    world = new_world(vms=1)
+    converge(world)
+    spec = seed_spec()
+    spec["ports"][0].update(protocol="tcp", monitors=[{"protocol": "tcp", "port": 80}])
+    spec["ports"][0]["realServers"]["protocol"] = "tcp"
+    stored(world, "LoadBalancer", "web")["spec"] = spec
+    converge(world)
+    fake = cloud(world).only()
+    assert sorted((x.protocol, x.port) for x in fake.listeners.values()) == [
+        ("HTTPS", 443),
+        ("TCP", 80),
+    ]
+    assert sorted(m.type for m in fake.monitors.values()) == ["HTTPS", "TCP"]
+    assert cloud(world).busy == 0
+    assert members(world, 80) == ["vm-0"]
+
+
+def test_changed_monitor_is_replaced_and_removed_port_is_cleaned_up() -> None:
+    world = new_world(vms=1)
+    converge(world)
+    spec = seed_spec()
+    spec["ports"] = spec["ports"][:1]
+    spec["ports"][0]["monitors"] = [{"protocol": "http", "port": 8080, "endpoint": "/ping"}]
+    stored(world, "LoadBalancer", "web")["spec"] = spec
+    converge(world)
+    fake = cloud(world).only()
+    assert [x.port for x in fake.listeners.values()] == [80]
+    assert len(fake.pools) == 1
+    assert [(m.type, m.url_path) for m in fake.monitors.values()] == [("HTTP", "/ping")]
+    (pool_members,) = fake.members.values()
+    assert [m.monitor_port for m in pool_members.values()] == [8080]
+    assert status(world)["ports"][0]["unappliedMonitors"] == []
+
+
+def test_description_drift_is_corrected() -> None:
+    world = new_world(vms=1)
+    converge(world)
+    fake = cloud(world).only()
+    fake.lb = replace(fake.lb, description="edited in Horizon")
+    converge(world)
+    assert cloud(world).only().lb.description == "generated operator"
+
+
+def test_busy_load_balancer_means_wait_not_error() -> None:
+    class LyingOctavia(FakeOctavia):
+        """Reports ACTIVE while still locked: the 409 on the change must mean "wait"."""
+
+        async def get_load_balancer(self, lb_id: str):  # type: ignore[no-untyped-def]
+            lb = self.lbs[lb_id].lb
+            return replace(lb, provisioning_status="ACTIVE")
+
+    world = new_world(vms=1)
+    world.cloud = LyingOctavia()
+    run(world)  # create
+    assert run(world) == 1.0
+    assert cloud(world).busy == 1
+    assert ready(world)["reason"] == "Provisioning"
+    assert "busy" in ready(world)["message"]
+
+
+def test_finalize_deletes_and_is_done_only_when_gone() -> None:
+    world = new_world(vms=1)
+    converge(world)
+    body = stored(world, "LoadBalancer", "web")
+    body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    assert run(world) == 2.0
+    assert cloud(world).calls.count("delete_load_balancer") == 1
+    assert cloud(world).only().lb.provisioning_status == "PENDING_DELETE"
+    assert world.store.get("LoadBalancer", "default", "web") is not None
+    assert run(world) is None
+    assert cloud(world).lbs == {}
+    assert world.store.get("LoadBalancer", "default", "web") is None  # finalizer released
+
+
+def test_finalize_with_nothing_in_the_cloud_is_done() -> None:
+    world = new_world(vms=1)
+    body = stored(world, "LoadBalancer", "web")
+    body["metadata"].update(
+        deletionTimestamp="2026-11-22T00:00:00Z", finalizers=[LOAD_BALANCER.finalizer]
+    )
+    assert run(world) is None
+    assert world.store.get("LoadBalancer", "default", "web") is None
+
+
+def test_drift_flags_removed_member_and_deleted_load_balancer() -> None:
+    world = new_world(vms=2)
+    converge(world)
+    actuator = LoadBalancerActuator()
+    objs = [world.obj(LOAD_BALANCER, "web")]
+    cloud(world).calls.clear()
+    assert asyncio.run(actuator.drift(world.cloud, objs)) == []
+    assert cloud(world).calls == ["list_managed_load_balancers", "list_pools"]
+
+    pool_id = status(world)["ports"][1]["poolId"]
+    member_id = next(iter(cloud(world).only().members[pool_id]))
+    cloud(world).remove_member_out_of_band(pool_id, member_id)
+    assert asyncio.run(actuator.drift(world.cloud, objs)) == [Key("LoadBalancer", "default", "web")]
+    converge(world)  # the reconcile drift triggers puts it back
+    assert len(cloud(world).only().members[pool_id]) == 2
+
+    cloud(world).delete_out_of_band(status(world)["id"])
+    objs = [world.obj(LOAD_BALANCER, "web")]
+    assert asyncio.run(actuator.drift(world.cloud, objs)) == [Key("LoadBalancer", "default", "web")]
+    converge(world)  # Kumo's LB deleted by hand comes back, members and all
+    assert status(world)["id"] == cloud(world).only().lb.id
+    assert len(members(world, 80)) == 2
+
+
+def test_drift_skips_objects_being_deleted_or_without_id() -> None:
+    world = new_world(vms=1)
+    body = copy.deepcopy(stored(world, "LoadBalancer", "web"))
+    fresh = Obj(LOAD_BALANCER, body)
+    going = Obj(LOAD_BALANCER, copy.deepcopy(body))
+    going.body["status"] = {"id": "lb-gone"}
+    going.body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    assert asyncio.run(LoadBalancerActuator().drift(world.cloud, [fresh, going])) == []
+
+
+def test_dependents_follow_group_references() -> None:
+    world = new_world(vms=1)
+    world.add(LOAD_BALANCER, "other", {**seed_spec(), "ports": []})
+    actuator = LoadBalancerActuator()
+    vm = stored(world, "VirtualMachine", "vm-0")
+    group = stored(world, "VirtualMachineGroup", GROUP)
+    web = [Key("LoadBalancer", "default", "web")]
+    assert actuator.dependents("VirtualMachine", vm, world.store) == web
+    assert actuator.dependents("VirtualMachineGroup", group, world.store) == web
+    unlabelled = make_body(VIRTUAL_MACHINE, "solo", {})
+    assert actuator.dependents("VirtualMachine", unlabelled, world.store) == []
+    assert actuator.dependents("DNSRecord", vm, world.store) == []
+    elsewhere = make_body(VIRTUAL_MACHINE, "x", {}, namespace="b", labels={GROUP_LABEL: GROUP})
+    assert actuator.dependents("VirtualMachine", elsewhere, world.store) == []

@@ -1,0 +1,223 @@
+"""LoadBalancer planning: members, the next step per port, status, drift — pure functions."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kumo.api.loadbalancer import LoadBalancerSpec
+from kumo.cloud.model import HealthMonitor, Listener, LoadBalancer, Member, Pool, marker_tags
+from kumo.engine.errors import TerminalError
+from kumo.kinds.labels import GROUP_LABEL
+from kumo.kinds.loadbalancer import plan
+from kumo.kinds.loadbalancer.plan import Tree, WantedMember
+
+UID = "uid-web"
+OURS = marker_tags(UID)
+LB = LoadBalancer("lb-1", "default-web", "ACTIVE", "ONLINE", "10.9.0.5", OURS, "d")
+
+
+def port(number: int = 80, protocol: str = "http", monitors: list | None = None) -> dict:
+    return {
+        "port": number,
+        "protocol": protocol,
+        "realServers": {"protocol": protocol, "port": number, "virtualMachineGroupRef": "g"},
+        "monitors": monitors
+        if monitors is not None
+        else [
+            {"protocol": "http", "port": number, "endpoint": "/health/alive"},
+            {"protocol": "https", "port": number, "endpoint": "/health/ready"},
+        ],
+    }
+
+
+def spec(*ports: dict, description: str = "d") -> LoadBalancerSpec:
+    return LoadBalancerSpec.model_validate(
+        {"description": description, "ports": list(ports) or [port()]}
+    )
+
+
+def vm(name: str, ip: str | None = "10.0.0.1", ready: str = "True", **meta: object) -> dict:
+    return {
+        "metadata": {"name": name, "labels": {GROUP_LABEL: "g"}, **meta},
+        "status": {"ip": ip, "conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+LISTENER = Listener("lis-1", "default-web-80", "HTTP", 80, "pool-1", OURS)
+POOL = Pool("pool-1", "default-web-80", "HTTP", "lis-1", "hm-1", [], OURS)
+MONITOR = HealthMonitor("hm-1", "HTTP", "/health/alive", OURS)
+
+
+def tree(*members: Member, pool: Pool = POOL, monitor: HealthMonitor | None = MONITOR) -> Tree:
+    return Tree(
+        LB,
+        [LISTENER],
+        [pool],
+        {pool.id: list(members)},
+        {monitor.id: monitor} if monitor else {},
+    )
+
+
+def step_of(t: Tree, s: LoadBalancerSpec | None = None, wanted: list | None = None) -> plan.Step:
+    s = s or spec()
+    steps = plan.plan_steps(s, wanted or [[] for _ in s.ports], t, UID, "default-web")
+    return steps[0]
+
+
+def test_monitor_labels_and_unapplied_monitors() -> None:
+    p = spec().ports[0]
+    assert plan.unapplied_monitors(p) == ["https:80/health/ready"]
+    assert plan.monitor_label(p.monitors[0]) == "http:80/health/alive"
+    assert plan.unapplied_monitors(spec(port(monitors=[])).ports[0]) == []
+
+
+def test_monitor_port_only_when_it_differs() -> None:
+    assert plan.monitor_port(spec().ports[0]) is None
+    other = port(monitors=[{"protocol": "tcp", "port": 9000}])
+    assert plan.monitor_port(spec(other).ports[0]) == 9000
+
+
+def test_members_are_ready_vms_of_the_group_with_an_ip() -> None:
+    vms = [
+        vm("b", "10.0.0.2"),
+        vm("a", "10.0.0.1"),
+        vm("gone", "10.0.0.3", deletionTimestamp="2026-11-22T00:00:00Z"),
+        vm("sick", "10.0.0.4", ready="False"),
+        vm("noip", None),
+        {**vm("other", "10.0.0.5"), "metadata": {"name": "other", "labels": {GROUP_LABEL: "x"}}},
+    ]
+    assert plan.wanted_members(vms, spec().ports[0]) == [
+        WantedMember("a", "10.0.0.1", 80),
+        WantedMember("b", "10.0.0.2", 80),
+    ]
+
+
+def test_steps_build_listener_then_pool_then_monitor() -> None:
+    empty = Tree(LB)
+    first = step_of(empty)
+    assert (first.op, first.args) == ("create_listener", ("lb-1",))
+    assert first.kwargs == {"name": "default-web-80", "protocol": "http", "port": 80, "tags": OURS}
+    no_pool = Tree(LB, [replace(LISTENER, default_pool_id=None)])
+    assert step_of(no_pool).op == "create_pool"
+    bare = tree(pool=Pool("pool-1", "p", "HTTP", "lis-1", None, [], OURS), monitor=None)
+    hm = step_of(bare)
+    assert (hm.op, hm.kwargs["protocol"], hm.kwargs["url_path"]) == (
+        "create_health_monitor",
+        "http",
+        "/health/alive",
+    )
+
+
+def test_converged_tree_has_no_steps() -> None:
+    member = Member("m1", "a", "10.0.0.1", 80, None, OURS)
+    wanted = [[WantedMember("a", "10.0.0.1", 80)]]
+    assert plan.plan_steps(spec(), wanted, tree(member), UID, "default-web") == []
+
+
+def test_protocol_change_removes_pool_before_listener() -> None:
+    tcp = spec(port(protocol="tcp", monitors=[]))
+    assert step_of(tree(), tcp).op == "delete_pool"
+    assert step_of(Tree(LB, [replace(LISTENER, default_pool_id=None)]), tcp).op == (
+        "delete_listener"
+    )
+
+
+def test_our_changed_monitor_is_deleted_a_foreign_one_is_kept_and_reported() -> None:
+    moved = spec(port(monitors=[{"protocol": "http", "port": 80, "endpoint": "/other"}]))
+    assert step_of(tree(), moved).op == "delete_health_monitor"
+    foreign = HealthMonitor("hm-1", "TCP", None, [])
+    t = tree(monitor=foreign)
+    assert plan.monitor_step(spec().ports[0], POOL, t, UID) is None
+    assert plan.port_status(spec().ports[0], t, UID)["unappliedMonitors"] == [
+        "http:80/health/alive",
+        "https:80/health/ready",
+    ]
+
+
+def test_members_removed_first_foreign_ones_kept() -> None:
+    stale = Member("m1", "old-vm", "10.0.0.1", 80, None, OURS)  # IP reused by a new VM
+    foreign = Member("m2", "by-hand", "10.0.0.2", 80, None, [])
+    wanted = [[WantedMember("new-vm", "10.0.0.1", 80), WantedMember("b", "10.0.0.2", 80)]]
+    first = step_of(tree(stale, foreign), wanted=wanted)
+    assert (first.op, first.args) == ("delete_member", ("pool-1", "m1"))
+    # Once it is gone: add the new VM; the foreign member at 10.0.0.2 blocks "b" harmlessly.
+    nxt = step_of(tree(foreign), wanted=wanted)
+    assert (nxt.op, nxt.kwargs["name"], nxt.kwargs["address"]) == (
+        "create_member",
+        "new-vm",
+        "10.0.0.1",
+    )
+    assert (
+        plan.plan_steps(
+            spec(),
+            wanted,
+            tree(foreign, Member("m3", "new-vm", "10.0.0.1", 80, None, OURS)),
+            UID,
+            "x",
+        )
+        == []
+    )
+
+
+def test_stale_listener_and_orphan_pool_are_removed() -> None:
+    old = Listener("lis-9", "x", "HTTP", 8080, "pool-9", [])
+    old_pool = Pool("pool-9", "x", "HTTP", "lis-9", None, [], [])
+    orphan = Pool("pool-8", "x", "HTTP", None, None, [], [])
+    t = Tree(LB, [LISTENER, old], [POOL, old_pool, orphan], {}, {MONITOR.id: MONITOR})
+    steps = plan.stale_steps(spec(), t)
+    assert [(s.op, s.args) for s in steps] == [
+        ("delete_pool", ("pool-9",)),
+        ("delete_pool", ("pool-8",)),
+    ]
+
+
+def test_description_drift_is_a_step() -> None:
+    member = Member("m1", "a", "10.0.0.1", 80, None, OURS)
+    wanted = [[WantedMember("a", "10.0.0.1", 80)]]
+    steps = plan.plan_steps(spec(description="new"), wanted, tree(member), UID, "n")
+    assert [(s.op, s.kwargs) for s in steps] == [("update_load_balancer", {"description": "new"})]
+
+
+def test_duplicate_ports_are_rejected_with_the_field() -> None:
+    with pytest.raises(TerminalError) as error:
+        plan.validate(spec(port(), port(443), port()))
+    assert error.value.field == "spec.ports[2].port"
+
+
+def test_referenced_groups_of_a_raw_spec() -> None:
+    assert plan.referenced_groups({"ports": [port(), {"realServers": {}}]}) == {"g"}
+    assert plan.referenced_groups({}) == set()
+
+
+def test_monitor_warning_only_when_the_list_changes() -> None:
+    ports = [{"port": 80, "unappliedMonitors": ["https:80/health/ready"]}]
+    message = plan.monitors_warning({}, ports)
+    assert message is not None and "port 80: https:80/health/ready" in message
+    assert plan.monitors_warning({"ports": ports}, ports) is None
+    assert plan.monitors_warning({"ports": ports}, [{"port": 80, "unappliedMonitors": []}]) is None
+
+
+def test_drifted() -> None:
+    recorded = {
+        "id": "lb-1",
+        "ports": [
+            {
+                "port": 80,
+                "listenerId": "lis-1",
+                "poolId": "pool-1",
+                "healthMonitorId": "hm-1",
+                "members": [{"name": "a"}],
+            },
+        ],
+    }
+    pool = Pool("pool-1", "p", "HTTP", "lis-1", "hm-1", ["m1"], OURS)
+    assert not plan.drifted(recorded, LB, {"pool-1": pool})
+    assert plan.drifted(recorded, None, {"pool-1": pool})
+    pending = LoadBalancer("lb-1", "n", "PENDING_UPDATE", "ONLINE", None)
+    assert plan.drifted(recorded, pending, {"pool-1": pool})
+    assert plan.drifted(recorded, LB, {})
+    assert plan.drifted(recorded, LB, {"pool-1": Pool("pool-1", "p", "HTTP", "lis-1", "hm-1")})
+    no_monitor = Pool("pool-1", "p", "HTTP", "lis-1", None, ["m1"], OURS)
+    assert plan.drifted(recorded, LB, {"pool-1": no_monitor})
