@@ -85,21 +85,32 @@ PY
 }
 
 # write_authtoken CONF NAME — [keystone_authtoken] and [service_user] for service user NAME.
+# Appends both sections in one go when CONF has neither (the usual case: configure
+# functions regenerate their files); otherwise sets the keys one by one.
 write_authtoken() {
-  local f="$1" n="$2" s
+  local f="$1" n="$2" s k
+  local -a common=(
+    "auth_url=http://$LAB_HOST:5000" auth_type=password project_domain_name=Default
+    user_domain_name=Default project_name=service "username=$n" "password=$LAB_PASSWORD"
+    "region_name=$LAB_REGION")
+  if ! grep -qE '^\[(keystone_authtoken|service_user)\]' "$f" 2>/dev/null; then
+    {
+      echo; echo "[keystone_authtoken]"
+      echo "www_authenticate_uri = http://$LAB_HOST:5000"
+      echo "service_token_roles_required = true"
+      for k in "${common[@]}"; do echo "${k%%=*} = ${k#*=}"; done
+      echo; echo "[service_user]"
+      echo "send_service_user_token = true"
+      for k in "${common[@]}"; do echo "${k%%=*} = ${k#*=}"; done
+    } >>"$f"
+    return 0
+  fi
   ini_set "$f" keystone_authtoken www_authenticate_uri "http://$LAB_HOST:5000"
   ini_set "$f" keystone_authtoken service_token_roles_required true
-  for s in keystone_authtoken service_user; do
-    ini_set "$f" "$s" auth_url "http://$LAB_HOST:5000"
-    ini_set "$f" "$s" auth_type password
-    ini_set "$f" "$s" project_domain_name Default
-    ini_set "$f" "$s" user_domain_name Default
-    ini_set "$f" "$s" project_name service
-    ini_set "$f" "$s" username "$n"
-    ini_set "$f" "$s" password "$LAB_PASSWORD"
-    ini_set "$f" "$s" region_name "$LAB_REGION"
-  done
   ini_set "$f" service_user send_service_user_token true
+  for s in keystone_authtoken service_user; do
+    for k in "${common[@]}"; do ini_set "$f" "$s" "${k%%=*}" "${k#*=}"; done
+  done
 }
 
 # http_answers URL — true when URL gives any HTTP answer below 500.
@@ -116,16 +127,17 @@ wait_http() { wait_for "$1" "${2:-60}" http_answers "$1"; }
 stamp_done() { [ -f "$LAB_DATA/$1.bootstrapped" ]; }
 stamp_set() { touch "$LAB_DATA/$1.bootstrapped"; }
 
-# lab_pids_of NAME — recorded pid of a lab daemon (empty when not running).
+# lab_pid NAME — recorded pid of a lab daemon (empty when not running).
 lab_pid() { is_running "$1" && cat "$KUMO_STATE/pids/$1.pid" || true; }
 
 # uwsgi_app NAME PORT WSGI_FILE PROCESSES [UWSGI_ARGS...] — run a WSGI app under uwsgi on
-# loopback. `Connection: close` avoids ECONNRESET on reused client connections (LAB.md
-# pitfall 1). Extra arguments go to uwsgi (e.g. --env KEY=VALUE).
+# loopback ($UWSGI_THREADS threads per process, default 2). `Connection: close` avoids
+# ECONNRESET on reused client connections (LAB.md pitfall 1). Extra arguments go to
+# uwsgi (e.g. --env KEY=VALUE).
 uwsgi_app() {
   local name="$1" port="$2" wsgi="$3" procs="${4:-2}"; shift 4 || shift $#
   start_daemon "$name" /usr/bin/uwsgi --plugin python3 --http-socket "$LAB_HOST:$port" \
-    --wsgi-file "$wsgi" --master --processes "$procs" --threads 2 --die-on-term \
+    --wsgi-file "$wsgi" --master --processes "$procs" --threads "${UWSGI_THREADS:-2}" --die-on-term \
     --add-header "Connection: close" --buffer-size 65535 --lazy-apps --need-app \
     --pidfile "$LAB_RUN/$name.uwsgi.pid" "$@"
 }

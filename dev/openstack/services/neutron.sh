@@ -7,7 +7,7 @@
 # made visible to neutron-server only: PYTHONPATH points at that directory and at a
 # generated dist-info ($LAB_DATA/neutron/pylib) that declares its entry point.
 
-neutron_packages() { echo neutron-server neutron-plugin-ml2; }
+neutron_packages() { echo neutron-server; }   # ML2 ships in python3-neutron
 
 NEUTRON_CONF="$LAB_ETC/neutron/neutron.conf"
 NEUTRON_ML2="$LAB_ETC/neutron/ml2_conf.ini"
