@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 
-# kube_env is imported so this file also runs without the integration conftest.
-from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kube_env, kubectl  # noqa: F401
+from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
 
 
 def test_apiserver_answers(kube_env: KubeEnv) -> None:
