@@ -100,10 +100,19 @@ lab_cloud() {
     || { tail -n 30 "$KUMO_STATE/logs/cloud.log" >&2; die "demo cloud setup failed (logs/cloud.log)"; }
 }
 
+# lab_down — stop every service. The API/worker services stop in parallel (each takes a
+# few seconds to shut down gracefully); then the core ones in reverse order.
 lab_down() {
-  local i svc
-  for ((i = ${#LAB_SERVICES[@]} - 1; i >= 0; i--)); do
-    svc="${LAB_SERVICES[$i]}"
+  local i svc pids=()
+  for svc in "${LAB_SERVICES[@]}"; do
+    in_list "$svc" "${LAB_CORE[@]}" && continue
+    ( "${svc}_stop" || log "WARNING: stopping $svc failed" ) &
+    pids+=($!)
+  done
+  [ "${#pids[@]}" -eq 0 ] || wait "${pids[@]}" || true
+  for ((i = ${#LAB_CORE[@]} - 1; i >= 0; i--)); do
+    svc="${LAB_CORE[$i]}"
+    in_list "$svc" "${LAB_SERVICES[@]}" || continue
     "${svc}_stop" || log "WARNING: stopping $svc failed"
   done
 }

@@ -81,7 +81,7 @@ def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
             s.id
             for s in conn.compute.servers(tags="kumo")
             if s.status != "DELETED"
-            and (s.metadata or {}).get("kumo.dev/object", "").startswith(f"{namespace}/")
+            and (s.metadata or {}).get("kumo:object", "").startswith(f"{namespace}/")
         ],
         "load_balancers": [
             lb.id

@@ -8,7 +8,8 @@
 # 127.0.0.1:5354 answers the serial queries, so the pool's target *and* nameserver both
 # point at mdns. The fake target needs host/port in its options or zones go ERROR
 # (LAB.md pitfall 6), and `designate-manage pool update` only works once
-# designate-central runs, so the pool is loaded at start, not at bootstrap.
+# designate-central runs, so the pool is loaded at start (once per pools.yaml content),
+# not at bootstrap.
 #
 # Processes: designate-api (eventlet server, :9001), -central, -worker, -producer, -mdns;
 # one worker process each. Worker polls are shortened: zones go ACTIVE and are deleted in
@@ -116,15 +117,23 @@ designate_start() {
     start_daemon "designate-$p" "/usr/bin/designate-$p" --config-file "$DESIGNATE_CONF"
   done
   # The pool lives in the DB and is updated through central's RPC (pitfall 6): load it
-  # once central consumes its queue. Re-applying the same file is a no-op.
+  # once central consumes its queue. Only when pools.yaml changed: an update also
+  # rewrites every zone of the pool (zones go PENDING again).
+  local sum applied="$LAB_DATA/designate/pools.applied"
+  sum="$(sha256sum "$DESIGNATE_POOLS" | cut -d' ' -f1)"
+  [ "$(cat "$applied" 2>/dev/null)" = "$sum" ] && return 0
   wait_for "designate-central (RPC)" 120 _designate_central_answers
+  log "designate: loading $DESIGNATE_POOLS"
   _designate_manage pool update --file "$DESIGNATE_POOLS" >>"$KUMO_STATE/logs/designate-manage.log" 2>&1 \
     || die "designate-manage pool update failed (see logs/designate-manage.log)"
+  echo "$sum" >"$applied"
 }
 
+# Stopped in parallel: each takes several seconds to shut down gracefully.
 designate_stop() {
-  local i
-  for ((i = ${#DESIGNATE_PROCS[@]} - 1; i >= 0; i--)); do stop_daemon "designate-${DESIGNATE_PROCS[$i]}"; done
+  local p pids=()
+  for p in "${DESIGNATE_PROCS[@]}"; do stop_daemon "designate-$p" & pids+=($!); done
+  wait "${pids[@]}"
 }
 
 designate_ready() {

@@ -47,8 +47,6 @@ password = $LAB_PASSWORD
 region_name = $LAB_REGION
 [oslo_concurrency]
 lock_path = $LAB_RUN/neutron-locks
-[quotas]
-quota_port = 500
 CONF
   write_authtoken "$NEUTRON_CONF" neutron
   cat >"$NEUTRON_ML2" <<CONF

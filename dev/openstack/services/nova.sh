@@ -119,8 +119,11 @@ nova_start() {
 
 nova_stop() {
   local i
-  for ((i = 1; i <= NOVA_COMPUTE_HOSTS; i++)); do stop_daemon "nova-compute-$i"; done
-  stop_daemon nova-api; stop_daemon nova-scheduler; stop_daemon nova-conductor
+  for ((i = 1; i <= NOVA_COMPUTE_HOSTS; i++)); do stop_daemon "nova-compute-$i" & done
+  stop_daemon nova-api &
+  wait
+  stop_daemon nova-scheduler & stop_daemon nova-conductor &
+  wait
 }
 
 # Ready when the API answers and every fake compute has reported since it started,

@@ -133,9 +133,12 @@ octavia_start() {
   start_daemon octavia-worker /usr/bin/octavia-worker --config-file "$OCTAVIA_CONF"
 }
 
+# Stopped in parallel: each takes several seconds to shut down gracefully.
 octavia_stop() {
-  stop_daemon octavia-worker
-  stop_daemon octavia-api
+  local pids=()
+  stop_daemon octavia-worker & pids+=($!)
+  stop_daemon octavia-api & pids+=($!)
+  wait "${pids[@]}"
 }
 
 # Ready when the API answers an authenticated request and the worker process lives.

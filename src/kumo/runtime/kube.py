@@ -151,4 +151,8 @@ class KubeClient:
 
 
 def _text(value: str | bytes) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+    """PEM text from kopf's ca_data, which keeps kubeconfig's base64 encoding."""
+    text = value.decode() if isinstance(value, bytes) else value
+    if "-----BEGIN" in text:
+        return text
+    return base64.b64decode(text).decode()

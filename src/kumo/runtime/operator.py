@@ -49,6 +49,10 @@ def build_registry(options: OperatorOptions) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     state: dict[str, Any] = {}
 
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from kumo.api.virtualmachine import VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags
 
-HASH_KEY = "kumo.dev/spec-hash"
-NAME_KEY = "kumo.dev/object"
+HASH_KEY = "kumo:spec-hash"  # Nova metadata keys allow [a-zA-Z0-9-_:. ] only
+NAME_KEY = "kumo:object"
 
 PHASES = {
     "ACTIVE": "Running",
