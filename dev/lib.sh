@@ -51,7 +51,9 @@ start_daemon() {
   local name="$1"; shift
   if is_running "$name"; then log "$name already running (pid $(cat "$KUMO_STATE/pids/$name.pid"))"; return 0; fi
   log "starting $name"
-  setsid nohup "$@" >>"$KUMO_STATE/logs/$name.log" 2>&1 </dev/null &
+  # fd 9 is closed: scripts hold their flock on it (dev/openstack/lab.sh), and a daemon
+  # that inherited it would keep the lock for its whole life.
+  setsid nohup "$@" >>"$KUMO_STATE/logs/$name.log" 2>&1 </dev/null 9>&- &
   echo $! >"$KUMO_STATE/pids/$name.pid"
 }
 

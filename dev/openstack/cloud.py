@@ -66,7 +66,10 @@ def flavors(conn):
 
 
 def image(conn):
-    if conn.image.find_image(IMAGE):
+    found = sorted(conn.image.images(name=IMAGE), key=lambda i: i.created_at)
+    for extra in found[1:]:  # a duplicate from an interrupted or concurrent run
+        conn.image.delete_image(extra)
+    if found:
         return
     with tempfile.NamedTemporaryFile(suffix=".raw") as f:
         f.write(b"\0" * 1024)

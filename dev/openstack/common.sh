@@ -11,9 +11,9 @@
 #          KEYSTONE_URL PY3 OS_CLIENT_CONFIG_FILE (exported)
 #   funcs: db_create NAME · db_url NAME · os_admin ARGS... · ks_service_user NAME ·
 #          ks_register_service NAME TYPE URL · write_authtoken CONF NAME ·
-#          ini_set FILE SECTION KEY VALUE · wait_http URL TIMEOUT
+#          ini_set FILE SECTION KEY VALUE · wait_http URL TIMEOUT · uwsgi_app · lab_mysql
 # A service file services/<svc>.sh defines <svc>_packages, <svc>_configure,
-# <svc>_bootstrap, <svc>_start, <svc>_stop, <svc>_ready (see lab.sh).
+# <svc>_bootstrap, <svc>_start, <svc>_stop, <svc>_ready, optionally <svc>_cloud (see lab.sh).
 set -euo pipefail
 
 # shellcheck source=../lib.sh
@@ -128,7 +128,7 @@ stamp_done() { [ -f "$LAB_DATA/$1.bootstrapped" ]; }
 stamp_set() { touch "$LAB_DATA/$1.bootstrapped"; }
 
 # lab_pid NAME — recorded pid of a lab daemon (empty when not running).
-lab_pid() { is_running "$1" && cat "$KUMO_STATE/pids/$1.pid" || true; }
+lab_pid() { if is_running "$1"; then cat "$KUMO_STATE/pids/$1.pid"; fi; }
 
 # uwsgi_app NAME PORT WSGI_FILE PROCESSES [UWSGI_ARGS...] — run a WSGI app under uwsgi on
 # loopback ($UWSGI_THREADS threads per process, default 2). `Connection: close` avoids

@@ -61,7 +61,7 @@ lab_install() {
 }
 
 lab_up() {
-  local t0=$SECONDS t1 t2 svc
+  local t0=$SECONDS t1 t2 t3 svc
   lab_install
   t1=$SECONDS
   lab_write_clouds_yaml
@@ -83,13 +83,14 @@ lab_up() {
     log "waiting for $svc"
     wait_for "$svc" 300 "${svc}_ready"
   done
+  t3=$SECONDS
   log "all services ready; creating the demo cloud"
   lab_cloud
   for svc in "${LAB_SERVICES[@]}"; do
     if declare -F "${svc}_cloud" >/dev/null; then "${svc}_cloud"; fi
   done
   lab_write_clouds_yaml
-  log "lab up: install $((t1 - t0))s, configure+bootstrap+start $((t2 - t1))s, ready $((SECONDS - t2))s (total $((SECONDS - t0))s)"
+  log "lab up: install $((t1 - t0))s, configure+bootstrap+start $((t2 - t1))s, ready $((t3 - t2))s, demo cloud $((SECONDS - t3))s (total $((SECONDS - t0))s)"
   log "clouds.yaml: $OS_CLIENT_CONFIG_FILE (entries kumo-admin kumo-demo kumo-other kumo-bench)"
 }
 
@@ -155,11 +156,21 @@ print(f"lab processes: {len(mine)}, total RSS {total / 2**30:.2f} GiB")
 PY
 }
 
+# lab_lock — one up/down/wipe at a time: test sessions and developers may run `up`
+# concurrently (a second `up` waits, then finds everything running and returns fast).
+lab_lock() {
+  exec 9>"$KUMO_STATE/openstack-lab.lock"
+  if ! flock -n 9; then
+    log "another lab.sh up/down/wipe is running; waiting for it"
+    flock -w 1800 9 || die "timed out waiting for the lab lock"
+  fi
+}
+
 case "${1:-}" in
-  up) lab_up ;;
-  down) lab_down ;;
+  up) lab_lock; lab_up ;;
+  down) lab_lock; lab_down ;;
   status) lab_status ;;
   rss) lab_rss ;;
-  wipe) lab_down; rm -rf "$LAB_ROOT" "$OS_CLIENT_CONFIG_FILE"; log "lab wiped" ;;
+  wipe) lab_lock; lab_down; rm -rf "$LAB_ROOT" "$OS_CLIENT_CONFIG_FILE"; log "lab wiped" ;;
   *) echo "usage: $0 up|down|status|wipe" >&2; exit 2 ;;
 esac

@@ -2,9 +2,9 @@
 
 Why: integration tests and the operator talk to a real OpenStack (Zed, fake hypervisors)
 on 127.0.0.1. `openstack_lab` makes sure it is up — reusing a running lab, which is
-checked with `lab.sh status` (a couple of seconds) before falling back to `lab.sh up`
-(~30 s with a running lab, a few minutes from a bootstrapped one, longer from scratch) —
-and returns the path of the generated clouds.yaml. The connection fixtures are
+checked with `lab.sh status` (a few seconds) before falling back to `lab.sh up` (~75 s
+to restart a bootstrapped lab, ~3.5 min from a wiped one, + apt on a fresh machine) —
+and returns the path of the generated clouds.yaml (a str). The connection fixtures are
 openstacksdk connections for its entries (region tokyo1):
 
   admin_conn -> kumo-admin   demo_conn -> kumo-demo
@@ -41,8 +41,8 @@ def _state_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def openstack_lab() -> Path:
-    """Bring the lab up (or reuse it) and return the clouds.yaml path."""
+def openstack_lab() -> str:
+    """Bring the lab up (or reuse it) and return the clouds.yaml path (a str)."""
     clouds = _state_dir() / "clouds.yaml"
     status = subprocess.run(["bash", str(LAB_SH), "status"], capture_output=True, text=True)
     if status.returncode != 0 or not clouds.exists():
@@ -50,10 +50,10 @@ def openstack_lab() -> Path:
         if up.returncode != 0:
             pytest.fail(f"dev/openstack/lab.sh up failed:\n{up.stderr[-4000:]}")
     os.environ["OS_CLIENT_CONFIG_FILE"] = str(clouds)
-    return clouds
+    return str(clouds)
 
 
-def lab_connect(clouds_yaml: Path, cloud: str):
+def lab_connect(clouds_yaml: str | Path, cloud: str):
     """An openstacksdk connection for one clouds.yaml entry of the lab."""
     import openstack.config
     import openstack.connection
@@ -63,7 +63,7 @@ def lab_connect(clouds_yaml: Path, cloud: str):
     return openstack.connection.Connection(config=region)
 
 
-def _conn(clouds_yaml: Path, cloud: str):
+def _conn(clouds_yaml: str | Path, cloud: str):
     conn = lab_connect(clouds_yaml, cloud)
     try:
         yield conn

@@ -41,12 +41,14 @@ keystone_bootstrap() {
   local km=(/usr/bin/keystone-manage --config-file "$KEYSTONE_CONF")
   db_create keystone
   log "keystone: db_sync, fernet keys, bootstrap"
-  "${km[@]}" db_sync
-  "${km[@]}" fernet_setup --keystone-user root --keystone-group root
-  "${km[@]}" credential_setup --keystone-user root --keystone-group root
-  "${km[@]}" bootstrap --bootstrap-password "$LAB_PASSWORD" \
-    --bootstrap-admin-url "$KEYSTONE_URL" --bootstrap-internal-url "$KEYSTONE_URL" \
-    --bootstrap-public-url "$KEYSTONE_URL" --bootstrap-region-id "$LAB_REGION"
+  {
+    "${km[@]}" db_sync
+    "${km[@]}" fernet_setup --keystone-user root --keystone-group root
+    "${km[@]}" credential_setup --keystone-user root --keystone-group root
+    "${km[@]}" bootstrap --bootstrap-password "$LAB_PASSWORD" \
+      --bootstrap-admin-url "$KEYSTONE_URL" --bootstrap-internal-url "$KEYSTONE_URL" \
+      --bootstrap-public-url "$KEYSTONE_URL" --bootstrap-region-id "$LAB_REGION"
+  } >>"$KUMO_STATE/logs/keystone-manage.log" 2>&1 || die "keystone-manage failed (see logs/keystone-manage.log)"
   # The service project and role need the API: start it now (start is idempotent).
   lab_write_clouds_yaml
   keystone_start

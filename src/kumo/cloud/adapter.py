@@ -73,7 +73,9 @@ class OpenStackCloud:
     async def _resolve(self, what: str, find: Callable[..., Any], ref: str, field: str) -> str:
         key = (what, ref)
         if key not in self._names:
-            found = await self._call(f"look up {what} {ref!r}", find, ref, ignore_missing=True)
+            found = await self._call(
+                f"look up {what} {ref!r}", find, ref, ignore_missing=True, field=field
+            )
             if found is None:
                 raise TerminalError(
                     f"{what.title()}NotFound", f"{what} {ref!r} not found", field=field

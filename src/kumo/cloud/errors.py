@@ -26,6 +26,8 @@ def classify(error: Exception, action: str, field: str | None = None) -> Reconci
     """Map an exception raised while doing ``action`` to a ReconcileError."""
     if isinstance(error, ReconcileError):
         return error
+    if isinstance(error, os_exc.DuplicateResource):
+        return TerminalError("AmbiguousName", f"{action}: {_detail(error)}", field=field)
     status = getattr(error, "status_code", None)
     detail = _detail(error)
     text = f"{action}: {detail}"

@@ -103,7 +103,7 @@ class Engine:
                 await self._write_status(ctx, obj, result)
                 return result.requeue_after or 2.0
             ctx.events.emit(obj, "Normal", "Deleted", "cloud resources deleted")
-        await ctx.kube.set_finalizers(obj, [f for f in obj.finalizers if f not in owned])
+        obj.body = await ctx.kube.set_finalizers(obj, [f for f in obj.finalizers if f not in owned])
         self.backoff.reset(obj.key)
         return None
 

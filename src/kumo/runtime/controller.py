@@ -143,7 +143,8 @@ class Controller:
         delay = await self.engine.run(actuator, ctx, obj)
         meta = obj.body.get("metadata", {})
         gone = meta.get("deletionTimestamp") and not meta.get("finalizers")
-        if meta.get("resourceVersion") and not gone:
+        still_cached = self.store.get(key.kind, key.namespace, key.name) is not None
+        if still_cached and not gone:  # a DELETED event may have arrived meanwhile
             self.store.put(key.kind, obj.body)  # our own writes, before the watch echoes them
         metrics.RECONCILE_SECONDS.labels(key.kind).observe(time.monotonic() - started)
         outcome = "requeue" if delay is not None else "done"
