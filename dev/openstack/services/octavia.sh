@@ -141,7 +141,7 @@ octavia_stop() {
   wait "${pids[@]}"
 }
 
-# Ready when the API answers an authenticated request and the worker process lives.
+# Ready when both processes live and the API answers its (unauthenticated) version document.
 octavia_ready() {
   is_running octavia-worker && is_running octavia-api \
     && [ "$(curl -s -o /dev/null -m 5 -w '%{http_code}' "$OCTAVIA_URL/")" = 200 ]
