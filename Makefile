@@ -20,6 +20,7 @@ unit: venv
 lint: venv
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy src
 
 crds: venv
 	$(VENV)/bin/kumo crds > deploy/crds/kumo.dev.yaml

@@ -7,6 +7,8 @@ cd "$KUMO_ROOT"
 log "lint (ruff)"
 .venv/bin/ruff check src tests bench
 .venv/bin/ruff format --check src tests bench
+log "types (mypy)"
+.venv/bin/mypy src
 log "unit tests"
 .venv/bin/pytest tests/unit -q
 log "starting the local Kubernetes API and OpenStack (first run installs and builds)"

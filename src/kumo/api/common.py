@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import JsonDict
 from pydantic.alias_generators import to_camel
 
 GROUP = "kumo.dev"
@@ -33,7 +34,7 @@ class KumoModel(BaseModel):
     )
 
 
-def exactly_one_of(*fields: str) -> dict[str, object]:
+def exactly_one_of(*fields: str) -> JsonDict:
     """Schema fragment requiring exactly one of ``fields`` (enforced at admission)."""
     return {"oneOf": [{"required": [f]} for f in fields]}
 

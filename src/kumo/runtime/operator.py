@@ -88,7 +88,7 @@ def build_registry(options: OperatorOptions) -> kopf.OperatorRegistry:
         _watch(registry, state, info.kind, GROUP, VERSION, info.plural)
 
     @kopf.on.event("", "v1", "configmaps", registry=registry)
-    def config_map_changed(event: dict[str, Any], **_: Any) -> None:
+    def config_map_changed(event: kopf.RawEvent, **_: Any) -> None:
         controller = state.get("controller")
         meta = event["object"]["metadata"]
         if controller is not None:
@@ -101,7 +101,7 @@ def _watch(
     registry: kopf.OperatorRegistry, state: dict[str, Any], kind: str, *resource: str
 ) -> None:
     @kopf.on.event(*resource, registry=registry, id=f"watch-{kind}")
-    def on_event(event: dict[str, Any], **_: Any) -> None:
+    def on_event(event: kopf.RawEvent, **_: Any) -> None:
         controller = state.get("controller")
         if controller is not None:
             controller.observe(kind, event.get("type"), event["object"])

@@ -94,7 +94,8 @@ def addresses(server: Server) -> list[dict[str, object]]:
 
 def primary_ip(server: Server) -> str | None:
     v4 = [ip for _, ip, ver in server.addresses if ver == 4]
-    return (v4 or [ip for _, ip, _ in server.addresses] or [None])[0]
+    candidates = v4 or [ip for _, ip, _ in server.addresses]
+    return candidates[0] if candidates else None
 
 
 def fault_reason(fault: str | None) -> str:

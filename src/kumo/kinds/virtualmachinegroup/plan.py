@@ -83,7 +83,7 @@ def _zones_for(zones: list[str], members: list[MemberView], count: int) -> list[
     if not zones:
         return [None] * count
     load = Counter({z: 0 for z in zones})
-    load.update(m.zone for m in members if m.zone in load)
+    load.update(m.zone for m in members if m.zone is not None and m.zone in load)
     picked: list[str | None] = []
     for _ in range(count):
         zone = min(zones, key=lambda z: (load[z], zones.index(z)))
