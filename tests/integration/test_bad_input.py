@@ -91,8 +91,16 @@ def test_hard_anti_affinity_larger_than_the_hosts(namespace: str, kumo_operator:
         return (ready, failed) if len(members) == 4 and ready == 3 and failed else None
 
     _, failed = wait_until("3 placed, 1 NoValidHost", placement, 180)
-    assert "No valid host" in failed[0]["message"]
-    assert failed[0]["message"].startswith("spec.serverGroup:")
-    group = get_obj("vmg", "too-hard", namespace)
+    assert failed[0]["message"].startswith("spec.serverGroup: Nova put the server in ERROR")
+    group = wait_until(
+        "the group says why",
+        lambda: (
+            (g := get_obj("vmg", "too-hard", namespace))
+            and condition(g).get("reason") == "MemberFailed"
+            and g
+        ),
+        120,
+    )
     assert group["status"]["readyReplicas"] == 3
     assert condition(group)["status"] == "False"
+    assert condition(group)["message"].startswith("spec.haPolicy: 3/4 members ready")

@@ -89,7 +89,7 @@ class Servers:
                 self.conn.compute.delete_server(sid)
         for sid in self.ids:
             wait_until(
-                lambda: self.conn.compute.find_server(sid, ignore_missing=True) is None,
+                lambda sid=sid: self.conn.compute.find_server(sid, ignore_missing=True) is None,
                 what=f"server {sid} to be deleted",
             )
         for gid in self.groups:

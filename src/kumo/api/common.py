@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import JsonDict
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonDict
 
 GROUP = "kumo.dev"
 VERSION = "v1alpha1"

@@ -100,8 +100,8 @@ def primary_ip(server: Server) -> str | None:
 
 def fault_reason(fault: str | None) -> str:
     text = (fault or "").lower()
-    if "no valid host" in text:
-        return "NoValidHost"
+    if "no valid host" in text or "max scheduling attempts" in text:
+        return "NoValidHost"  # the second is how a late anti-affinity check fails
     if "quota" in text:
         return "QuotaExceeded"
     return "ServerError"

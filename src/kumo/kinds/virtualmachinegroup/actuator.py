@@ -78,11 +78,17 @@ class VirtualMachineGroupActuator:
             "members": sorted(v.name for v in views),
         }
         converged = len(views) == ready == updated == spec.replicas
+        message = f"{ready}/{spec.replicas} members ready, {updated} up to date"
+        failing = _failing_member(bodies)
+        if failing and not converged:
+            name, reason, detail = failing
+            where = "spec.haPolicy: " if reason == "NoValidHost" else ""
+            message = f"{where}{message}; member {name}: {reason}: {detail}"
         return Result(
-            phase="Ready" if converged else "Scaling",
+            phase="Ready" if converged else ("Degraded" if failing else "Scaling"),
             ready=converged,
-            reason="Ready" if converged else "Progressing",
-            message=f"{ready}/{spec.replicas} members ready, {updated} up to date",
+            reason="Ready" if converged else ("MemberFailed" if failing else "Progressing"),
+            message=message,
             status=status,
         )
 
@@ -172,6 +178,16 @@ class VirtualMachineGroupActuator:
             elif exists:
                 pending.append(plan.MemberView(name=name, template_hash=hash_, ready=False))
         return pending
+
+
+def _failing_member(bodies: list[Body]) -> tuple[str, str, str] | None:
+    """The first member reporting an error, to say in the group why it is not Ready."""
+    for body in sorted(bodies, key=lambda b: b["metadata"]["name"]):
+        status = body.get("status") or {}
+        ready = conditions.get_condition(status.get("conditions") or [], "Ready") or {}
+        if status.get("phase") == "Error":
+            return body["metadata"]["name"], ready.get("reason", ""), ready.get("message", "")
+    return None
 
 
 def _view(body: Body) -> plan.MemberView:
