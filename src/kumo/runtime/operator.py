@@ -20,6 +20,7 @@ from prometheus_client import start_http_server
 from kumo.api.common import GROUP, VERSION
 from kumo.api.kinds import KINDS
 from kumo.cloud.credentials import CloudRegistry, CloudSource
+from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
@@ -67,7 +68,12 @@ def build_registry(options: OperatorOptions) -> kopf.OperatorRegistry:
             rate=options.cloud_rate,
         )
         controller = Controller(
-            [VirtualMachineActuator(), VirtualMachineGroupActuator(), LoadBalancerActuator()],
+            [
+                VirtualMachineActuator(),
+                VirtualMachineGroupActuator(),
+                LoadBalancerActuator(),
+                DNSRecordActuator(),
+            ],
             kube,
             clouds,
             workers=options.workers,

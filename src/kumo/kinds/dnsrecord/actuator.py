@@ -1,0 +1,231 @@
+"""DNSRecord actuator: observe the Designate recordset, diff with the target, act.
+
+Order of a pass: resolve the zone and the record's name → work out the values from the
+target (a dangling reference is an error, a target without an address yet is a wait) →
+find the recordset (status.id, else adopt by marker, else create and record its ID at
+once) → replace it if its zone, name or type changed → update values, TTL and
+description in place → wait while Designate has it PENDING → report.
+
+The record follows its target: events of LoadBalancers, VirtualMachines and groups
+enqueue the DNSRecords that point at them (see :meth:`DNSRecordActuator.dependents`).
+When the target is deleted, the record keeps its last values (and reports
+TargetNotFound) until the DNSRecord itself is deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from kumo.api import kinds
+from kumo.api.dnsrecord import DNSRecordSpec
+from kumo.cloud.model import Recordset
+from kumo.engine.errors import ReconcileError, TerminalError
+from kumo.engine.failpoints import failpoint
+from kumo.engine.objects import Body, Context, Key, Obj, Store
+from kumo.engine.result import Result
+from kumo.kinds.dnsrecord import plan
+from kumo.kinds.labels import GROUP_LABEL
+
+#: Seconds between passes while Designate pushes a change (about a second in the lab).
+PENDING_SECONDS = 1.0
+#: Safety net while waiting for a target's address (its events enqueue us anyway).
+TARGET_SECONDS = 10.0
+
+
+class DNSRecordActuator:
+    info = kinds.DNS_RECORD
+
+    async def reconcile(self, ctx: Context, obj: Obj, spec: DNSRecordSpec) -> Result:
+        zone_id, zone_name = await ctx.cloud.zone(spec.zone)
+        name = plan.fqdn(spec.name, zone_name)
+        description = plan.description(spec.description, obj.uid)
+        try:
+            records = plan.desired_records(spec, obj.namespace, ctx.store)
+        except plan.WaitingForTarget as waiting:
+            kept = {k: obj.status.get(k) for k in ("zoneId", "fqdn", "records")}
+            return Result.waiting(
+                "Waiting", "WaitingForTarget", str(waiting), after=TARGET_SECONDS, **kept
+            )
+
+        rs = await _observe(ctx, obj, zone_id, name, spec.type)
+        if rs is not None and plan.needs_replacement(rs, zone_id, name, spec.type):
+            await ctx.cloud.delete_recordset(rs.zone_id, rs.id)
+            ctx.events.emit(
+                obj,
+                "Normal",
+                "Replacing",
+                f"replacing recordset {rs.name} {rs.type}: zone, name or type changed",
+            )
+            obj.body = await ctx.kube.patch_status(obj, {"id": None, "zoneId": None})
+            rs = None  # Designate removes a deleted recordset at once: create right away
+        if rs is None:
+            rs = await _create(ctx, obj, spec, zone_id, name, records, description)
+            ctx.events.emit(obj, "Normal", "Created", f"created recordset {rs.id} ({name})")
+            return _pending(rs, "recordset is being created")
+
+        if plan.needs_update(records, spec.ttl, description, rs):
+            rs = await ctx.cloud.update_recordset(
+                rs.zone_id, rs.id, records=records, ttl=spec.ttl, description=description
+            )
+            ctx.events.emit(
+                obj, "Normal", "Updated", f"recordset {name} {spec.type} → {', '.join(records)}"
+            )
+            return _pending(rs, "recordset is being updated")
+        if rs.status == plan.ERROR:
+            raise TerminalError(
+                "RecordsetError",
+                f"Designate put recordset {rs.id} ({name}) in ERROR",
+                field="spec",
+            )
+        if rs.status != plan.ACTIVE:
+            return _pending(rs, f"recordset is {rs.status}")
+        return Result(
+            phase="Active",
+            ready=True,
+            reason="Ready",
+            message=f"{name} {spec.type} {', '.join(rs.records)} is ACTIVE",
+            status=plan.status(rs),
+        )
+
+    async def finalize(self, ctx: Context, obj: Obj, spec: DNSRecordSpec | None) -> Result:
+        """Delete every recordset carrying the marker in the recorded zone and the spec's
+        zone (they differ after a zone change), plus the recorded one; done when none
+        is left. A zone that no longer exists holds nothing to delete."""
+        found: dict[str, Recordset] = {}
+        zones = {z for z in [obj.status.get("zoneId")] if z}
+        if spec is not None:
+            with contextlib.suppress(TerminalError):  # unknown zone: nothing of ours in it
+                zones.add(await ctx.cloud.zone_id(spec.zone))
+        known, known_zone = obj.status.get("id"), obj.status.get("zoneId")
+        if known and known_zone:
+            rs = await ctx.cloud.get_recordset(known_zone, known)
+            if rs is not None and plan.is_owned(rs, obj.uid):
+                found[rs.id] = rs
+        for zone_id in sorted(zones):
+            for rs in await _find_or_none(ctx.cloud, zone_id, obj.uid):
+                found.setdefault(rs.id, rs)
+        if not found:
+            return Result(phase="Deleted", done=True)
+        for rs in found.values():
+            await ctx.cloud.delete_recordset(rs.zone_id, rs.id)
+        return Result.waiting(
+            "Deleting",
+            "Deleting",
+            f"deleting recordset(s) {', '.join(sorted(found))}",
+            after=PENDING_SECONDS,
+        )
+
+    def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
+        """DNSRecords whose values change with this object: the LoadBalancer, VM or group
+        they name, and — for a VM of a group — the records naming its group."""
+        meta = body.get("metadata") or {}
+        wanted: set[tuple[str, str]] = set()
+        if kind in ("LoadBalancer", "VirtualMachine", "VirtualMachineGroup"):
+            wanted.add((kind, meta.get("name", "")))
+        group = (meta.get("labels") or {}).get(GROUP_LABEL)
+        if kind == "VirtualMachine" and group:
+            wanted.add(("VirtualMachineGroup", group))
+        if not wanted:
+            return []
+        namespace = meta.get("namespace", "default")
+        return [
+            Key(self.info.kind, namespace, record["metadata"]["name"])
+            for record in store.list(self.info.kind, namespace)
+            if wanted & set(plan.referenced(record.get("spec") or {}).items())
+        ]
+
+    async def drift(self, cloud: Any, objs: list[Obj]) -> list[Key]:
+        """One list call per zone among the objects; enqueue only what drifted."""
+        by_zone: dict[str, list[Obj]] = {}
+        for obj in objs:
+            zone_id = obj.status.get("zoneId")
+            if not obj.deleting and obj.status.get("id") and zone_id:
+                by_zone.setdefault(zone_id, []).append(obj)
+        drifted: list[Key] = []
+        for zone_id, zone_objs in sorted(by_zone.items()):
+            try:
+                listed = {rs.id: rs for rs in await cloud.list_zone_recordsets(zone_id)}
+            except ReconcileError:
+                continue  # this zone cannot be listed now; the others still can
+            drifted += [
+                o.key
+                for o in zone_objs
+                if plan.drifted(o.status, o.spec, o.uid, listed.get(o.status["id"]))
+            ]
+        return drifted
+
+
+# -- observe / create ------------------------------------------------------------------------
+
+
+async def _observe(ctx: Context, obj: Obj, zone_id: str, name: str, type_: str) -> Recordset | None:
+    """The recordset this object owns: by recorded ID (Kumo wrote it, so it is Kumo's even
+    if someone edited the marker out of the description: the update puts it back), else
+    adopted by marker (a crashed run's). Never one that is neither."""
+    known = obj.status.get("id")
+    known_zone = obj.status.get("zoneId") or zone_id
+    if known:
+        rs = await ctx.cloud.get_recordset(known_zone, known)
+        if rs is not None:
+            return rs
+    listed = await ctx.cloud.list_zone_recordsets(zone_id)
+    owned = [rs for rs in listed if plan.is_owned(rs, obj.uid)]
+    if not owned:
+        foreign = plan.conflicting(listed, name, type_, obj.uid)
+        if foreign is not None:
+            raise TerminalError(
+                "RecordExists",
+                f"recordset {foreign.name} {foreign.type} ({foreign.id}) already exists and "
+                "does not carry Kumo's marker; Kumo leaves it alone",
+                field="spec.name",
+            )
+        return None
+    keep, extras = plan.pick(owned, zone_id, name, type_)
+    for extra in extras:  # two creates from a crashed run: keep one, both are ours
+        await ctx.cloud.delete_recordset(extra.zone_id, extra.id)
+    if keep.id != known:
+        ctx.events.emit(
+            obj, "Normal", "Adopted", f"adopted recordset {keep.id} carrying Kumo's marker"
+        )
+        obj.body = await ctx.kube.patch_status(obj, {"id": keep.id, "zoneId": keep.zone_id})
+    return keep
+
+
+async def _create(
+    ctx: Context,
+    obj: Obj,
+    spec: DNSRecordSpec,
+    zone_id: str,
+    name: str,
+    records: list[str],
+    description: str,
+) -> Recordset:
+    rs: Recordset = await ctx.cloud.create_recordset(
+        zone_id,
+        name=name,
+        type=spec.type,
+        records=records,
+        ttl=spec.ttl,
+        description=description,
+    )
+    failpoint("after-recordset-create")
+    obj.body = await ctx.kube.patch_status(obj, {"id": rs.id, "zoneId": zone_id})
+    return rs
+
+
+async def _find_or_none(cloud: Any, zone_id: str, uid: str) -> list[Recordset]:
+    """Recordsets with the marker; a zone that is gone (404) holds none."""
+    try:
+        found: list[Recordset] = await cloud.find_recordsets(zone_id, uid)
+    except TerminalError as error:
+        if error.reason != "NotFound":
+            raise
+        return []
+    return found
+
+
+def _pending(rs: Recordset, message: str) -> Result:
+    return Result.waiting(
+        "Pending", "Provisioning", message, after=PENDING_SECONDS, **plan.status(rs)
+    )

@@ -1,0 +1,316 @@
+"""DNSRecord decisions, free of I/O: the record's name, the values its target stands for,
+whether the observed recordset needs an update or a replacement, and drift.
+
+Designate has no tags, so Kumo's ownership marker ``kumo-owner=<uid>`` is the last word
+of the recordset's description (after the user's own description, if any).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from kumo.api.dnsrecord import DNSRecordSpec
+from kumo.cloud.model import Recordset, owner_tag
+from kumo.engine.errors import TerminalError
+from kumo.engine.objects import Body, Store
+from kumo.kinds.labels import GROUP_LABEL
+
+ACTIVE = "ACTIVE"
+ERROR = "ERROR"
+#: Designate's limit on a recordset description (the marker takes 47 of it).
+DESCRIPTION_MAX = 160
+#: Record types whose values can come from a target's addresses, and their IP version.
+ADDRESS_TYPES = {"A": 4, "AAAA": 6}
+
+TARGETS = (
+    ("loadBalancerRef", "load_balancer_ref", "LoadBalancer"),
+    ("virtualMachineRef", "virtual_machine_ref", "VirtualMachine"),
+    ("virtualMachineGroupRef", "virtual_machine_group_ref", "VirtualMachineGroup"),
+)
+
+
+class WaitingForTarget(Exception):
+    """The target exists but has no address yet: not an error, look again later."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the values come from: ``field`` is the spec field (``spec.values`` for
+    literals), ``kind``/``name`` the referenced object (None for literals)."""
+
+    field: str
+    kind: str | None = None
+    name: str | None = None
+
+
+# -- name and description ----------------------------------------------------------------
+
+
+def fqdn(name: str, zone_name: str) -> str:
+    """``api`` in ``kumo-demo.test.`` → ``api.kumo-demo.test.``; ``@`` is the apex; a
+    name ending with '.' is already absolute and must lie inside the zone."""
+    zone = zone_name if zone_name.endswith(".") else f"{zone_name}."
+    if name == "@":
+        return zone
+    if not name.endswith("."):
+        return f"{name}.{zone}"
+    if name.lower() != zone.lower() and not name.lower().endswith(f".{zone.lower()}"):
+        raise TerminalError(
+            "NameOutsideZone", f"{name!r} is not inside zone {zone!r}", field="spec.name"
+        )
+    return name
+
+
+def description(user: str | None, uid: str) -> str:
+    """The user's description followed by Kumo's marker (Designate has no tags)."""
+    marker = owner_tag(uid)
+    text = _describe(user, uid)
+    if len(text) > DESCRIPTION_MAX:
+        room = DESCRIPTION_MAX - len(marker) - 1
+        raise TerminalError(
+            "DescriptionTooLong",
+            f"at most {room} characters (Designate allows {DESCRIPTION_MAX} and Kumo "
+            f"appends its ownership marker {marker!r})",
+            field="spec.description",
+        )
+    return text
+
+
+def _describe(user: str | None, uid: str) -> str:
+    return f"{user} {owner_tag(uid)}" if user else owner_tag(uid)
+
+
+def is_owned(rs: Recordset, uid: str) -> bool:
+    return owner_tag(uid) in (rs.description or "").split()
+
+
+# -- target ----------------------------------------------------------------------------------
+
+
+def target(spec: DNSRecordSpec) -> Target:
+    """The one target the spec names (the schema enforces exactly one at admission; this
+    is the controller's own check) and whether the record type can use it."""
+    refs = [
+        Target(f"spec.{camel}", kind, getattr(spec, attr))
+        for camel, attr, kind in TARGETS
+        if getattr(spec, attr)
+    ]
+    given = refs + ([Target("spec.values")] if spec.values else [])
+    if len(given) != 1:
+        fields = ", ".join(t.field for t in given) or "none"
+        raise TerminalError(
+            "InvalidSpec",
+            "give exactly one of loadBalancerRef, virtualMachineRef, virtualMachineGroupRef "
+            f"or values (given: {fields})",
+            field="spec",
+        )
+    chosen = given[0]
+    if chosen.kind is not None and spec.type not in ADDRESS_TYPES:
+        raise TerminalError(
+            "UnsupportedTarget",
+            f"a {spec.type} record takes literal values, not {chosen.field[5:]}",
+            field="spec.type",
+        )
+    return chosen
+
+
+def desired_records(spec: DNSRecordSpec, namespace: str, store: Store) -> list[str]:
+    """The values to publish, sorted and without duplicates.
+
+    Raises TerminalError when the spec or its target cannot work (naming the field) and
+    :class:`WaitingForTarget` when the target exists but has no address yet."""
+    chosen = target(spec)
+    if chosen.kind is None:
+        return literal_records(spec.type, spec.values)
+    assert chosen.name is not None
+    body = store.get(chosen.kind, namespace, chosen.name)
+    if body is None:
+        raise TerminalError(
+            "TargetNotFound",
+            f"{chosen.kind} {chosen.name!r} not found in namespace {namespace!r}",
+            field=chosen.field,
+        )
+    version = ADDRESS_TYPES[spec.type]
+    if chosen.kind == "LoadBalancer":
+        found = lb_addresses(body)
+        what = f"LoadBalancer {chosen.name!r} has no VIP yet"
+    elif chosen.kind == "VirtualMachine":
+        found = vm_addresses(body, version)
+        what = f"VirtualMachine {chosen.name!r} has no address yet"
+    else:
+        vms = store.list("VirtualMachine", namespace)
+        found = group_addresses(vms, chosen.name, version)
+        what = f"VirtualMachineGroup {chosen.name!r} has no Ready member with an address yet"
+    if not found:
+        raise WaitingForTarget(what)
+    records = sorted({ip for ip in found if _version(ip) == version})
+    if not records:
+        raise TerminalError(
+            "AddressFamilyMismatch",
+            f"{chosen.kind} {chosen.name!r} has no IPv{version} address "
+            f"({', '.join(sorted(set(found)))}): a {spec.type} record cannot point at it",
+            field="spec.type",
+        )
+    return [canonical(spec.type, ip) for ip in records]
+
+
+def lb_addresses(lb: Body) -> list[str]:
+    vip = (lb.get("status") or {}).get("vip")
+    return [vip] if vip else []
+
+
+def vm_addresses(vm: Body, version: int) -> list[str]:
+    """IPv4: the VM's primary address (status.ip, else its first IPv4 address).
+    IPv6: every IPv6 address of the VM."""
+    status = vm.get("status") or {}
+    every = [a["ip"] for a in status.get("addresses") or [] if a.get("ip")]
+    primary = status.get("ip")
+    if version == 4:
+        v4 = [ip for ip in [primary, *every] if ip and _version(ip) == 4]
+        if v4:
+            return v4[:1]
+    else:
+        v6 = [ip for ip in every if _version(ip) == 6]
+        if v6:
+            return v6
+    return ([primary] if primary else []) + every  # wrong family only: reported by caller
+
+
+def is_ready_member(vm: Body) -> bool:
+    """A member is published once Ready, and no longer once it is being deleted."""
+    meta = vm.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return False
+    conditions = (vm.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    return ready is not None and ready.get("status") == "True"
+
+
+def group_addresses(vms: list[Body], group: str, version: int) -> list[str]:
+    found: list[str] = []
+    for vm in vms:
+        labels = (vm.get("metadata") or {}).get("labels") or {}
+        if labels.get(GROUP_LABEL) == group and is_ready_member(vm):
+            found += vm_addresses(vm, version)
+    return found
+
+
+def literal_records(type_: str, values: list[str]) -> list[str]:
+    """Literal values checked for their type: A/AAAA must be addresses of the right
+    family, CNAME takes exactly one name (made absolute), TXT is quoted when needed."""
+    if type_ == "CNAME" and len(values) != 1:
+        raise TerminalError(
+            "InvalidSpec",
+            f"a CNAME record takes exactly one value, not {len(values)}",
+            field="spec.values",
+        )
+    records = []
+    for i, value in enumerate(values):
+        if type_ in ADDRESS_TYPES and _version(value) != ADDRESS_TYPES[type_]:
+            raise TerminalError(
+                "InvalidRecord",
+                f"{value!r} is not an IPv{ADDRESS_TYPES[type_]} address",
+                field=f"spec.values[{i}]",
+            )
+        records.append(canonical(type_, value))
+    return sorted(set(records))
+
+
+def canonical(type_: str, value: str) -> str:
+    """The form Designate stores: compressed addresses, absolute CNAMEs, quoted TXT."""
+    if type_ in ADDRESS_TYPES:
+        try:
+            return ipaddress.ip_address(value).compressed
+        except ValueError:
+            return value
+    if type_ == "CNAME":
+        return value if value.endswith(".") else f"{value}."
+    if type_ == "TXT" and any(c.isspace() for c in value) and not _quoted(value):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}"'
+    return value
+
+
+def _quoted(value: str) -> bool:
+    return len(value) >= 2 and value.startswith('"') and value.endswith('"')
+
+
+def _version(value: str) -> int | None:
+    try:
+        return ipaddress.ip_address(value).version
+    except ValueError:
+        return None
+
+
+def referenced(spec: Body) -> dict[str, str]:
+    """Kind → name a raw DNSRecord spec points at (for dependents; no validation)."""
+    return {kind: spec[camel] for camel, _, kind in TARGETS if spec.get(camel)}
+
+
+# -- observed recordset ---------------------------------------------------------------------
+
+
+def same_records(type_: str, desired: list[str], observed: list[str]) -> bool:
+    return sorted(set(desired)) == sorted({canonical(type_, v) for v in observed})
+
+
+def needs_update(records: list[str], ttl: int, description: str, rs: Recordset) -> bool:
+    """Can be corrected in place: values, TTL, description."""
+    return (
+        not same_records(rs.type, records, rs.records)
+        or rs.ttl != ttl
+        or (rs.description or "") != description
+    )
+
+
+def needs_replacement(rs: Recordset, zone_id: str, name: str, type_: str) -> bool:
+    """Designate cannot move a recordset to another zone, rename it or change its type:
+    Kumo deletes its own recordset and creates the new one."""
+    return rs.zone_id != zone_id or rs.name.lower() != name.lower() or rs.type != type_
+
+
+def conflicting(recordsets: list[Recordset], name: str, type_: str, uid: str) -> Recordset | None:
+    """A recordset that is not Kumo's and occupies the name: same type, or a CNAME on
+    either side (a CNAME shares its name with nothing). Kumo leaves it alone."""
+    for rs in recordsets:
+        if is_owned(rs, uid) or rs.name.lower() != name.lower():
+            continue
+        if rs.type == type_ or "CNAME" in (rs.type, type_):
+            return rs
+    return None
+
+
+def pick(
+    owned: list[Recordset], zone_id: str, name: str, type_: str
+) -> tuple[Recordset, list[Recordset]]:
+    """Of several recordsets carrying the marker (a crashed run's), keep the one that
+    fits the spec best; the others are extras to delete."""
+    ordered = sorted(owned, key=lambda rs: (needs_replacement(rs, zone_id, name, type_), rs.id))
+    return ordered[0], ordered[1:]
+
+
+def status(rs: Recordset) -> dict[str, object]:
+    return {
+        "id": rs.id,
+        "zoneId": rs.zone_id,
+        "fqdn": rs.name,
+        "records": sorted(rs.records),
+    }
+
+
+# -- drift ------------------------------------------------------------------------------------
+
+
+def drifted(status: Body, spec: Body, uid: str, rs: Recordset | None) -> bool:
+    """Does a zone listing disagree with what status last recorded (or with the parts of
+    the spec a listing shows)? Cheap; the reconcile that follows decides exactly."""
+    if rs is None or not is_owned(rs, uid):
+        return True
+    if not same_records(rs.type, list(status.get("records") or []), rs.records):
+        return True
+    if rs.ttl != spec.get("ttl", 300):
+        return True
+    if (rs.description or "") != _describe(spec.get("description"), uid):
+        return True
+    return rs.status == ERROR and status.get("phase") != "Error"
