@@ -20,6 +20,7 @@ from kumo.engine.errors import TerminalError, TransientError
 from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
+from kumo.kinds import ordering
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.loadbalancer import plan
 
@@ -56,6 +57,11 @@ class LoadBalancerActuator:
     async def finalize(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
         """Delete with cascade (Octavia removes listeners, pools, members and monitors
         with it), then wait until neither the recorded ID nor the marker finds one."""
+        records = ordering.dns_records_going(ctx.store, obj)
+        if records:
+            return Result.waiting(
+                "Deleting", "WaitingForDNS", f"DNSRecord(s) {', '.join(records)} go first"
+            )
         lbs: dict[str, LoadBalancer] = {}
         known = obj.status.get("id")
         if known:
@@ -80,6 +86,8 @@ class LoadBalancerActuator:
         """LoadBalancers whose members change when a VM (of a referenced group) or a
         referenced group changes: a VM turning Ready, getting an IP or being deleted."""
         meta = body.get("metadata") or {}
+        if kind == "DNSRecord":  # a record going away may unblock this LB's deletion
+            return ordering.dns_target(body, self.info.kind)
         if kind == "VirtualMachine":
             group = (meta.get("labels") or {}).get(GROUP_LABEL)
         elif kind == "VirtualMachineGroup":

@@ -8,7 +8,6 @@ Deletion drains the VM from every LoadBalancer first (members before servers).
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from kumo.api import kinds
@@ -19,6 +18,7 @@ from kumo.engine.errors import TerminalError
 from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
+from kumo.kinds import ordering
 from kumo.kinds.virtualmachine import plan
 
 #: How long an ERROR server is reported before Kumo replaces it.
@@ -76,6 +76,11 @@ class VirtualMachineActuator:
         )
 
     async def finalize(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec | None) -> Result:
+        records = ordering.dns_records_going(ctx.store, obj)
+        if records:
+            return Result.waiting(
+                "Deleting", "WaitingForDNS", f"DNSRecord(s) {', '.join(records)} go first"
+            )
         draining = _load_balancers_using(ctx.store, obj)
         if draining and _deleting_for(obj) < DRAIN_TIMEOUT_SECONDS:
             return Result.waiting(
@@ -96,7 +101,10 @@ class VirtualMachineActuator:
         return Result.waiting("Deleting", "Deleting", f"deleting {len(servers)} server(s)")
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
-        """An LB that changed its members may unblock VMs waiting to drain."""
+        """An LB that changed its members may unblock VMs waiting to drain; a DNSRecord
+        going away may unblock the VM it pointed at."""
+        if kind == "DNSRecord":
+            return ordering.dns_target(body, self.info.kind)
         if kind != "LoadBalancer":
             return []
         namespace = body["metadata"].get("namespace", "default")
@@ -219,7 +227,11 @@ async def _errored(
     """Report an ERROR server; after a grace period replace it (self-healing)."""
     reason = plan.fault_reason(server.fault)
     ready = conditions.get_condition(obj.status.get("conditions") or [], "Ready") or {}
-    since = _age(ready.get("lastTransitionTime")) if ready.get("reason") == reason else 0.0
+    since = (
+        ordering.seconds_since(ready.get("lastTransitionTime"))
+        if ready.get("reason") == reason
+        else 0.0
+    )
     if since >= ERROR_GRACE_SECONDS:
         await ctx.cloud.delete_server(server.id)
         obj.body = await ctx.kube.patch_status(obj, {"id": None})
@@ -261,11 +273,4 @@ def _load_balancers_using(store: Store, obj: Obj) -> list[str]:
 
 
 def _deleting_for(obj: Obj) -> float:
-    return _age(obj.meta.get("deletionTimestamp"))
-
-
-def _age(timestamp: str | None) -> float:
-    if not timestamp:
-        return 0.0
-    then = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
-    return (datetime.datetime.now(datetime.UTC) - then).total_seconds()
+    return ordering.seconds_since(obj.meta.get("deletionTimestamp"))

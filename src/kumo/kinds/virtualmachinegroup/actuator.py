@@ -20,6 +20,7 @@ from kumo.engine import conditions
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
+from kumo.kinds import ordering
 from kumo.kinds.labels import GROUP_LABEL, TEMPLATE_HASH_LABEL
 from kumo.kinds.virtualmachinegroup import plan
 
@@ -95,6 +96,11 @@ class VirtualMachineGroupActuator:
     async def finalize(
         self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec | None
     ) -> Result:
+        records = ordering.dns_records_going(ctx.store, obj)
+        if records:
+            return Result.waiting(
+                "Deleting", "WaitingForDNS", f"DNSRecord(s) {', '.join(records)} go first"
+            )
         members = self._members(ctx.store, obj, include_deleting=True)
         for body in members:
             if not body["metadata"].get("deletionTimestamp"):
@@ -112,7 +118,10 @@ class VirtualMachineGroupActuator:
         return Result(phase="Deleted", done=True)
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
-        """A member changed: its group must recount."""
+        """A member changed: its group must recount. A DNSRecord going away may unblock
+        the group's deletion."""
+        if kind == "DNSRecord":
+            return ordering.dns_target(body, self.info.kind)
         if kind != "VirtualMachine":
             return []
         meta = body["metadata"]

@@ -1,0 +1,64 @@
+"""A DNSRecord being deleted goes before the object it points at."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kumo.api.kinds import DNS_RECORD, VIRTUAL_MACHINE
+from kumo.engine.objects import Key
+from kumo.engine.reconciler import Engine
+from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
+from tests.unit.fakes import World
+
+SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
+RECORD = {"zone": "z.test.", "name": "api", "virtualMachineRef": "vm"}
+NOW = "2099-01-01T00:00:00Z"  # deletion "just started", whatever the clock says
+
+
+def deleting_vm(world: World) -> None:
+    world.add(VIRTUAL_MACHINE, "vm", SPEC, finalizers=["virtualmachine.kumo.dev/finalizer"])
+    asyncio.run(
+        Engine().run(VirtualMachineActuator(), world.ctx(), world.obj(VIRTUAL_MACHINE, "vm"))
+    )
+    world.store.get("VirtualMachine", "default", "vm")["metadata"]["deletionTimestamp"] = NOW
+
+
+def finalize(world: World) -> None:
+    asyncio.run(
+        Engine().run(VirtualMachineActuator(), world.ctx(), world.obj(VIRTUAL_MACHINE, "vm"))
+    )
+
+
+def test_target_waits_for_a_record_being_deleted() -> None:
+    world = World()
+    deleting_vm(world)
+    world.add(
+        DNS_RECORD,
+        "rec",
+        RECORD,
+        finalizers=["dnsrecord.kumo.dev/finalizer"],
+        deletionTimestamp=NOW,
+    )
+    finalize(world)
+    assert len(world.cloud.servers) == 1
+    ready = world.obj(VIRTUAL_MACHINE, "vm").status["conditions"][0]
+    assert ready["reason"] == "WaitingForDNS" and "rec" in ready["message"]
+    world.store.remove("DNSRecord", "default", "rec")
+    finalize(world)
+    assert world.cloud.servers == {}
+
+
+def test_a_record_that_stays_does_not_block_its_target() -> None:
+    world = World()
+    deleting_vm(world)
+    world.add(DNS_RECORD, "rec", RECORD, finalizers=["dnsrecord.kumo.dev/finalizer"])
+    finalize(world)
+    assert world.cloud.servers == {}
+
+
+def test_record_events_resume_the_target() -> None:
+    world = World()
+    body = world.add(DNS_RECORD, "rec", RECORD)
+    assert VirtualMachineActuator().dependents("DNSRecord", body, world.store) == [
+        Key("VirtualMachine", "default", "vm")
+    ]
