@@ -108,3 +108,6 @@ class LoadBalancerStatus(ManagedStatus):
     """Octavia operating status."""
     ports: list[PortStatus] = Field(default_factory=list)
     """Per-port state."""
+    unapplied_changes: list[str] = Field(default_factory=list)
+    """Spec fields that differ from the load balancer but Octavia cannot change in place
+    (zone, vipType/vipNetwork, serviceType): recreate the LoadBalancer to apply them."""

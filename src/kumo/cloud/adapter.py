@@ -608,6 +608,9 @@ def _lb(x: Any) -> model.LoadBalancer:
         vip_address=x.vip_address,
         tags=list(x.tags or []),
         description=x.description,
+        availability_zone=x.availability_zone or None,
+        flavor_id=x.flavor_id or None,
+        vip_network_id=x.vip_network_id,
     )
 
 

@@ -59,6 +59,9 @@ class LoadBalancer:
     vip_address: str | None
     tags: list[str] = field(default_factory=list)
     description: str | None = None
+    availability_zone: str | None = None
+    flavor_id: str | None = None
+    vip_network_id: str | None = None
 
 
 @dataclass(frozen=True)

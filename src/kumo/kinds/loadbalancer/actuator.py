@@ -49,10 +49,14 @@ class LoadBalancerActuator:
         tree = await _observe_tree(ctx.cloud, lb)
         if plan.is_pending(lb):
             return _waiting(ctx, obj, spec, tree, f"load balancer is {lb.provisioning_status}")
+        unapplied = await _unapplied_changes(ctx, obj, spec, lb)
         steps = plan.plan_steps(spec, wanted, tree, obj.uid, plan.lb_name(obj.namespace, obj.name))
         if steps:
-            return await _apply(ctx, obj, spec, tree, steps)
-        return _converged(ctx, obj, spec, tree)
+            result = await _apply(ctx, obj, spec, tree, steps)
+        else:
+            result = _converged(ctx, obj, spec, tree)
+        result.status["unappliedChanges"] = unapplied
+        return result
 
     async def finalize(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
         """Delete with cascade (Octavia removes listeners, pools, members and monitors
@@ -174,17 +178,8 @@ async def _observe(ctx: Context, obj: Obj) -> LoadBalancer | None:
 async def _create(ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> LoadBalancer:
     """Resolve every reference first (bad input fails before anything exists), create,
     and record the ID at once so a crash cannot lose it."""
-    cloud = ctx.cloud
-    if spec.vip_network:
-        network_id = await cloud.network_id(spec.vip_network, field="spec.vipNetwork")
-    else:
-        network_id = await cloud.default_network_id(
-            external=spec.vip_type == "public", field="spec.vipType"
-        )
-    flavor_id = None
-    if spec.service_type != "generic":
-        flavor_id = await cloud.lb_flavor_id(spec.service_type)
-    lb = await cloud.create_load_balancer(
+    network_id, flavor_id = await _placement(ctx.cloud, spec)
+    lb = await ctx.cloud.create_load_balancer(
         name=plan.lb_name(obj.namespace, obj.name),
         vip_network_id=network_id,
         description=spec.description,
@@ -195,6 +190,46 @@ async def _create(ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> LoadBalance
     failpoint("after-lb-create")
     obj.body = await ctx.kube.patch_status(obj, {"id": lb.id})
     return lb
+
+
+async def _placement(cloud: Any, spec: LoadBalancerSpec) -> tuple[str, str | None]:
+    """The VIP network and Octavia flavor the spec asks for."""
+    if spec.vip_network:
+        network_id = await cloud.network_id(spec.vip_network, field="spec.vipNetwork")
+    else:
+        network_id = await cloud.default_network_id(
+            external=spec.vip_type == "public", field="spec.vipType"
+        )
+    flavor_id = None
+    if spec.service_type != "generic":
+        flavor_id = await cloud.lb_flavor_id(spec.service_type)
+    return network_id, flavor_id
+
+
+async def _unapplied_changes(
+    ctx: Context, obj: Obj, spec: LoadBalancerSpec, lb: LoadBalancer
+) -> list[str]:
+    """Spec fields Octavia cannot change on an existing load balancer that now differ.
+
+    Kumo does not recreate the load balancer on its own (that would change the VIP and
+    drop traffic); it reports the fields and warns once."""
+    network_id, flavor_id = await _placement(ctx.cloud, spec)
+    changed = []
+    if (spec.zone or None) != lb.availability_zone:
+        changed.append("spec.zone")
+    if lb.vip_network_id and network_id != lb.vip_network_id:
+        changed.append("spec.vipNetwork" if spec.vip_network else "spec.vipType")
+    if flavor_id != lb.flavor_id:
+        changed.append("spec.serviceType")
+    if changed != (obj.status.get("unappliedChanges") or []) and changed:
+        ctx.events.emit(
+            obj,
+            "Warning",
+            "ImmutableFieldChanged",
+            f"{', '.join(changed)} cannot change on an existing Octavia load balancer; "
+            "delete and recreate the LoadBalancer to apply (its VIP will change)",
+        )
+    return changed
 
 
 async def _observe_tree(cloud: Any, lb: LoadBalancer) -> plan.Tree:

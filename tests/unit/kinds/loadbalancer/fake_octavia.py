@@ -123,6 +123,9 @@ class FakeOctavia:
             vip_address=f"10.9.0.{len(self.lbs) + 10}",
             tags=list(attrs["tags"]),
             description=attrs["description"],
+            availability_zone=attrs.get("availability_zone"),
+            flavor_id=attrs.get("flavor_id"),
+            vip_network_id=attrs["vip_network_id"],
         )
         self.lbs[lb.id] = FakeLB(lb, attrs=attrs, pending_gets=self.pending_gets)
         return lb

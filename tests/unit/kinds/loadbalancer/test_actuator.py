@@ -352,3 +352,16 @@ def test_dependents_follow_group_references() -> None:
     assert actuator.dependents("DNSRecord", vm, world.store) == []
     elsewhere = make_body(VIRTUAL_MACHINE, "x", {}, namespace="b", labels={GROUP_LABEL: GROUP})
     assert actuator.dependents("VirtualMachine", elsewhere, world.store) == []
+
+
+def test_fields_octavia_cannot_change_are_reported_not_recreated() -> None:
+    world = new_world(vms=1)
+    converge(world)
+    lb_id = status(world)["id"]
+    assert status(world)["unappliedChanges"] == []
+    stored(world, "LoadBalancer", "web")["spec"]["zone"] = "other-zone"
+    converge(world)
+    assert status(world)["id"] == lb_id, "the load balancer is not recreated behind the user's back"
+    assert status(world)["unappliedChanges"] == ["spec.zone"]
+    warnings = [e for e in world.events.events if e[2] == "ImmutableFieldChanged"]
+    assert len(warnings) == 1 and "spec.zone" in warnings[0][3]

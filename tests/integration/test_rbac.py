@@ -1,0 +1,60 @@
+"""deploy/rbac.yaml on the real API server: Kumo may do what it needs and no more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.kube_fixtures import KubeEnv, kubectl
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+SA = "system:serviceaccount:kumo-system:kumo"
+
+
+@pytest.fixture(scope="module")
+def rbac(crds: KubeEnv) -> KubeEnv:
+    kubectl(
+        "apply", "-f", str(DEPLOY / "manager.yaml"), "--dry-run=server"
+    )  # the Deployment is valid
+    kubectl("create", "namespace", "kumo-system", check=False)
+    kubectl("apply", "-f", str(DEPLOY / "rbac.yaml"))
+    return crds
+
+
+def can(*args: str) -> bool:
+    proc = kubectl("auth", "can-i", "--as", SA, *args, check=False)
+    return proc.stdout.strip() == "yes"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("watch", "virtualmachines.kumo.dev", "--all-namespaces"),
+        ("patch", "loadbalancers.kumo.dev/status", "-n", "team-a"),
+        ("create", "virtualmachines.kumo.dev", "-n", "team-a"),
+        ("delete", "virtualmachines.kumo.dev", "-n", "team-a"),
+        ("get", "secret/kumo-cloud-credentials", "-n", "team-a"),
+        ("get", "secret/kumo-default-cloud", "-n", "kumo-system"),
+        ("watch", "configmaps", "--all-namespaces"),
+        ("create", "events", "-n", "team-a"),
+    ],
+)
+def test_kumo_may(rbac: KubeEnv, args: tuple[str, ...]) -> None:
+    assert can(*args), f"Kumo needs: {' '.join(args)}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("get", "secret/other-app-password", "-n", "team-a"),
+        ("list", "secrets", "-n", "team-a"),
+        ("get", "secret/kumo-default-cloud", "-n", "team-a"),
+        ("delete", "loadbalancers.kumo.dev", "-n", "team-a"),
+        ("update", "virtualmachines.kumo.dev", "-n", "team-a"),
+        ("create", "pods", "-n", "team-a"),
+        ("delete", "customresourcedefinitions.apiextensions.k8s.io"),
+    ],
+)
+def test_kumo_may_not(rbac: KubeEnv, args: tuple[str, ...]) -> None:
+    assert not can(*args), f"Kumo must not: {' '.join(args)}"
