@@ -32,6 +32,7 @@ def _run(args: argparse.Namespace) -> int:
         cloud_concurrency=args.cloud_concurrency,
         cloud_rate=args.cloud_rate,
         metrics_port=args.metrics_port,
+        metrics_address=args.metrics_address,
         kubeconfig=args.kubeconfig,
         verbose=args.verbose,
     )
@@ -72,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--cloud-rate", type=float, default=20.0, help="API calls per second per cloud"
     )
     run.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (0: off)")
+    run.add_argument(
+        "--metrics-address", default="127.0.0.1", help="address the metrics endpoint binds"
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_run)
     return parser

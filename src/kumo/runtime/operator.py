@@ -42,6 +42,7 @@ class OperatorOptions:
     cloud_concurrency: int = 8
     cloud_rate: float = 20.0
     metrics_port: int = 0
+    metrics_address: str = "127.0.0.1"
     kubeconfig: str | None = None
     verbose: bool = False
 
@@ -135,7 +136,7 @@ def run_operator(options: OperatorOptions) -> int:
     if options.kubeconfig:
         os.environ["KUBECONFIG"] = options.kubeconfig
     if options.metrics_port:
-        start_http_server(options.metrics_port, addr="127.0.0.1")
+        start_http_server(options.metrics_port, addr=options.metrics_address)
     registry = build_registry(options)
     namespaces = [options.namespace] if options.namespace else []
     asyncio.run(
