@@ -1,0 +1,26 @@
+"""The `kumo` command's surface."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from kumo.cli import build_parser, main
+
+
+def test_crds_prints_every_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["crds"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert [d["spec"]["names"]["kind"] for d in docs] == [
+        "VirtualMachine",
+        "VirtualMachineGroup",
+        "LoadBalancer",
+        "DNSRecord",
+    ]
+
+
+def test_run_options_have_production_defaults() -> None:
+    args = build_parser().parse_args(["run", "--clouds-yaml", "c.yaml"])
+    assert args.drift_seconds < 60, "out-of-band changes must be caught well under a minute"
+    assert args.metrics_address == "127.0.0.1"
+    assert args.cloud_concurrency > 0 and args.cloud_rate > 0
