@@ -43,6 +43,8 @@ class EventRecorder:
         if now - self._recent.get(key, -EVENT_DEDUP_SECONDS) < EVENT_DEDUP_SECONDS:
             return
         self._recent[key] = now
+        if len(self._recent) > 10_000:  # forget what is past the dedup window
+            self._recent = {k: t for k, t in self._recent.items() if now - t < EVENT_DEDUP_SECONDS}
         log.info("event %s %s: %s %s", obj.key, type_, reason, message)
         task = asyncio.ensure_future(self._post(obj, type_, reason, message))
         self._tasks.add(task)
