@@ -14,10 +14,9 @@ SA = "system:serviceaccount:kumo-system:kumo"
 
 @pytest.fixture(scope="module")
 def rbac(crds: KubeEnv) -> KubeEnv:
-    kubectl(
-        "apply", "-f", str(DEPLOY / "manager.yaml"), "--dry-run=server"
-    )  # the Deployment is valid
     kubectl("create", "namespace", "kumo-system", check=False)
+    # The Deployment is valid (no controller runs it here: server-side dry run).
+    kubectl("apply", "-f", str(DEPLOY / "manager.yaml"), "--dry-run=server")
     kubectl("apply", "-f", str(DEPLOY / "rbac.yaml"))
     return crds
 
