@@ -7,6 +7,7 @@ milliseconds.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 from typing import Any
@@ -15,6 +16,7 @@ from kumo.api.kinds import KINDS, KindInfo
 from kumo.cloud import model
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Obj
+from kumo.engine.reconciler import Engine
 from kumo.runtime.store import MemoryStore
 
 _ids = itertools.count(1)
@@ -241,6 +243,26 @@ class World:
         body = make_body(info, name, spec, **meta)
         self.store.put(info.kind, body)
         return body
+
+    def stored(self, kind: str, name: str, namespace: str = "default") -> Body:
+        """The stored body itself (not a copy): tests edit it to play the user or the API."""
+        body = self.store.get(kind, namespace, name)
+        assert body is not None, f"{kind} {name} is gone"
+        return body
+
+    def run(self, actuator: Any, name: str, engine: Engine | None = None) -> float | None:
+        """One engine pass over the object ``name`` of the actuator's kind."""
+        obj = self.obj(actuator.info, name)
+        return asyncio.run((engine or Engine()).run(actuator, self.ctx(), obj))
+
+    def converge(self, actuator: Any, name: str, limit: int = 60) -> int:
+        """Run passes until the engine stops asking to look again; return how many."""
+        engine = Engine()
+        for passes in range(1, limit + 1):
+            if self.run(actuator, name, engine) is None:
+                return passes
+        status = self.obj(actuator.info, name).status
+        raise AssertionError(f"not converged after {limit} passes: {status}")
 
     def obj(self, info: KindInfo, name: str, namespace: str = "default") -> Obj:
         body = self.store.get(info.kind, namespace, name)

@@ -36,23 +36,15 @@ def cloud(world: World) -> FakeDesignate:
 
 
 def stored(world: World, kind: str, name: str) -> dict:
-    """The stored body itself (not a copy): tests edit it to play the user or the API."""
-    body = world.store.get(kind, "default", name)
-    assert body is not None, f"{kind} {name} is gone"
-    return body
+    return world.stored(kind, name)
 
 
 def run(world: World, engine: Engine | None = None) -> float | None:
-    obj = world.obj(DNS_RECORD, "api")
-    return asyncio.run((engine or Engine()).run(DNSRecordActuator(), world.ctx(), obj))
+    return world.run(DNSRecordActuator(), "api", engine)
 
 
 def converge(world: World, limit: int = 20) -> int:
-    engine = Engine()
-    for passes in range(1, limit + 1):
-        if run(world, engine) is None:
-            return passes
-    raise AssertionError(f"not converged after {limit} passes: {status(world)}")
+    return world.converge(DNSRecordActuator(), "api", limit)
 
 
 def status(world: World) -> dict:

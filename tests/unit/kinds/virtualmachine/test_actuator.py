@@ -9,7 +9,6 @@ import pytest
 from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.api.virtualmachine import VirtualMachineSpec
 from kumo.cloud.model import marker_tags
-from kumo.engine.reconciler import Engine
 from kumo.kinds.virtualmachine import plan
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from tests.unit.fakes import World
@@ -23,9 +22,7 @@ SPEC = {
 
 
 def reconcile(world: World, name: str = "vm") -> float | None:
-    return asyncio.run(
-        Engine().run(VirtualMachineActuator(), world.ctx(), world.obj(VIRTUAL_MACHINE, name))
-    )
+    return world.run(VirtualMachineActuator(), name)
 
 
 def status(world: World, name: str = "vm") -> dict:

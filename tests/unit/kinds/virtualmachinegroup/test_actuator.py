@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from kumo.api.kinds import VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
-from kumo.engine.reconciler import Engine
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
 from tests.unit.fakes import World
@@ -19,8 +16,7 @@ SPEC = {
 
 
 def run(world: World, actuator: VirtualMachineGroupActuator) -> float | None:
-    obj = world.obj(VIRTUAL_MACHINE_GROUP, "g")
-    return asyncio.run(Engine().run(actuator, world.ctx(), obj))
+    return world.run(actuator, "g")
 
 
 def members(world: World) -> list[dict]:
