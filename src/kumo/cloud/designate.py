@@ -1,0 +1,128 @@
+"""Designate calls: zones and recordsets (no tags: the marker is in the description)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openstack.dns.v2 import recordset as dns_recordset
+
+from kumo.cloud import model
+from kumo.cloud.base import CloudBase
+from kumo.engine.errors import TerminalError
+
+
+class DesignateCalls(CloudBase):
+    # -- Designate (no tags: the owner marker is in the recordset description) ----------
+    #
+    # Recordsets are asynchronous: created or updated ones are PENDING until Designate has
+    # pushed the zone, then ACTIVE (or ERROR). A deleted recordset leaves the API at once.
+
+    async def zone(self, ref: str, field: str = "spec.zone") -> tuple[str, str]:
+        """``(id, name)`` of a zone given by name or ID; a name may omit the final dot."""
+        key = ("zone", ref)
+        if key not in self._names:
+            found = await self._call(
+                f"look up zone {ref!r}",
+                self.conn.dns.find_zone,
+                ref,
+                ignore_missing=True,
+                field=field,
+            )
+            if found is None and not ref.endswith("."):
+                found = await self._call(
+                    f"look up zone {ref + '.'!r}",
+                    self.conn.dns.find_zone,
+                    ref + ".",
+                    ignore_missing=True,
+                    field=field,
+                )
+            if found is None:
+                raise TerminalError("ZoneNotFound", f"zone {ref!r} not found", field=field)
+            self._names[key] = found.id
+            self._names[("zone name", ref)] = found.name
+        return self._names[key], self._names[("zone name", ref)]
+
+    async def zone_id(self, ref: str, field: str = "spec.zone") -> str:
+        return (await self.zone(ref, field))[0]
+
+    async def get_recordset(self, zone_id: str, rs_id: str) -> model.Recordset | None:
+        """The recordset, or None when it (or its zone) is gone."""
+        found = await self._get("get recordset", self.conn.dns.get_recordset, rs_id, zone_id)
+        return _recordset(found, zone_id) if found is not None else None
+
+    async def list_zone_recordsets(self, zone_id: str) -> list[model.Recordset]:
+        """Every recordset of the zone, one listing (for adoption and drift)."""
+        found = await self._call("list recordsets", lambda: list(self.conn.dns.recordsets(zone_id)))
+        return [_recordset(x, zone_id) for x in found]
+
+    async def find_recordsets(self, zone_id: str, uid: str) -> list[model.Recordset]:
+        """Recordsets of the zone whose description carries the ownership marker of ``uid``."""
+        marker = model.owner_tag(uid)
+        return [
+            rs
+            for rs in await self.list_zone_recordsets(zone_id)
+            if marker in (rs.description or "").split()
+        ]
+
+    async def create_recordset(
+        self,
+        zone_id: str,
+        *,
+        name: str,
+        type: str,
+        records: list[str],
+        ttl: int,
+        description: str,
+    ) -> model.Recordset:
+        created = await self._call(
+            "create recordset",
+            self.conn.dns.create_recordset,
+            zone_id,
+            name=name,
+            type=type,
+            records=records,
+            ttl=ttl,
+            description=description,
+            field="spec",
+        )
+        return _recordset(created, zone_id)
+
+    async def update_recordset(
+        self, zone_id: str, rs_id: str, *, records: list[str], ttl: int, description: str
+    ) -> model.Recordset:
+        # A synchronized stub: only the changed attributes go in the PUT body, and the
+        # URL needs the zone (the proxy cannot build it from a bare ID).
+        stub = dns_recordset.Recordset.existing(id=rs_id, zone_id=zone_id)
+        updated = await self._call(
+            "update recordset",
+            self.conn.dns.update_recordset,
+            stub,
+            records=records,
+            ttl=ttl,
+            description=description,
+            field="spec",
+        )
+        return _recordset(updated, zone_id)
+
+    async def delete_recordset(self, zone_id: str, rs_id: str) -> None:
+        # With a stub (not an ID plus zone) the proxy deletes without a GET first, so a
+        # missing recordset is ignored instead of failing the GET.
+        stub = dns_recordset.Recordset.existing(id=rs_id, zone_id=zone_id)
+        await self._call(
+            "delete recordset", self.conn.dns.delete_recordset, stub, ignore_missing=True
+        )
+
+    # -- end of Designate ---------------------------------------------------------------
+
+
+def _recordset(x: Any, zone_id: str) -> model.Recordset:
+    return model.Recordset(
+        id=x.id,
+        zone_id=x.zone_id or zone_id,
+        name=x.name or "",
+        type=x.type or "",
+        records=list(x.records or []),
+        ttl=x.ttl,
+        description=x.description,
+        status=x.status or "PENDING",
+    )
