@@ -5,39 +5,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
+from tests.integration.polling import wait_until
 
 __all__ = ["KumoOperator", "crds", "get_obj", "kumo_operator", "namespace", "wait_until"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRDS = REPO_ROOT / "deploy" / "crds" / "kumo.dev.yaml"
 STATE = Path(os.environ.get("KUMO_STATE", REPO_ROOT / ".kumo-dev"))
-
-
-def wait_until(
-    what: str, check: Callable[[], Any], timeout: float = 120.0, interval: float = 0.5
-) -> Any:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` on timeout."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except Exception as error:  # a transient read failure is just "not yet"
-            last = error
-        else:
-            if last:
-                return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
 
 
 def get_obj(kind: str, name: str, namespace: str) -> dict[str, Any] | None:

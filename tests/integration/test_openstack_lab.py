@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import time
 import uuid
 
 import pytest
-
-try:
-    from tests.integration.openstack_fixtures import *  # noqa: F403
-except ImportError:  # run from tests/integration without the repo root on sys.path
-    from openstack_fixtures import *  # noqa: F403
-
 from openstack import exceptions as os_exc
+
+from tests.integration.polling import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -33,18 +28,6 @@ TIMEOUT = 180
 
 def _name(kind: str) -> str:
     return f"kumo-labtest-{kind}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_until(predicate, timeout: float = TIMEOUT, interval: float = 0.5, what: str = "condition"):
-    """Poll predicate() until it returns a truthy value; fail after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 class Servers:
@@ -89,8 +72,10 @@ class Servers:
                 self.conn.compute.delete_server(sid)
         for sid in self.ids:
             wait_until(
+                f"server {sid} to be deleted",
                 lambda sid=sid: self.conn.compute.find_server(sid, ignore_missing=True) is None,
-                what=f"server {sid} to be deleted",
+                TIMEOUT,
+                tolerate=(),
             )
         for gid in self.groups:
             with contextlib.suppress(os_exc.NotFoundException):

@@ -22,25 +22,14 @@ from typing import Any
 import pytest
 from openstack import exceptions as os_exc
 
+from tests.integration.polling import wait_until
+
 pytestmark = pytest.mark.integration
 
 LB_TIMEOUT = 120.0
 DNS_TIMEOUT = 120.0
 POLL = 0.25
 DEMO_SUBNET = "kumo-demo-subnet"
-
-
-def wait_for(desc: str, timeout: float, probe: Callable[[], Any]) -> Any:
-    """Poll ``probe`` until it returns a truthy value; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        last = probe()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {desc} (last: {last!r})")
-        time.sleep(POLL)
 
 
 def retry_conflict(call: Callable[[], Any], timeout: float = LB_TIMEOUT) -> Any:
@@ -77,7 +66,7 @@ def wait_lb(conn, lb_id: str, want: str = "ACTIVE", timeout: float = LB_TIMEOUT)
             pytest.fail(f"load balancer {lb_id} went ERROR")
         return status == want or (want == "GONE" and status == "DELETED")
 
-    wait_for(f"load balancer {lb_id} {want}", timeout, probe)
+    wait_until(f"load balancer {lb_id} {want}", probe, timeout, POLL, tolerate=())
 
 
 def delete_lb_tree(conn, lb_id: str) -> None:
@@ -86,7 +75,7 @@ def delete_lb_tree(conn, lb_id: str) -> None:
     def settled() -> bool:
         return not lb_status(conn, lb_id).startswith("PENDING_")
 
-    wait_for(f"load balancer {lb_id} not PENDING_*", LB_TIMEOUT, settled)
+    wait_until(f"load balancer {lb_id} not PENDING_*", settled, LB_TIMEOUT, POLL, tolerate=())
     if lb_status(conn, lb_id) in ("GONE", "DELETED"):
         return
     retry_conflict(lambda: conn.load_balancer.delete_load_balancer(lb_id, cascade=True))
@@ -235,18 +224,24 @@ def demo_zone(demo_conn) -> Iterator[Any]:
     if zone_status(demo_conn, zone.id) != "GONE":
         with contextlib.suppress(os_exc.NotFoundException):
             demo_conn.dns.delete_zone(zone.id)
-    wait_for(
-        f"zone {zone.name} deleted", DNS_TIMEOUT, lambda: zone_status(demo_conn, zone.id) == "GONE"
+    wait_until(
+        f"zone {zone.name} deleted",
+        lambda: zone_status(demo_conn, zone.id) == "GONE",
+        DNS_TIMEOUT,
+        POLL,
+        tolerate=(),
     )
 
 
 def test_zone_and_recordset_go_active(demo_conn, demo_zone):
     dns = demo_conn.dns
     t0 = time.monotonic()
-    wait_for(
+    wait_until(
         f"zone {demo_zone.name} ACTIVE",
-        DNS_TIMEOUT,
         lambda: zone_status(demo_conn, demo_zone.id) == "ACTIVE",
+        DNS_TIMEOUT,
+        POLL,
+        tolerate=(),
     )
     t_zone = time.monotonic() - t0
 
@@ -261,13 +256,13 @@ def test_zone_and_recordset_go_active(demo_conn, demo_zone):
         except os_exc.NotFoundException:
             return "GONE"
 
-    wait_for("recordset ACTIVE", DNS_TIMEOUT, lambda: rs_status() == "ACTIVE")
+    wait_until("recordset ACTIVE", lambda: rs_status() == "ACTIVE", DNS_TIMEOUT, POLL, tolerate=())
     t_rs = time.monotonic() - t1
     got = dns.get_recordset(rs, demo_zone)
     assert got.records == ["192.0.2.10"] and got.type == "A"
 
     dns.delete_recordset(rs, demo_zone)
-    wait_for("recordset deleted", DNS_TIMEOUT, lambda: rs_status() == "GONE")
+    wait_until("recordset deleted", lambda: rs_status() == "GONE", DNS_TIMEOUT, POLL, tolerate=())
     print(f"\n[timing] zone ACTIVE {t_zone:.1f}s; A recordset ACTIVE {t_rs:.1f}s")
 
 
