@@ -2,6 +2,6 @@
 # `make down`: stop exactly what `make up` started (data is kept for a fast restart).
 source "$(dirname "$0")/lib.sh"
 cd "$KUMO_ROOT"
-stop_daemon kumo-operator
+bash dev/operator.sh stop
 bash dev/openstack/lab.sh down || true
 bash dev/kube/down.sh || true

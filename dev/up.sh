@@ -10,15 +10,12 @@ bash dev/openstack/lab.sh up
 source dev/kube/env.sh
 
 log "installing Kumo's CRDs"
-"$KUBECTL" apply -f deploy/crds/kumo.dev.yaml >/dev/null
-for crd in virtualmachines virtualmachinegroups loadbalancers dnsrecords; do
+"$KUBECTL" apply -f deploy/base/crds/kumo.dev.yaml >/dev/null
+for crd in $(.venv/bin/kumo kinds --plural); do
   "$KUBECTL" wait --for=condition=Established "crd/$crd.kumo.dev" --timeout=60s >/dev/null
 done
 
-start_daemon kumo-operator env KUBECONFIG="$KUBECONFIG" "$KUMO_ROOT/.venv/bin/kumo" run \
-  --clouds-yaml "$KUMO_STATE/clouds.yaml" --cloud kumo-demo \
-  --drift-seconds "${KUMO_DRIFT_SECONDS:-5}" --metrics-port "${KUMO_METRICS_PORT:-9464}"
-wait_for "Kumo's metrics endpoint" 60 .venv/bin/python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:${KUMO_METRICS_PORT:-9464}/metrics')"
+bash dev/operator.sh start
 
 log "applying examples/ to namespace default"
 "$KUBECTL" apply -n default -f examples/ >/dev/null

@@ -6,6 +6,7 @@ Only argument parsing lives here; each subcommand calls into the package.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import yaml
@@ -15,6 +16,14 @@ def _crds(_: argparse.Namespace) -> int:
     from kumo.api.crd import crd_documents
 
     sys.stdout.write(yaml.safe_dump_all(crd_documents(), sort_keys=False))
+    return 0
+
+
+def _kinds(args: argparse.Namespace) -> int:
+    from kumo.api.kinds import KINDS
+
+    for info in KINDS:
+        print(info.plural if args.plural else info.kind)
     return 0
 
 
@@ -35,6 +44,11 @@ def _run(args: argparse.Namespace) -> int:
         metrics_address=args.metrics_address,
         kubeconfig=args.kubeconfig,
         verbose=args.verbose,
+        leader_election=args.leader_election,
+        lease_namespace=args.lease_namespace,
+        lease_name=args.lease_name,
+        lease_seconds=args.lease_seconds,
+        shutdown_grace=args.shutdown_grace,
     )
     return run_operator(options)
 
@@ -45,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     crds = sub.add_parser("crds", help="print the CustomResourceDefinitions (YAML)")
     crds.set_defaults(func=_crds)
+
+    kinds = sub.add_parser("kinds", help="list Kumo's kinds (for scripts: CRDs, RBAC, tests)")
+    kinds.add_argument("--plural", action="store_true", help="print plural resource names")
+    kinds.set_defaults(func=_kinds)
 
     run = sub.add_parser("run", help="run the operator")
     run.add_argument("--clouds-yaml", help="clouds.yaml file with the default cloud credentials")
@@ -72,9 +90,37 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--cloud-rate", type=float, default=20.0, help="API calls per second per cloud"
     )
-    run.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (0: off)")
     run.add_argument(
-        "--metrics-address", default="127.0.0.1", help="address the metrics endpoint binds"
+        "--metrics-port",
+        type=int,
+        default=0,
+        help="port for /metrics, /healthz and /readyz (0: off)",
+    )
+    run.add_argument("--metrics-address", default="127.0.0.1", help="address that port binds")
+    run.add_argument(
+        "--leader-election",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="reconcile only while holding the leader Lease (default: on; "
+        "turn off only when no other Kumo can run against this cluster)",
+    )
+    run.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("POD_NAMESPACE", "kumo-system"),
+        help="namespace of the leader Lease (default: $POD_NAMESPACE or kumo-system)",
+    )
+    run.add_argument("--lease-name", default="kumo", help="name of the leader Lease")
+    run.add_argument(
+        "--lease-seconds",
+        type=int,
+        default=10,
+        help="lease duration: a killed leader is replaced within about this long",
+    )
+    run.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=15.0,
+        help="on SIGTERM, seconds to let reconciles in flight finish before the lease is released",
     )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_run)

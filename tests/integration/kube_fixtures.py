@@ -2,15 +2,11 @@
 
 Import them into a conftest with ``from tests.integration.kube_fixtures import *``.
 
-``kube_env`` (session scope) starts etcd + kube-apiserver v1.20 on 127.0.0.1 (or
-reuses them when already running; the first run on a machine builds the
-apiserver, ~5 min) and returns a :class:`KubeEnv`. ``kubectl(...)`` runs
-Debian's kubectl 1.20 against it.
-
-Only the API server runs: there is no controller-manager, so deleting a
-namespace leaves it ``Terminating`` until it is finalized; use
-:func:`delete_namespace`, which does what the namespace controller would
-(except deleting the objects inside, so prefer unique namespace names).
+``kube_env`` (session scope) starts etcd + kube-apiserver + kube-controller-manager
+v1.20 on 127.0.0.1 (or reuses them when already running; the first run on a machine
+builds them, ~8 min) and returns a :class:`KubeEnv`. ``kubectl(...)`` runs Debian's
+kubectl 1.20 against it. The controller manager finalizes deleted namespaces,
+collects garbage by ownerReference and issues ServiceAccount tokens, as in a cluster.
 """
 
 from __future__ import annotations
@@ -90,12 +86,14 @@ def kubectl(
 
 
 def delete_namespace(name: str, timeout: float = 60) -> None:
-    """Delete a namespace and wait until it is gone.
+    """Delete a namespace and wait until the namespace controller has removed it.
 
-    With no namespace controller running, the namespace's ``kubernetes``
-    finalizer is removed through the ``finalize`` subresource.
+    Should it still be there after ``timeout`` (a controller manager that is not
+    running), its ``kubernetes`` finalizer is removed through the ``finalize``
+    subresource, as the namespace controller would.
     """
     kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+    kubectl("wait", "--for=delete", f"namespace/{name}", f"--timeout={int(timeout)}s", check=False)
     got = kubectl("get", "namespace", name, "-o", "json", "--ignore-not-found")
     if got.stdout.strip():
         ns = json.loads(got.stdout)

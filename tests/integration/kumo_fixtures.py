@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,13 +15,14 @@ from typing import Any
 
 import pytest
 
+from kumo.api.kinds import KINDS
 from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
 from tests.integration.polling import wait_until
 
 __all__ = ["KumoOperator", "crds", "get_obj", "kumo_operator", "namespace", "wait_until"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CRDS = REPO_ROOT / "deploy" / "crds" / "kumo.dev.yaml"
+CRDS = REPO_ROOT / "deploy" / "base" / "crds" / "kumo.dev.yaml"
 STATE = Path(os.environ.get("KUMO_STATE", REPO_ROOT / ".kumo-dev"))
 
 
@@ -31,8 +35,13 @@ def get_obj(kind: str, name: str, namespace: str) -> dict[str, Any] | None:
 def crds(kube_env: KubeEnv) -> KubeEnv:
     """Kumo's CRDs installed and Established."""
     kubectl("apply", "-f", str(CRDS))
-    for plural in ("virtualmachines", "virtualmachinegroups", "loadbalancers", "dnsrecords"):
-        kubectl("wait", "--for=condition=Established", f"crd/{plural}.kumo.dev", "--timeout=60s")
+    for info in KINDS:
+        kubectl(
+            "wait", "--for=condition=Established", f"crd/{info.plural}.kumo.dev", "--timeout=60s"
+        )
+    # The leader Lease lives there.
+    ns = kubectl("create", "namespace", LEASE_NAMESPACE, "--dry-run=client", "-o", "yaml").stdout
+    kubectl("apply", "-f", "-", input=ns)
     return kube_env
 
 
@@ -60,7 +69,8 @@ def namespace(crds: KubeEnv) -> Iterator[str]:
     delete_namespace(name)
 
 
-KUMO_KINDS = ("dnsrecords", "loadbalancers", "virtualmachinegroups", "virtualmachines")
+KUMO_KINDS = tuple(info.plural for info in reversed(KINDS))  # dependents first
+LEASE_NAMESPACE = "kumo-system"
 
 
 def _kumo_objects(namespace: str) -> list[str]:
@@ -68,8 +78,26 @@ def _kumo_objects(namespace: str) -> list[str]:
     return out.split()
 
 
+def lease_holder() -> str:
+    """Who holds Kumo's leader Lease now ("" when released or never taken)."""
+    out = kubectl(
+        "get", "lease", "kumo", "-n", LEASE_NAMESPACE, "-o", "json", "--ignore-not-found"
+    ).stdout
+    return (json.loads(out).get("spec") or {}).get("holderIdentity") or "" if out.strip() else ""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 class KumoOperator:
-    """A `kumo run` process against the local lab, logging to .kumo-dev/logs."""
+    """A `kumo run` process against the local lab, logging to .kumo-dev/logs.
+
+    Every instance runs with leader election, like a real deployment: only the holder
+    of the Lease kumo-system/kumo reconciles. ``health()`` reads its /readyz.
+    """
 
     running = 0  # how many are running in this test session
 
@@ -79,6 +107,31 @@ class KumoOperator:
         self.cloud = cloud
         self.log_path = STATE / "logs" / log_name
         self.proc: subprocess.Popen[bytes] | None = None
+        self.port = free_port()
+
+    def health(self) -> dict[str, Any]:
+        """/readyz as JSON (its status code aside); {} while the process does not answer."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=5) as r:
+                return json.loads(r.read())  # type: ignore[no-any-return]
+        except urllib.error.HTTPError as error:
+            return json.loads(error.read())  # type: ignore[no-any-return]
+        except OSError:
+            return {}
+
+    def metric(self, name: str) -> float:
+        """The sum of a Prometheus counter's samples, e.g. kumo_reconciles_total."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
+            lines = r.read().decode().splitlines()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(name + "{"))
+
+    def wait_role(self, role: str, timeout: float = 60) -> dict[str, Any]:
+        return wait_until(  # type: ignore[no-any-return]
+            f"operator {self.log_path.name} to be {role}",
+            lambda: (h := self.health()).get("role") == role and h.get("ok") and h,
+            timeout,
+            interval=0.2,
+        )
 
     def start(self, *extra: str, env: dict[str, str] | None = None) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,6 +148,8 @@ class KumoOperator:
                 "3",
                 "--resync-seconds",
                 "60",
+                "--metrics-port",
+                str(self.port),
                 *extra,
             ],
             env={**self.kube.env, **(env or {})},
@@ -125,10 +180,27 @@ class KumoOperator:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
+def _dev_operator(action: str) -> bool:
+    """Start/stop/query the operator `make up` runs (dev/operator.sh)."""
+    script = REPO_ROOT / "dev" / "operator.sh"
+    return subprocess.run(["bash", str(script), action], capture_output=True).returncode == 0
+
+
 @pytest.fixture(scope="session")
 def kumo_operator(crds: KubeEnv, openstack_lab: str) -> Iterator[KumoOperator]:
-    """Kumo running for the whole session with the kumo-demo project's credentials."""
+    """Kumo leading for the whole session with the kumo-demo project's credentials.
+
+    The suite kills and restarts its operators, so they must be the ones leading: the
+    operator `make up` started is stopped for the session (gracefully: it hands the
+    lease over) and started again afterwards.
+    """
+    paused = _dev_operator("status")
+    if paused:
+        _dev_operator("stop")
     operator = KumoOperator(crds, openstack_lab, "kumo-demo", "operator-test.log")
     operator.start()
+    operator.wait_role("leader", 90)
     yield operator
     operator.stop()
+    if paused:
+        _dev_operator("start")

@@ -1,6 +1,6 @@
 """Pieces every Kumo kind shares: the base model, references, conditions, status.
 
-These models are the API contract. The CRD schemas in ``deploy/crds`` are
+These models are the API contract. The CRD schemas in ``deploy/base/crds`` are
 generated from them (see :mod:`kumo.api.crd`), and the controllers parse
 objects with them, so the two can never disagree.
 """

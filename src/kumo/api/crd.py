@@ -1,7 +1,7 @@
 """Generate CustomResourceDefinitions from the pydantic API models.
 
 Pure functions, no I/O: ``kumo crds`` prints what :func:`crd_documents` returns, and
-a unit test keeps ``deploy/crds/`` in step with it. The conversion turns pydantic's
+a unit test keeps ``deploy/base/crds/`` in step with it. The conversion turns pydantic's
 JSON Schema into a *structural* OpenAPI v3 schema as apiextensions/v1 requires:
 references inlined, ``Optional`` unwrapped, titles dropped, descriptions kept for
 ``kubectl explain``.

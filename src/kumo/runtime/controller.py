@@ -79,6 +79,9 @@ class Controller:
         self.resync_seconds = resync_seconds
         self.drift_seconds = drift_seconds
         self._tasks: list[asyncio.Task[None]] = []
+        self._busy: set[asyncio.Task[Any]] = set()
+        self._stopping = False
+        self._unconfirmed: set[Key] = set()  # listed at startup, not yet seen by the watch
 
     # -- input ---------------------------------------------------------------------------
 
@@ -87,6 +90,7 @@ class Controller:
         body: Body = copy.deepcopy(dict(raw))
         meta = body["metadata"]
         namespace, name = meta.get("namespace", "default"), meta["name"]
+        self._unconfirmed.discard(Key(kind, namespace, name))
         if event_type == "DELETED":
             old = self.store.remove(kind, namespace, name)
         else:
@@ -105,21 +109,53 @@ class Controller:
             if ref.get("name") == name:
                 self.queue.add(Key("VirtualMachine", namespace, body["metadata"]["name"]))
 
+    async def prime(self, namespace: str | None = None) -> None:
+        """List every kind into the cache before any reconcile runs (the startup barrier).
+
+        Without it a group reconciled right after a restart could see none of its
+        members and create them again, or a LoadBalancer compute an empty pool.
+        """
+        for info in INFO_BY_KIND.values():
+            for body in await self.kube.list(info, namespace):
+                self.store.put(info.kind, body)
+                meta = body["metadata"]
+                self._unconfirmed.add(
+                    Key(info.kind, meta.get("namespace", "default"), meta["name"])
+                )
+
     # -- workers -------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Begin reconciling (this process leads): every cached object is looked at once."""
         loop = asyncio.get_running_loop()
+        for kind in self.actuators:
+            for body in self.store.list(kind):
+                meta = body["metadata"]
+                self.queue.add(Key(kind, meta.get("namespace", "default"), meta["name"]))
         self._tasks = [loop.create_task(self._worker()) for _ in range(self.workers)]
         self._tasks.append(loop.create_task(self._drift_loop()))
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 0.0) -> None:
+        """Stop taking work; let reconciles in flight finish for up to ``grace`` seconds."""
+        self._stopping = True
+        idle = [t for t in self._tasks if t not in self._busy]
+        for task in idle:
+            task.cancel()
+        busy = [t for t in self._tasks if t in self._busy]
+        if busy and grace > 0:
+            log.info("waiting up to %.0fs for %d reconciles in flight", grace, len(busy))
+            await asyncio.wait(busy, timeout=grace)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
 
     async def _worker(self) -> None:
-        while True:
+        task = asyncio.current_task()
+        assert task is not None
+        while not self._stopping:
             key = await self.queue.get()
+            self._busy.add(task)
             try:
                 await self.process(key)  # type: ignore[arg-type]
             except Exception:
@@ -127,10 +163,14 @@ class Controller:
                 self.queue.done(key)
                 self.queue.add(key, 5.0)
                 continue
+            finally:
+                self._busy.discard(task)
             self.queue.done(key)
             metrics.QUEUE_DEPTH.set(len(self.queue))
 
     async def process(self, key: Key) -> None:
+        if key in self._unconfirmed:  # listed at startup: it may have gone since
+            await self._confirm(key)
         body = self.store.get(key.kind, key.namespace, key.name)
         if body is None:
             return
@@ -152,6 +192,14 @@ class Controller:
         outcome = "requeue" if delay is not None else "done"
         metrics.RECONCILES.labels(key.kind, outcome).inc()
         self.queue.add(key, delay if delay is not None else self.resync_seconds)
+
+    async def _confirm(self, key: Key) -> None:
+        fresh = await self.kube.get(INFO_BY_KIND[key.kind], key.namespace, key.name)
+        self._unconfirmed.discard(key)
+        if fresh is None:
+            self.store.remove(key.kind, key.namespace, key.name)
+        else:
+            self.store.put(key.kind, fresh)
 
     # -- drift ---------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from kumo.api.kinds import KindInfo
 from kumo.engine.conditions import now_rfc3339
 from kumo.engine.errors import TerminalError, TransientError
 from kumo.engine.objects import Body, Obj
+from kumo.runtime.leader import LeaseRecord
 
 MERGE = "application/merge-patch+json"
 
@@ -115,6 +116,24 @@ class KubeClient:
     async def get(self, info: KindInfo, namespace: str, name: str) -> Body | None:
         return await self._request("GET", self._path(info, namespace, name))  # type: ignore[no-any-return]
 
+    async def list(self, info: KindInfo, namespace: str | None = None) -> list[Body]:
+        """Every object of a kind (in one namespace or all), each with kind and apiVersion."""
+        base = f"/apis/{GROUP}/{VERSION}"
+        path = (
+            f"{base}/namespaces/{namespace}/{info.plural}" if namespace else f"{base}/{info.plural}"
+        )
+        items: list[Body] = []
+        token = ""
+        while True:
+            page = await self._request(
+                "GET", f"{path}?limit=500{'&continue=' + token if token else ''}"
+            )
+            for item in (page or {}).get("items", []):
+                items.append({"apiVersion": f"{GROUP}/{VERSION}", "kind": info.kind, **item})
+            token = ((page or {}).get("metadata") or {}).get("continue") or ""
+            if not token:
+                return items
+
     # -- core objects --------------------------------------------------------------------
 
     async def get_config_map(self, namespace: str, name: str) -> Body | None:
@@ -148,6 +167,61 @@ class KubeClient:
             "reportingComponent": "kumo",
         }
         await self._request("POST", f"/api/v1/namespaces/{obj.namespace}/events", event)
+
+
+class KubeLeaseAPI:
+    """One Lease (coordination.k8s.io/v1) read and written for leader election."""
+
+    def __init__(self, kube: KubeClient, namespace: str, name: str) -> None:
+        self._kube = kube
+        self.namespace = namespace
+        self.name = name
+        self._path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+
+    async def get_lease(self) -> LeaseRecord | None:
+        body = await self._kube._request("GET", f"{self._path}/{self.name}")
+        return _lease_record(body) if body is not None else None
+
+    async def create_lease(self, record: LeaseRecord) -> LeaseRecord:
+        body = await self._kube._request("POST", self._path, self._body(record))
+        if body is None:
+            raise TransientError("LeaseNamespaceMissing", f"namespace {self.namespace} not found")
+        return _lease_record(body)
+
+    async def update_lease(self, record: LeaseRecord) -> LeaseRecord:
+        body = await self._kube._request("PUT", f"{self._path}/{self.name}", self._body(record))
+        if body is None:
+            raise TransientError("LeaseGone", f"lease {self.namespace}/{self.name} was deleted")
+        return _lease_record(body)
+
+    def _body(self, record: LeaseRecord) -> Body:
+        meta: Body = {"name": self.name, "namespace": self.namespace}
+        if record.resource_version:  # optimistic concurrency: 409 if someone wrote meanwhile
+            meta["resourceVersion"] = record.resource_version
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": meta,
+            "spec": {
+                "holderIdentity": record.holder,
+                "leaseDurationSeconds": record.lease_seconds,
+                "acquireTime": record.acquire_time,
+                "renewTime": record.renew_time,
+                "leaseTransitions": record.transitions,
+            },
+        }
+
+
+def _lease_record(body: Body) -> LeaseRecord:
+    spec = body.get("spec") or {}
+    return LeaseRecord(
+        holder=spec.get("holderIdentity") or "",
+        lease_seconds=int(spec.get("leaseDurationSeconds") or 0),
+        acquire_time=spec.get("acquireTime"),
+        renew_time=spec.get("renewTime"),
+        transitions=int(spec.get("leaseTransitions") or 0),
+        resource_version=body.get("metadata", {}).get("resourceVersion"),
+    )
 
 
 def _text(value: str | bytes) -> str:

@@ -1,4 +1,9 @@
-"""`kumo run`: kopf watches the four kinds (and ConfigMaps), the Controller does the rest.
+"""`kumo run`: kopf watches the kinds (and ConfigMaps), the Controller does the rest.
+
+Lifecycle: list every kind into the cache (the startup barrier: no reconcile sees a
+half-filled cache), then wait as standby until this process holds the leader Lease,
+then reconcile until SIGTERM (finish in-flight work, release the lease) or until the
+lease is lost (stop writing at once, exit 1 so the Pod restarts as a standby).
 
 kopf is used for what it is good at — resilient watch streams, logging, liveness —
 through raw event handlers only; Kumo's own finalizers, queue and status writes
@@ -10,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import kopf
-from prometheus_client import start_http_server
 
 from kumo.api.common import GROUP, VERSION
 from kumo.api.kinds import KINDS
@@ -25,7 +31,9 @@ from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
 from kumo.runtime.controller import Controller
-from kumo.runtime.kube import KubeClient
+from kumo.runtime.health import Health, start_server
+from kumo.runtime.kube import KubeClient, KubeLeaseAPI
+from kumo.runtime.leader import LeaderElector
 
 log = logging.getLogger("kumo")
 
@@ -45,22 +53,44 @@ class OperatorOptions:
     metrics_address: str = "127.0.0.1"
     kubeconfig: str | None = None
     verbose: bool = False
+    leader_election: bool = True
+    lease_namespace: str = "kumo-system"
+    lease_name: str = "kumo"
+    lease_seconds: int = 10
+    identity: str | None = None
+    shutdown_grace: float = 15.0
 
 
-def build_registry(options: OperatorOptions) -> kopf.OperatorRegistry:
-    registry = kopf.OperatorRegistry()
-    state: dict[str, Any] = {}
+class Lifecycle:
+    """What one `kumo run` holds between kopf's startup and cleanup, and its health."""
 
-    @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    def __init__(self, options: OperatorOptions) -> None:
+        self.options = options
+        self.kube: KubeClient | None = None
+        self.controller: Controller | None = None
+        self.elector: LeaderElector | None = None
+        self.synced = False
+        self.stopping = False
+        self.exit_code = 0
+        self.stop_flag = asyncio.Event()
+        self._election: asyncio.Task[None] | None = None
 
-    @kopf.on.startup(registry=registry)
-    async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.posting.enabled = False
-        settings.watching.server_timeout = 270
-        settings.watching.client_timeout = 300
-        kube = KubeClient.from_environment()
+    def health(self) -> Health:
+        elector = self.elector
+        if self.stopping:
+            role = "stopping"
+        elif self.controller is None or not self.synced:
+            role = "starting"
+        elif elector is None or elector.leading:
+            role = "leader"
+        else:
+            role = "standby"
+        identity = elector.identity if elector else ""
+        return Health(self.synced, role, elector is None or elector.healthy, identity)
+
+    async def start(self) -> None:
+        options = self.options
+        self.kube = kube = KubeClient.from_environment()
         default = await _default_source(options, kube)
         clouds = CloudRegistry(
             default,
@@ -68,7 +98,7 @@ def build_registry(options: OperatorOptions) -> kopf.OperatorRegistry:
             concurrency=options.cloud_concurrency,
             rate=options.cloud_rate,
         )
-        controller = Controller(
+        self.controller = controller = Controller(
             [
                 VirtualMachineActuator(),
                 VirtualMachineGroupActuator(),
@@ -81,22 +111,74 @@ def build_registry(options: OperatorOptions) -> kopf.OperatorRegistry:
             resync_seconds=options.resync_seconds,
             drift_seconds=options.drift_seconds,
         )
-        controller.start()
-        state.update(kube=kube, controller=controller)
-        log.info("kumo started (default cloud: %s)", default.cloud if default else "none")
+        await controller.prime(options.namespace)  # the startup barrier: all kinds listed
+        self.synced = True
+        log.info("caches synced (default cloud: %s)", default.cloud if default else "none")
+        if not options.leader_election:
+            controller.start()
+            return
+        identity = (
+            options.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        )
+        lease = KubeLeaseAPI(kube, options.lease_namespace, options.lease_name)
+        self.elector = LeaderElector(lease, identity, lease_seconds=options.lease_seconds)
+        log.info(
+            "standby until this process (%s) holds lease %s/%s",
+            identity,
+            lease.namespace,
+            lease.name,
+        )
+        self._election = asyncio.create_task(self.elector.run(self._lead, self._lost))
+
+    async def _lead(self) -> None:
+        assert self.controller is not None
+        self.controller.start()
+
+    async def _lost(self) -> None:
+        """Another process may lead now: stop writing at once, then exit non-zero."""
+        if self.controller is not None:
+            await self.controller.stop(grace=0)
+        self.exit_code = 1
+        self.stop_flag.set()
+
+    async def cleanup(self) -> None:
+        """SIGTERM: finish in-flight reconciles while still renewing, then release the lease."""
+        self.stopping = True
+        if self.controller is not None:
+            await self.controller.stop(grace=self.options.shutdown_grace)
+        if self._election is not None:
+            self._election.cancel()
+            await asyncio.gather(self._election, return_exceptions=True)
+        if self.elector is not None:
+            await self.elector.release()
+        if self.kube is not None:
+            await self.kube.close()
+
+
+def build_registry(lifecycle: Lifecycle) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+    @kopf.on.startup(registry=registry)
+    async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False
+        settings.watching.server_timeout = 270
+        settings.watching.client_timeout = 300
+        await lifecycle.start()
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
-        if "controller" in state:
-            await state["controller"].stop()
-            await state["kube"].close()
+        await lifecycle.cleanup()
 
     for info in KINDS:
-        _watch(registry, state, info.kind, GROUP, VERSION, info.plural)
+        _watch(registry, lifecycle, info.kind, GROUP, VERSION, info.plural)
 
     @kopf.on.event("", "v1", "configmaps", registry=registry)
     def config_map_changed(event: kopf.RawEvent, **_: Any) -> None:
-        controller = state.get("controller")
+        controller = lifecycle.controller
         meta = event["object"]["metadata"]
         if controller is not None:
             controller.enqueue_config_map_users(meta.get("namespace", "default"), meta["name"])
@@ -105,11 +187,11 @@ def build_registry(options: OperatorOptions) -> kopf.OperatorRegistry:
 
 
 def _watch(
-    registry: kopf.OperatorRegistry, state: dict[str, Any], kind: str, *resource: str
+    registry: kopf.OperatorRegistry, lifecycle: Lifecycle, kind: str, *resource: str
 ) -> None:
     @kopf.on.event(*resource, registry=registry, id=f"watch-{kind}")
     def on_event(event: kopf.RawEvent, **_: Any) -> None:
-        controller = state.get("controller")
+        controller = lifecycle.controller
         if controller is not None:
             controller.observe(kind, event.get("type"), event["object"])
 
@@ -135,16 +217,24 @@ def run_operator(options: OperatorOptions) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if options.kubeconfig:
         os.environ["KUBECONFIG"] = options.kubeconfig
+    return asyncio.run(_serve(options))
+
+
+async def _serve(options: OperatorOptions) -> int:
+    lifecycle = Lifecycle(options)
+    runner = None
     if options.metrics_port:
-        start_http_server(options.metrics_port, addr=options.metrics_address)
-    registry = build_registry(options)
+        runner = await start_server(options.metrics_address, options.metrics_port, lifecycle.health)
     namespaces = [options.namespace] if options.namespace else []
-    asyncio.run(
-        kopf.operator(
-            registry=registry,
-            standalone=True,
+    try:
+        await kopf.operator(
+            registry=build_registry(lifecycle),
+            standalone=True,  # no kopf peering: leader election is Kumo's own (runtime/leader.py)
             clusterwide=not namespaces,
             namespaces=namespaces,
+            stop_flag=lifecycle.stop_flag,
         )
-    )
-    return 0
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+    return lifecycle.exit_code

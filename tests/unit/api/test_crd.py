@@ -150,5 +150,5 @@ def test_scale_subresource_only_on_groups() -> None:
 
 
 def test_committed_crds_are_current() -> None:
-    committed = list(yaml.safe_load_all((ROOT / "deploy/crds/kumo.dev.yaml").read_text()))
+    committed = list(yaml.safe_load_all((ROOT / "deploy/base/crds/kumo.dev.yaml").read_text()))
     assert committed == crd_documents(), "deploy/crds is stale: run `make crds`"
