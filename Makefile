@@ -23,7 +23,7 @@ lint: venv
 	$(VENV)/bin/mypy src
 
 crds: venv
-	$(VENV)/bin/kumo crds > deploy/crds/kumo.dev.yaml
+	$(VENV)/bin/kumo crds > deploy/base/crds/kumo.dev.yaml
 
 venv:
 	bash dev/venv.sh
