@@ -16,6 +16,7 @@ case "${1:-}" in
   *) die "usage: $0 [--wipe]" ;;
 esac
 
+stop_daemon kube-controller-manager
 stop_daemon kube-apiserver
 stop_daemon etcd
 if [ "$wipe" = 1 ]; then

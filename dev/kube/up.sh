@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Start a real Kubernetes API server (etcd + kube-apiserver v1.20) on loopback
-# for development and integration tests. Kumo runs beside it as a process, so
-# no kubelet, scheduler or controller-manager is started.
+# and kube-controller-manager for development and integration tests, so namespaces,
+# ownerReference garbage collection, ServiceAccount tokens and Deployments behave as in
+# a cluster. No kubelet or scheduler (see docs/lab.md): Kumo runs beside it as a
+# process, or from its image with podman.
 #
 # Idempotent: a second run reuses what is running. State: $KUMO_STATE/{etcd,kube},
 # kubeconfig in $KUMO_STATE/kubeconfig (context kumo-dev). Stop: dev/kube/down.sh
@@ -18,7 +20,8 @@ API_URL="https://127.0.0.1:$API_PORT"
 
 port_open() { (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; }
 
-APISERVER="$("$HERE/build-apiserver.sh")"
+BIN_DIR="$("$HERE/build.sh")"
+APISERVER="$BIN_DIR/kube-apiserver"
 
 # --- certificates, service-account key and admin token (made once) ---------
 if [ ! -s "$PKI/token.csv" ]; then
@@ -97,6 +100,21 @@ wait_for "kube-apiserver /readyz (log: $KUMO_STATE/logs/kube-apiserver.log)" 90 
 # has not after 20 s, create it ourselves.
 for ((i = 0; i < 40; i++)); do "$KUBECTL" get namespace default >/dev/null 2>&1 && break; sleep 0.5; done
 "$KUBECTL" get namespace default >/dev/null 2>&1 || "$KUBECTL" create namespace default >/dev/null
+
+# --- kube-controller-manager -----------------------------------------------
+# Runs as the lab's admin (a dev control plane); signs ServiceAccount tokens with the
+# key the apiserver verifies them with. No serving ports: nothing scrapes it here.
+start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
+  --kubeconfig="$KUBECONFIG" --leader-elect=false \
+  --port=0 --secure-port=0 \
+  --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+  --use-service-account-credentials=false \
+  --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+  --controllers='*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service'
+sa_token_ready() {
+  "$KUBECTL" get serviceaccount default -n default -o jsonpath='{.secrets[0].name}' | grep -q .
+}
+wait_for "kube-controller-manager to issue ServiceAccount tokens (log: $KUMO_STATE/logs/kube-controller-manager.log)" 90 sa_token_ready
 
 log "Kubernetes API ready at $API_URL ($("$APISERVER" --version))"
 cat >&2 <<EOF

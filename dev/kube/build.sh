@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Build a real kube-apiserver (v1.20.2) from Debian's own source package, and
-# fetch Debian's kubectl 1.20 to go with it.
+# Build a real kube-apiserver and kube-controller-manager (v1.20.2) from Debian's own
+# source package, and fetch Debian's kubectl 1.20 to go with them. The controller
+# manager makes the lab behave like a cluster: namespaces are finalized, ownerReference
+# garbage collection runs, ServiceAccounts get token Secrets (the operator runs with
+# its own ServiceAccount's token and exactly deploy/base/rbac.yaml), Deployments get
+# ReplicaSets.
 #
 # Why: no Docker and no downloads besides Debian/PyPI here, so kind/envtest are
 # impossible; Debian ships the sources but no kube-apiserver binary. It must be
 # built with Go 1.15 (bullseye): Go >= 1.18 builds a binary that segfaults on
 # the first custom-resource create (vendored reflect2 predates Go 1.18).
-# The binary is cached in $KUMO_CACHE, keyed by source version, Go version and
+# The binaries are cached in $KUMO_CACHE, keyed by source version, Go version and
 # a hash of this script, so it is built once per machine (~5 min on 2 cores).
 #
-# Usage: dev/kube/build-apiserver.sh   (prints the kube-apiserver path on stdout)
+# Usage: dev/kube/build.sh   (prints the directory holding both binaries on stdout)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=dev/lib.sh
@@ -80,18 +84,19 @@ SRC_VER="$(apt-cache showsrc kubernetes | awk '/^Version:/ {print $2}' | sort -V
 ensure_kubectl "$SRC_VER"
 GO_VER="$("$GO" version | awk '{print $3}')"      # e.g. go1.15.15
 SCRIPT_HASH="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
-OUT_DIR="$KUMO_CACHE/kube-apiserver/${SRC_VER}_${GO_VER}_${SCRIPT_HASH}"
-BIN="$OUT_DIR/kube-apiserver"
+OUT_DIR="$KUMO_CACHE/kube/${SRC_VER}_${GO_VER}_${SCRIPT_HASH}"
+COMPONENTS=(kube-apiserver kube-controller-manager)
 
 # One build at a time per machine (e.g. two test runs starting together).
-exec 9>"$KUMO_CACHE/kube-apiserver.lock"
+exec 9>"$KUMO_CACHE/kube-build.lock"
 flock 9
-if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1; then
-  echo "$BIN"
+built() { local c; for c in "${COMPONENTS[@]}"; do "$OUT_DIR/$c" --version >/dev/null 2>&1 || return 1; done; }
+if built; then
+  echo "$OUT_DIR"
   exit 0
 fi
 
-log "building kube-apiserver from src:kubernetes $SRC_VER with $GO_VER (takes ~5 min)"
+log "building ${COMPONENTS[*]} from src:kubernetes $SRC_VER with $GO_VER (takes ~8 min)"
 start=$SECONDS
 rm -rf "$KUMO_CACHE"/kube-build.*          # leftovers of an interrupted build
 WORK="$(mktemp -d "$KUMO_CACHE/kube-build.XXXXXX")"
@@ -109,16 +114,20 @@ KUBE_GIT_VERSION="v${SRC_VER##*really}"            # 1.20.5+really1.20.2-1.1 -> 
 export KUBE_GIT_VERSION="${KUBE_GIT_VERSION%%-*}" KUBE_GIT_TREE_STATE=clean
 mkdir -p "$GOPATH/src/k8s.io"
 ln -s "$WORK/tree" "$GOPATH/src/k8s.io/kubernetes"
-if ! (cd "$GOPATH/src/k8s.io/kubernetes" && make WHAT=cmd/kube-apiserver) >>"$WORK/build.log" 2>&1; then
-  cp "$WORK/build.log" "$KUMO_STATE/logs/kube-apiserver-build.log"
+WHAT="cmd/kube-apiserver cmd/kube-controller-manager"
+if ! (cd "$GOPATH/src/k8s.io/kubernetes" && make WHAT="$WHAT") >>"$WORK/build.log" 2>&1; then
+  cp "$WORK/build.log" "$KUMO_STATE/logs/kube-build.log"
   tail -n 30 "$WORK/build.log" >&2
-  die "build failed, log: $KUMO_STATE/logs/kube-apiserver-build.log"
+  die "build failed, log: $KUMO_STATE/logs/kube-build.log"
 fi
 mkdir -p "$OUT_DIR"
-install -m 0755 "$WORK/tree/_output/local/go/bin/kube-apiserver" "$BIN.tmp"
-mv "$BIN.tmp" "$BIN"
-"$BIN" --version >/dev/null || die "built kube-apiserver does not run"
-# Drop binaries of older keys (a running apiserver keeps its deleted file open).
-find "$KUMO_CACHE/kube-apiserver" -mindepth 1 -maxdepth 1 ! -name "$(basename "$OUT_DIR")" -exec rm -rf {} +
-log "built $("$BIN" --version) in $((SECONDS - start))s -> $BIN"
-echo "$BIN"
+for c in "${COMPONENTS[@]}"; do
+  install -m 0755 "$WORK/tree/_output/local/go/bin/$c" "$OUT_DIR/$c.tmp"
+  mv "$OUT_DIR/$c.tmp" "$OUT_DIR/$c"
+done
+built || die "built binaries do not run"
+# Drop binaries of older keys (running processes keep their deleted files open).
+find "$KUMO_CACHE/kube" -mindepth 1 -maxdepth 1 ! -name "$(basename "$OUT_DIR")" -exec rm -rf {} +
+rm -rf "$KUMO_CACHE/kube-apiserver" "$KUMO_CACHE/kube-apiserver.lock"  # the layout before 0.2
+log "built ${COMPONENTS[*]} $("$OUT_DIR/kube-apiserver" --version) in $((SECONDS - start))s -> $OUT_DIR"
+echo "$OUT_DIR"
