@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -14,15 +15,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kumo.api.kinds import KINDS
 from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
 from tests.integration.polling import wait_until
 
-__all__ = ["KumoOperator", "crds", "get_obj", "kumo_operator", "namespace", "wait_until"]
+__all__ = [
+    "KumoOperator",
+    "crds",
+    "get_obj",
+    "kumo_operator",
+    "namespace",
+    "operator_kubeconfig",
+    "wait_until",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CRDS = REPO_ROOT / "deploy" / "base" / "crds" / "kumo.dev.yaml"
 STATE = Path(os.environ.get("KUMO_STATE", REPO_ROOT / ".kumo-dev"))
 
 
@@ -33,16 +42,54 @@ def get_obj(kind: str, name: str, namespace: str) -> dict[str, Any] | None:
 
 @pytest.fixture(scope="session")
 def crds(kube_env: KubeEnv) -> KubeEnv:
-    """Kumo's CRDs installed and Established."""
-    kubectl("apply", "-f", str(CRDS))
+    """Kumo installed as a user installs it (`kubectl apply -k deploy/`): CRDs Established,
+    namespace kumo-system, ServiceAccount and RBAC."""
+    kubectl("apply", "-k", str(REPO_ROOT / "deploy"))
     for info in KINDS:
         kubectl(
             "wait", "--for=condition=Established", f"crd/{info.plural}.kumo.dev", "--timeout=60s"
         )
-    # The leader Lease lives there.
-    ns = kubectl("create", "namespace", LEASE_NAMESPACE, "--dry-run=client", "-o", "yaml").stdout
-    kubectl("apply", "-f", "-", input=ns)
     return kube_env
+
+
+@pytest.fixture(scope="session")
+def operator_kubeconfig(crds: KubeEnv) -> Path:
+    """A kubeconfig with the token of ServiceAccount kumo-system/kumo (issued by the
+    controller manager): the suite's operators run with exactly deploy/'s RBAC, so a
+    missing or excessive rule shows up as a failing test, not in production."""
+
+    def token_secret() -> str:
+        return kubectl(
+            "get", "sa", "kumo", "-n", LEASE_NAMESPACE, "-o", "jsonpath={.secrets[0].name}"
+        ).stdout.strip()
+
+    secret = json.loads(
+        kubectl(
+            "get",
+            "secret",
+            wait_until("kumo's token", token_secret, 60),
+            "-n",
+            LEASE_NAMESPACE,
+            "-o",
+            "json",
+        ).stdout
+    )
+    admin = yaml.safe_load(crds.kubeconfig.read_text())
+    cluster = admin["clusters"][0]["cluster"]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "lab", "cluster": cluster}],
+        "users": [
+            {"name": "kumo", "user": {"token": base64.b64decode(secret["data"]["token"]).decode()}}
+        ],
+        "contexts": [{"name": "kumo", "context": {"cluster": "lab", "user": "kumo"}}],
+        "current-context": "kumo",
+    }
+    path = STATE / "kumo-operator.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
 
 
 @pytest.fixture
@@ -67,6 +114,13 @@ def namespace(crds: KubeEnv) -> Iterator[str]:
             check=False,
         )
     delete_namespace(name)
+
+
+def like(operator: KumoOperator, log_name: str) -> KumoOperator:
+    """Another operator with the same credentials (a standby, a crashing one)."""
+    return KumoOperator(
+        operator.kube, operator.clouds_yaml, operator.cloud, log_name, operator.kubeconfig
+    )
 
 
 KUMO_KINDS = tuple(info.plural for info in reversed(KINDS))  # dependents first
@@ -101,8 +155,11 @@ class KumoOperator:
 
     running = 0  # how many are running in this test session
 
-    def __init__(self, kube: KubeEnv, clouds_yaml: str, cloud: str, log_name: str) -> None:
+    def __init__(
+        self, kube: KubeEnv, clouds_yaml: str, cloud: str, log_name: str, kubeconfig: Path
+    ) -> None:
         self.kube = kube
+        self.kubeconfig = kubeconfig
         self.clouds_yaml = clouds_yaml
         self.cloud = cloud
         self.log_path = STATE / "logs" / log_name
@@ -152,7 +209,7 @@ class KumoOperator:
                 str(self.port),
                 *extra,
             ],
-            env={**self.kube.env, **(env or {})},
+            env={**self.kube.env, "KUBECONFIG": str(self.kubeconfig), **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -187,7 +244,9 @@ def _dev_operator(action: str) -> bool:
 
 
 @pytest.fixture(scope="session")
-def kumo_operator(crds: KubeEnv, openstack_lab: str) -> Iterator[KumoOperator]:
+def kumo_operator(
+    crds: KubeEnv, openstack_lab: str, operator_kubeconfig: Path
+) -> Iterator[KumoOperator]:
     """Kumo leading for the whole session with the kumo-demo project's credentials.
 
     The suite kills and restarts its operators, so they must be the ones leading: the
@@ -197,7 +256,9 @@ def kumo_operator(crds: KubeEnv, openstack_lab: str) -> Iterator[KumoOperator]:
     paused = _dev_operator("status")
     if paused:
         _dev_operator("stop")
-    operator = KumoOperator(crds, openstack_lab, "kumo-demo", "operator-test.log")
+    operator = KumoOperator(
+        crds, openstack_lab, "kumo-demo", "operator-test.log", operator_kubeconfig
+    )
     operator.start()
     operator.wait_role("leader", 90)
     yield operator

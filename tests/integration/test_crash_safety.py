@@ -13,7 +13,7 @@ from tests.integration.helpers import (
     wait_ready,
 )
 from tests.integration.kube_fixtures import kubectl
-from tests.integration.kumo_fixtures import KumoOperator, get_obj, wait_until
+from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
 
 VM_SPEC = {"image": "centos79", "flavor": "m1.tiny"}
 
@@ -32,9 +32,7 @@ def test_kill_after_create_then_restart_adopts(
 ) -> None:
     """SIGKILL right after Nova accepted the create, before the ID reached status."""
     kumo_operator.stop()
-    crashing = KumoOperator(
-        kumo_operator.kube, kumo_operator.clouds_yaml, "kumo-demo", "operator-crash.log"
-    )
+    crashing = like(kumo_operator, "operator-crash.log")
     crashing.start(env={"KUMO_FAILPOINTS": "after-server-create"})
     try:
         apply(namespace, vm("crashy"))

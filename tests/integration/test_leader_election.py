@@ -18,7 +18,7 @@ import pytest
 
 from tests.integration.helpers import apply, members_of, owned_servers, wait_gone, wait_ready
 from tests.integration.kube_fixtures import kubectl
-from tests.integration.kumo_fixtures import KumoOperator, lease_holder, wait_until
+from tests.integration.kumo_fixtures import KumoOperator, lease_holder, like, wait_until
 
 VM_SPEC = {"image": "centos79", "flavor": "m1.tiny"}
 
@@ -27,9 +27,7 @@ VM_SPEC = {"image": "centos79", "flavor": "m1.tiny"}
 def standby(kumo_operator: KumoOperator) -> Iterator[KumoOperator]:
     """A second operator beside the session's leader, stopped (and the leader restored) after."""
     kumo_operator.wait_role("leader", 60)
-    second = KumoOperator(
-        kumo_operator.kube, kumo_operator.clouds_yaml, "kumo-demo", "operator-standby.log"
-    )
+    second = like(kumo_operator, "operator-standby.log")
     second.start()
     yield second
     if kumo_operator.proc is None:  # a test stopped or killed the session's operator

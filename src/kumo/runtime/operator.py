@@ -201,7 +201,12 @@ async def _default_source(options: OperatorOptions, kube: KubeClient) -> CloudSo
         namespace, _, name = options.credentials_secret.partition("/")
         data = await kube.get_secret_data(namespace, name)
         if not data or "clouds.yaml" not in data:
-            raise RuntimeError(f"Secret {options.credentials_secret} has no key clouds.yaml")
+            # deploy/ ships the Secret empty: run, and say why objects get NoCloudCredentials.
+            log.warning(
+                "Secret %s has no key clouds.yaml: no default cloud (restart after filling it)",
+                options.credentials_secret,
+            )
+            return None
         return CloudSource(data["clouds.yaml"], data.get("cloud", options.cloud))
     if options.clouds_yaml:
         return CloudSource(Path(options.clouds_yaml).read_text(), options.cloud)
