@@ -23,6 +23,9 @@ from kumo.engine.result import Result
 log = logging.getLogger("kumo.engine")
 
 MANAGED_STATUS_KEYS = ("phase", "conditions", "observedGeneration")
+#: Failures counted per key at most: 2**30 s is far past any cap, and 2**n of an
+#: uncapped count overflows a float after ~1,024 failures (OverflowError).
+MAX_BACKOFF_EXPONENT = 30
 
 
 @dataclass
@@ -35,7 +38,7 @@ class Backoff:
     failures: dict[Key, int] = field(default_factory=dict)
 
     def transient(self, key: Key, retry_after: float | None = None) -> float:
-        n = self.failures.get(key, 0)
+        n = min(self.failures.get(key, 0), MAX_BACKOFF_EXPONENT)
         self.failures[key] = n + 1
         delay = min(self.cap, self.base * 2**n) * random.uniform(0.8, 1.2)
         return max(delay, retry_after or 0.0)
