@@ -185,11 +185,24 @@ class Controller:
                     log.warning("drift check of %s failed: %s", kind, error)
                     continue
                 for key in keys:
+                    if self._held(key):
+                        continue
                     metrics.DRIFTED.labels(kind).inc()
                     log.info("drift detected on %s", key)
                     self.queue.add(key)
-                found += keys
+                    found.append(key)
         return found
+
+    def _held(self, key: Key) -> bool:
+        """A permanent error of this generation is not retried because the cloud moved:
+        its own requeue (after the terminal delay) or a spec change will bring it back."""
+        body = self.store.get(key.kind, key.namespace, key.name)
+        if body is None:
+            return False
+        left = self.engine.held(Obj(INFO_BY_KIND[key.kind], body))
+        if left is not None:
+            log.debug("drift on %s ignored: permanent error held for %.0fs", key, left)
+        return left is not None
 
 
 def _worth_reconciling(old: Body | None, new: Body) -> bool:
