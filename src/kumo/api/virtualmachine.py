@@ -73,3 +73,9 @@ class VirtualMachineStatus(ManagedStatus):
     """Server group the server was scheduled in (set by a VirtualMachineGroup)."""
     spec_hash: str | None = None
     """Hash of the fields whose change replaces the server, as built."""
+    error_replacements: int | None = None
+    """How many times Kumo replaced a server Nova put in ERROR since the last ACTIVE one
+    (reset when a server becomes ACTIVE or the spec changes)."""
+    last_error_replacement: str | None = None
+    """When Kumo last replaced a server in ERROR; each further replacement waits twice as
+    long as the one before (60 s, 2 m, 4 m, … up to 1 h)."""
