@@ -38,6 +38,10 @@ class CloudBase:
         self._bucket = TokenBucket(rate, burst=max(concurrency, int(rate)))
         self._names = NameCache()
 
+    async def close(self) -> None:
+        """Release the connection's sessions (the credentials were replaced or removed)."""
+        await asyncio.to_thread(self.conn.close)
+
     async def _call(
         self, action: str, fn: Callable[..., T], *args: Any, field: str | None = None, **kw: Any
     ) -> T:

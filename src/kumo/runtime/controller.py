@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
-from kumo.engine.errors import ReconcileError
+from kumo.engine.errors import ReconcileError, TransientError
 from kumo.engine.objects import Actuator, Body, Context, Key, Obj
 from kumo.engine.queue import WorkQueue
 from kumo.engine.reconciler import Engine
@@ -137,10 +137,7 @@ class Controller:
         actuator = self.actuators[key.kind]
         obj = Obj(INFO_BY_KIND[key.kind], copy.deepcopy(body))
         started = time.monotonic()
-        try:
-            cloud = await self.clouds.for_namespace(key.namespace)
-        except ReconcileError as error:
-            cloud = _Unavailable(error)
+        cloud = await self._cloud_or_unavailable(key.namespace)
         ctx = Context(cloud=cloud, kube=self.kube, store=self.store, events=self.events)
         delay = await self.engine.run(actuator, ctx, obj)
         meta = obj.body.get("metadata", {})
@@ -152,6 +149,19 @@ class Controller:
         outcome = "requeue" if delay is not None else "done"
         metrics.RECONCILES.labels(key.kind, outcome).inc()
         self.queue.add(key, delay if delay is not None else self.resync_seconds)
+
+    async def _cloud_or_unavailable(self, namespace: str) -> Any:
+        """The namespace's cloud, or a stand-in that fails every call with the reason:
+        a credentials fault becomes that namespace's objects' condition, nothing more."""
+        try:
+            return await self.clouds.for_namespace(namespace)
+        except ReconcileError as error:
+            return _Unavailable(error)
+        except Exception as error:
+            log.exception("credentials of namespace %s failed unexpectedly", namespace)
+            return _Unavailable(
+                TransientError("CredentialsInvalid", f"credentials: {type(error).__name__}")
+            )
 
     # -- drift ---------------------------------------------------------------------------
 
@@ -173,16 +183,18 @@ class Controller:
             by_cloud: dict[int, tuple[Any, list[Obj]]] = {}
             for body in self.store.list(kind):
                 obj = Obj(INFO_BY_KIND[kind], body)
-                try:
-                    cloud = await self.clouds.for_namespace(obj.namespace)
-                except ReconcileError:
-                    continue
+                cloud = await self._cloud_or_unavailable(obj.namespace)
+                if isinstance(cloud, _Unavailable):
+                    continue  # reported on the objects when they are reconciled
                 by_cloud.setdefault(id(cloud), (cloud, []))[1].append(obj)
             for cloud, objs in by_cloud.values():
                 try:
                     keys = await drift(cloud, objs)
                 except ReconcileError as error:
                     log.warning("drift check of %s failed: %s", kind, error)
+                    continue
+                except Exception:  # one cloud's or kind's failure must not stop the rest
+                    log.exception("drift check of %s failed unexpectedly", kind)
                     continue
                 for key in keys:
                     if self._held(key):

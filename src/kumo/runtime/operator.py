@@ -120,9 +120,17 @@ async def _default_source(options: OperatorOptions, kube: KubeClient) -> CloudSo
         data = await kube.get_secret_data(namespace, name)
         if not data or "clouds.yaml" not in data:
             raise RuntimeError(f"Secret {options.credentials_secret} has no key clouds.yaml")
-        return CloudSource(data["clouds.yaml"], data.get("cloud", options.cloud))
+        return CloudSource(
+            data["clouds.yaml"],
+            data.get("cloud", options.cloud),
+            f"default Secret {options.credentials_secret}",
+        )
     if options.clouds_yaml:
-        return CloudSource(Path(options.clouds_yaml).read_text(), options.cloud)
+        return CloudSource(
+            Path(options.clouds_yaml).read_text(),
+            options.cloud,
+            f"--clouds-yaml {options.clouds_yaml}",
+        )
     return None
 
 

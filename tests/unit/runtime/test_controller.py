@@ -7,7 +7,10 @@ import copy
 import time
 from typing import Any
 
+import pytest
+
 from kumo.api.kinds import VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
+from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Key
 from kumo.engine.queue import WorkQueue
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
@@ -125,3 +128,58 @@ def test_terminal_hold_ends_when_its_backoff_elapses() -> None:
     assert asyncio.run(ctl.detect_drift()) == []
     now[0] += ctl.engine.backoff.terminal_delay + 1
     assert asyncio.run(ctl.detect_drift()) == [key]
+
+
+class OneBrokenNamespace:
+    """team-a's credentials blow up (with anything); team-b's cloud works."""
+
+    def __init__(self, error: Exception) -> None:
+        self.cloud = FakeNova()
+        self.error = error
+
+    async def for_namespace(self, namespace: str) -> Any:
+        if namespace == "team-a":
+            raise self.error
+        return self.cloud
+
+
+def two_namespaces(error: Exception) -> Controller:
+    ctl = Controller([VirtualMachineActuator()], None, OneBrokenNamespace(error))
+    ctl.kube = FakeKube(ctl.store)
+    ctl.events.emit = lambda *args: None  # type: ignore[method-assign]
+    for namespace in ("team-a", "team-b"):
+        body = make_body(VIRTUAL_MACHINE, "vm", SPEC, namespace=namespace)
+        body["status"] = {"id": "srv-gone", "phase": "Running"}  # its server was deleted
+        ctl.observe("VirtualMachine", "ADDED", body)
+    return ctl
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        TerminalError("CredentialsInvalid", "Secret team-a/kumo-cloud-credentials: not YAML"),
+        RuntimeError("a bug in a secret reader"),
+    ],
+)
+def test_a_namespace_credentials_fault_stays_in_that_namespace(error: Exception) -> None:
+    ctl = two_namespaces(error)
+    assert asyncio.run(ctl.detect_drift()) == [Key("VirtualMachine", "team-b", "vm")]
+    asyncio.run(ctl.process(Key("VirtualMachine", "team-a", "vm")))
+    status = ctl.store.get("VirtualMachine", "team-a", "vm")["status"]
+    assert status["conditions"][0]["reason"] == "CredentialsInvalid"
+    asyncio.run(ctl.process(Key("VirtualMachine", "team-b", "vm")))
+    assert ctl.store.get("VirtualMachine", "team-b", "vm")["status"]["phase"] == "Building"
+
+
+def test_a_drift_check_blowing_up_does_not_stop_other_kinds() -> None:
+    ctl = controller()
+
+    async def broken(cloud: Any, objs: list[Any]) -> list[Key]:
+        raise RuntimeError("bug")
+
+    ctl.actuators["VirtualMachine"].drift = broken  # type: ignore[attr-defined]
+    group = make_body(VIRTUAL_MACHINE_GROUP, "g", {"template": SPEC})
+    group["status"] = {"serverGroupId": "sg-gone"}
+    ctl.observe("VirtualMachineGroup", "ADDED", group)
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
+    assert asyncio.run(ctl.detect_drift()) == [Key("VirtualMachineGroup", "default", "g")]
