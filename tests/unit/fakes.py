@@ -62,6 +62,7 @@ class FakeKube:
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
         self._rv = itertools.count(2)
+        self.secret_reads: list[tuple[str, str]] = []
 
     def _save(self, kind: str, body: Body) -> Body:
         body["metadata"]["resourceVersion"] = str(next(self._rv))
@@ -117,6 +118,10 @@ class FakeKube:
 
     async def get_config_map(self, namespace: str, name: str) -> Body | None:
         return self.store.get("ConfigMap", namespace, name)
+
+    async def get_secret(self, namespace: str, name: str) -> Body | None:
+        self.secret_reads.append((namespace, name))
+        return self.store.get("Secret", namespace, name)
 
 
 class FakeNova:

@@ -27,6 +27,8 @@ log = logging.getLogger("kumo.controller")
 
 INFO_BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
 EVENT_DEDUP_SECONDS = 60.0
+#: Which initScript field names an object of which kind.
+SCRIPT_REF_FIELD = {"ConfigMap": "configMapRef", "Secret": "secretRef"}
 
 
 class EventRecorder:
@@ -98,10 +100,12 @@ class Controller:
                 self.queue.add(key)
         metrics.QUEUE_DEPTH.set(len(self.queue))
 
-    def enqueue_config_map_users(self, namespace: str, name: str) -> None:
-        """A ConfigMap changed: VMs whose initScript reads it must be looked at."""
+    def enqueue_script_users(self, source_kind: str, namespace: str, name: str) -> None:
+        """A ConfigMap or Secret changed: VMs whose initScript reads it must be looked at
+        (a changed script replaces the server)."""
+        ref_field = SCRIPT_REF_FIELD[source_kind]
         for body in self.store.list("VirtualMachine", namespace):
-            ref = ((body.get("spec") or {}).get("initScript") or {}).get("configMapRef") or {}
+            ref = ((body.get("spec") or {}).get("initScript") or {}).get(ref_field) or {}
             if ref.get("name") == name:
                 self.queue.add(Key("VirtualMachine", namespace, body["metadata"]["name"]))
 

@@ -99,7 +99,9 @@ def build_registry(options: OperatorOptions) -> kopf.OperatorRegistry:
         controller = state.get("controller")
         meta = event["object"]["metadata"]
         if controller is not None:
-            controller.enqueue_config_map_users(meta.get("namespace", "default"), meta["name"])
+            controller.enqueue_script_users(
+                "ConfigMap", meta.get("namespace", "default"), meta["name"]
+            )
 
     return registry
 

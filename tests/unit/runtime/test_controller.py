@@ -183,3 +183,22 @@ def test_a_drift_check_blowing_up_does_not_stop_other_kinds() -> None:
     ctl.observe("VirtualMachineGroup", "ADDED", group)
     ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
     assert asyncio.run(ctl.detect_drift()) == [Key("VirtualMachineGroup", "default", "g")]
+
+
+def test_a_changed_script_source_enqueues_the_vms_using_it() -> None:
+    ctl = controller()
+    uses = {
+        "by-secret": {"secretRef": {"name": "boot", "key": "s"}},
+        "by-map": {"configMapRef": {"name": "boot", "key": "s"}},
+        "inline": {"value": "ls"},
+    }
+    for name, script in uses.items():
+        ctl.store.put(
+            "VirtualMachine", make_body(VIRTUAL_MACHINE, name, {**SPEC, "initScript": script})
+        )
+    ctl.enqueue_script_users("Secret", "default", "boot")
+    assert list(ctl.queue._due) == [Key("VirtualMachine", "default", "by-secret")]
+    ctl.enqueue_script_users("ConfigMap", "default", "boot")
+    assert Key("VirtualMachine", "default", "by-map") in ctl.queue._due
+    ctl.enqueue_script_users("Secret", "elsewhere", "boot")
+    assert len(ctl.queue) == 2

@@ -8,6 +8,8 @@ Deletion drains the VM from every LoadBalancer first (members before servers).
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from kumo.api import kinds
@@ -140,22 +142,55 @@ def _looks_drifted(obj: Obj, server: Server) -> bool:
 
 
 async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | None:
+    """The script to send as user_data, from whichever source the spec names; always in
+    the object's own namespace. Raises TerminalError if it is missing or too long."""
     script = spec.init_script
     if script is None:
         return None
-    if script.config_map_ref is None:
-        return script.value
-    ref = script.config_map_ref
-    config_map = await ctx.kube.get_config_map(obj.namespace, ref.name)
-    field = "spec.initScript.configMapRef"
+    if script.config_map_ref is not None:
+        field = "spec.initScript.configMapRef"
+        cm = script.config_map_ref
+        text = await _from_config_map(ctx, obj.namespace, cm.name, cm.key, field)
+    elif script.secret_ref is not None:
+        field = "spec.initScript.secretRef"
+        secret = script.secret_ref
+        text = await _from_secret(ctx, obj.namespace, secret.name, secret.key, field)
+    elif script.value is not None:
+        text, field = script.value, "spec.initScript.value"
+    else:
+        return None
+    problem = plan.user_data_problem(text)
+    if problem:
+        raise TerminalError("UserDataTooLong", problem, field=field)
+    return text
+
+
+async def _from_config_map(ctx: Context, namespace: str, name: str, key: str, field: str) -> str:
+    config_map = await ctx.kube.get_config_map(namespace, name)
     if config_map is None:
-        raise TerminalError("ConfigMapNotFound", f"ConfigMap {ref.name!r} not found", field=field)
+        raise TerminalError("ConfigMapNotFound", f"ConfigMap {name!r} not found", field=field)
     data = config_map.get("data") or {}
-    if ref.key not in data:
+    if key not in data:
         raise TerminalError(
-            "ConfigMapKeyNotFound", f"key {ref.key!r} not in ConfigMap {ref.name!r}", field=field
+            "ConfigMapKeyNotFound", f"key {key!r} not in ConfigMap {name!r}", field=field
         )
-    return str(data[ref.key])
+    return str(data[key])
+
+
+async def _from_secret(ctx: Context, namespace: str, name: str, key: str, field: str) -> str:
+    """A Secret's key as text. Messages name the Secret and key, never the value."""
+    secret = await ctx.kube.get_secret(namespace, name)
+    if secret is None:
+        raise TerminalError("SecretNotFound", f"Secret {name!r} not found", field=field)
+    data = secret.get("data") or {}
+    if key not in data:
+        raise TerminalError("SecretKeyNotFound", f"key {key!r} not in Secret {name!r}", field=field)
+    try:
+        return base64.b64decode(data[key], validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise TerminalError(
+            "SecretKeyNotText", f"key {key!r} of Secret {name!r} is not UTF-8 text", field=field
+        ) from None
 
 
 async def _observe(ctx: Context, obj: Obj) -> Server | None:

@@ -8,12 +8,13 @@ tags are corrected in place.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
 from dataclasses import dataclass, field
 
-from kumo.api.virtualmachine import VirtualMachineSpec
+from kumo.api.virtualmachine import INIT_SCRIPT_MAX_BYTES, USER_DATA_MAX_BASE64, VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags
 
 HASH_KEY = "kumo:spec-hash"  # Nova metadata keys allow [a-zA-Z0-9-_:. ] only
@@ -137,3 +138,16 @@ def replacement_note(replaced: int, next_in: float) -> str:
         return f"replacing it in {duration(next_in)}"
     times = "time" if replaced == 1 else "times"
     return f"replaced {replaced} {times}, next attempt in {duration(next_in)}"
+
+
+def user_data_problem(script: str) -> str | None:
+    """Why Nova would refuse ``script`` as user_data (its base64 must fit in 65535
+    characters), or None. The schema can only bound characters, not bytes."""
+    size = len(script.encode())
+    encoded = len(base64.b64encode(script.encode()))
+    if encoded <= USER_DATA_MAX_BASE64:
+        return None
+    return (
+        f"the script is {size} bytes, {encoded} in base64; Nova takes at most "
+        f"{USER_DATA_MAX_BASE64} (a script of at most {INIT_SCRIPT_MAX_BYTES} bytes)"
+    )
