@@ -45,6 +45,19 @@ def make_body(
     }
 
 
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge key by key, null deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
 class RecordingEvents:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str, str]] = []
@@ -63,6 +76,7 @@ class FakeKube:
         self.store = store
         self._rv = itertools.count(2)
         self.secret_reads: list[tuple[str, str]] = []
+        self.patches: list[tuple[str, Body]] = []
 
     def _save(self, kind: str, body: Body) -> Body:
         body["metadata"]["resourceVersion"] = str(next(self._rv))
@@ -104,9 +118,10 @@ class FakeKube:
         return self._save(info.kind, body)
 
     async def patch(self, info: KindInfo, namespace: str, name: str, patch: Body) -> Body:
+        """A JSON merge patch (RFC 7386), as KubeClient.patch sends."""
+        self.patches.append((name, copy.deepcopy(patch)))
         body = self._current(info, namespace, name)
-        body.update(patch)
-        return self._save(info.kind, body)
+        return self._save(info.kind, merge_patch(body, patch))
 
     async def delete(self, info: KindInfo, namespace: str, name: str) -> None:
         body = self.store.get(info.kind, namespace, name)
