@@ -1,9 +1,9 @@
 """A small async Kubernetes client (aiohttp) for the calls the engine and kinds make.
 
 kopf owns the watch streams; this client does the writes (status, finalizers,
-members, events) and the odd read (ConfigMaps, Secrets named by credentials or an
-initScript.secretRef). Credentials
-come from kopf's own login helpers (kubeconfig or in-cluster service account).
+members, events) and the odd read (ConfigMaps; the credentials Secret and Secrets an
+initScript.secretRef names). Credentials come from kopf's own login helpers
+(kubeconfig or in-cluster service account).
 """
 
 from __future__ import annotations
