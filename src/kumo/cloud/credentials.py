@@ -197,7 +197,9 @@ class CloudRegistry:
             data = await self._read_secret(namespace, NAMESPACE_SECRET)
         except Exception as error:
             if cached is not None:  # an API hiccup: keep what worked until the next read
-                log.warning("%s could not be read (%s); keeping the last one", origin, error)
+                log.warning(
+                    "%s could not be read (%s); keeping the last one", origin, type(error).__name__
+                )
                 return cached[1]
             raise TransientError(
                 "CredentialsUnavailable", f"{origin} could not be read ({type(error).__name__})"
