@@ -71,15 +71,45 @@ INVALID = [
         "spec.initScript",
     ),
     ("vm-empty-script", mutate(VM, "spec.initScript", {}), "spec.initScript"),
+    (
+        "vm-script-and-secret",
+        mutate(VM, "spec.initScript", {"value": "ls", "secretRef": {"name": "a", "key": "b"}}),
+        "spec.initScript",
+    ),
+    (
+        "vm-secret-ref-no-key",
+        mutate(VM, "spec.initScript", {"secretRef": {"name": "a"}}),
+        "spec.initScript.secretRef.key",
+    ),
+    (
+        "vm-script-too-long",  # base64 of 49150 bytes exceeds Nova's 65535
+        mutate(VM, "spec.initScript", {"value": "x" * 49150}),
+        "spec.initScript.value",
+    ),
+    (
+        "vm-too-much-metadata",  # Nova's quota is 128 items, Kumo uses 2
+        mutate(VM, "spec.metadata", {f"k{i}": "v" for i in range(127)}),
+        "spec.metadata",
+    ),
+    ("vm-metadata-value-long", mutate(VM, "spec.metadata", {"a": "v" * 256}), "spec.metadata.a"),
+    ("vm-description-long", mutate(VM, "spec.description", "d" * 256), "spec.description"),
     ("vm-metadata-int", mutate(VM, "spec.metadata", {"a": 1}), "spec.metadata.a"),
     ("vm-networks-string", mutate(VM, "spec.networks", "net"), "spec.networks"),
     ("vm-bad-policy", mutate(VM, "spec.deletionPolicy", "Keep"), "spec.deletionPolicy"),
     ("vmg-negative-replicas", mutate(VMG, "spec.replicas", -1), "spec.replicas"),
     ("vmg-replicas-string", mutate(VMG, "spec.replicas", "two"), "spec.replicas"),
+    ("vmg-too-many-replicas", mutate(VMG, "spec.replicas", 1001), "spec.replicas"),
+    ("vmg-description-long", mutate(VMG, "spec.description", "d" * 256), "spec.description"),
+    (
+        "vmg-template-metadata-value-long",
+        mutate(VMG, "spec.template.metadata", {"a": "v" * 256}),
+        "spec.template.metadata.a",
+    ),
     ("vmg-bad-ha", mutate(VMG, "spec.haPolicy", "medium"), "spec.haPolicy"),
     ("vmg-no-template", mutate(VMG, "spec.template", ...), "spec.template"),
     ("vmg-template-no-image", mutate(VMG, "spec.template.image", ...), "spec.template.image"),
     ("lb-bad-vip", mutate(LB, "spec.vipType", "internet"), "spec.vipType"),
+    ("lb-description-long", mutate(LB, "spec.description", "d" * 256), "spec.description"),
     ("lb-port-zero", mutate(LB, "spec.ports.0.port", 0), "spec.ports.port"),
     ("lb-port-high", mutate(LB, "spec.ports.0.port", 70000), "spec.ports.port"),
     ("lb-ports-map", mutate(LB, "spec.ports", {"http": PORT}), "spec.ports"),
@@ -101,6 +131,7 @@ INVALID = [
         "spec.ports.monitors.protocol",
     ),
     ("dns-ttl-zero", mutate(DNS, "spec.ttl", 0), "spec.ttl"),
+    ("dns-description-long", mutate(DNS, "spec.description", "d" * 113), "spec.description"),
     ("dns-bad-type", mutate(DNS, "spec.type", "MX"), "spec.type"),
     ("dns-two-targets", mutate(DNS, "spec.loadBalancerRef", "lb"), "spec"),
     ("dns-no-target", mutate(DNS, "spec.values", ...), "spec"),
@@ -159,10 +190,25 @@ def test_invalid_manifest_is_rejected_naming_the_field(
     assert kubectl("get", "kumo", "-n", namespace, "-o", "name").stdout.strip() == ""
 
 
+def test_secret_ref_cannot_name_another_namespace(namespace: str) -> None:
+    """The ref has no namespace field: one given anyway is pruned, the Secret is always
+    looked up in the VM's own namespace."""
+    ref = {"name": "boot", "key": "script", "namespace": "kube-system"}
+    manifest = mutate(
+        mutate(VM, "metadata.name", "by-secret"), "spec.initScript", {"secretRef": ref}
+    )
+    kubectl("apply", "--validate=false", "-n", namespace, "-f", "-", input=yaml.safe_dump(manifest))
+    stored = kubectl(
+        "get", "vm", "by-secret", "-n", namespace, "-o", "jsonpath={.spec.initScript.secretRef}"
+    ).stdout
+    assert "boot" in stored and "kube-system" not in stored
+
+
 def test_explain_documents_fields(crds: KubeEnv) -> None:
     out = kubectl("explain", "virtualmachine.spec.initScript").stdout
     assert "First-boot script" in out
     assert "configMapRef" in out and "Read the script from a ConfigMap key" in out
+    assert "secretRef" in out and "Read the script from a Secret key" in out
     lb = kubectl("explain", "loadbalancer.spec.ports.monitors").stdout
     assert "one per pool" in lb
 

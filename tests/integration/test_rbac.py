@@ -81,6 +81,7 @@ def can(*args: str) -> bool:
         ("create", "virtualmachines.kumo.dev", "-n", "team-a"),
         ("delete", "virtualmachines.kumo.dev", "-n", "team-a"),
         ("get", "secret/kumo-cloud-credentials", "-n", "team-a"),
+        ("get", "secret/boot-script", "-n", "team-a"),  # an initScript.secretRef
         ("get", "secret/kumo-default-cloud", "-n", "kumo-system"),
         ("watch", "configmaps", "--all-namespaces"),
         ("create", "events", "-n", "team-a"),
@@ -95,9 +96,13 @@ def test_kumo_may(rbac: KubeEnv, args: tuple[str, ...]) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ("get", "secret/other-app-password", "-n", "team-a"),
+        # `get` by name is granted (initScript.secretRef names any Secret of the object's
+        # namespace); enumerating or watching Secrets is not.
         ("list", "secrets", "-n", "team-a"),
-        ("get", "secret/kumo-default-cloud", "-n", "team-a"),
+        ("list", "secrets", "--all-namespaces"),
+        ("watch", "secrets", "--all-namespaces"),
+        ("create", "secrets", "-n", "team-a"),
+        ("update", "secret/kumo-cloud-credentials", "-n", "team-a"),
         ("delete", "loadbalancers.kumo.dev", "-n", "team-a"),
         ("update", "virtualmachines.kumo.dev", "-n", "team-a"),
         ("create", "pods", "-n", "team-a"),

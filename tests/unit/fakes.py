@@ -45,6 +45,19 @@ def make_body(
     }
 
 
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge key by key, null deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
 class RecordingEvents:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str, str]] = []
@@ -62,6 +75,8 @@ class FakeKube:
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
         self._rv = itertools.count(2)
+        self.secret_reads: list[tuple[str, str]] = []
+        self.patches: list[tuple[str, Body]] = []
 
     def _save(self, kind: str, body: Body) -> Body:
         body["metadata"]["resourceVersion"] = str(next(self._rv))
@@ -103,9 +118,10 @@ class FakeKube:
         return self._save(info.kind, body)
 
     async def patch(self, info: KindInfo, namespace: str, name: str, patch: Body) -> Body:
+        """A JSON merge patch (RFC 7386), as KubeClient.patch sends."""
+        self.patches.append((name, copy.deepcopy(patch)))
         body = self._current(info, namespace, name)
-        body.update(patch)
-        return self._save(info.kind, body)
+        return self._save(info.kind, merge_patch(body, patch))
 
     async def delete(self, info: KindInfo, namespace: str, name: str) -> None:
         body = self.store.get(info.kind, namespace, name)
@@ -117,6 +133,10 @@ class FakeKube:
 
     async def get_config_map(self, namespace: str, name: str) -> Body | None:
         return self.store.get("ConfigMap", namespace, name)
+
+    async def get_secret(self, namespace: str, name: str) -> Body | None:
+        self.secret_reads.append((namespace, name))
+        return self.store.get("Secret", namespace, name)
 
 
 class FakeNova:

@@ -41,6 +41,9 @@ def exactly_one_of(*fields: str) -> JsonDict:
 
 DeletionPolicy = Literal["Delete", "Orphan"]
 
+#: Nova, Octavia and Designate store descriptions of at most 255 characters.
+MAX_DESCRIPTION = 255
+
 
 class ManagedSpec(KumoModel):
     """Fields every kind's spec has."""
@@ -57,6 +60,16 @@ class ConfigMapKeyRef(KumoModel):
     """Name of the ConfigMap (same namespace)."""
     key: str = Field(min_length=1)
     """Key inside the ConfigMap's data."""
+
+
+class SecretKeyRef(KumoModel):
+    """A key of a Secret in the object's own namespace (there is no namespace field: a
+    reference can never reach another namespace's Secrets)."""
+
+    name: str = Field(min_length=1)
+    """Name of the Secret (same namespace)."""
+    key: str = Field(min_length=1)
+    """Key inside the Secret's data."""
 
 
 class Condition(KumoModel):

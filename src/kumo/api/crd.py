@@ -30,6 +30,8 @@ _KEPT = {
     "maxLength",
     "minItems",
     "maxItems",
+    "minProperties",
+    "maxProperties",
     "pattern",
     "uniqueItems",
 }

@@ -10,6 +10,9 @@ from kumo.api.common import ManagedSpec, ManagedStatus, exactly_one_of
 
 RecordType = Literal["A", "AAAA", "CNAME", "TXT"]
 
+#: Designate allows 160 characters; Kumo appends " kumo-owner=<36-character UID>" (48).
+DNS_DESCRIPTION_MAX = 160 - len(" kumo-owner=") - 36
+
 
 class DNSRecordSpec(ManagedSpec):
     """Desired state of a DNSRecord. Give exactly one target."""
@@ -28,8 +31,9 @@ class DNSRecordSpec(ManagedSpec):
     """Record type."""
     ttl: int = Field(default=300, ge=1)
     """Time to live in seconds."""
-    description: str | None = None
-    """Recordset description (Kumo appends its ownership marker)."""
+    description: str | None = Field(default=None, max_length=DNS_DESCRIPTION_MAX)
+    """Recordset description, at most 112 characters (Kumo appends its ownership marker;
+    Designate allows 160 in all)."""
     load_balancer_ref: str | None = None
     """Target: the VIP of this LoadBalancer (same namespace)."""
     virtual_machine_ref: str | None = None

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from kumo.api.common import KumoModel, ManagedSpec, ManagedStatus
+from kumo.api.common import MAX_DESCRIPTION, KumoModel, ManagedSpec, ManagedStatus
 
 Protocol = Literal["http", "https", "tcp", "udp"]
 MonitorProtocol = Literal["http", "https", "tcp", "ping", "udp-connect", "tls-hello"]
@@ -53,7 +53,7 @@ class Port(KumoModel):
 class LoadBalancerSpec(ManagedSpec):
     """Desired state of a LoadBalancer."""
 
-    description: str | None = None
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     """Load balancer description."""
     region: str | None = None
     """Cloud region; must be the region of the namespace's cloud credentials."""

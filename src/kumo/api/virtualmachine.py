@@ -2,20 +2,50 @@
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from typing import Annotated
 
-from kumo.api.common import ConfigMapKeyRef, KumoModel, ManagedSpec, ManagedStatus, exactly_one_of
+from pydantic import ConfigDict, Field, StringConstraints
+
+from kumo.api.common import (
+    MAX_DESCRIPTION,
+    ConfigMapKeyRef,
+    KumoModel,
+    ManagedSpec,
+    ManagedStatus,
+    SecretKeyRef,
+    exactly_one_of,
+)
+
+#: Nova's limit on user_data, which travels base64-encoded: 65535 characters.
+USER_DATA_MAX_BASE64 = 65535
+#: The longest script whose base64 fits: 4 * ceil(49149 / 3) = 65532 <= 65535. The schema
+#: counts characters; Kumo checks the UTF-8 bytes of the script it sends, whatever the
+#: source (a ConfigMap or a Secret too), before calling Nova.
+INIT_SCRIPT_MAX_BYTES = USER_DATA_MAX_BASE64 // 4 * 3
+#: Nova's default quota of metadata items per server ...
+NOVA_METADATA_QUOTA = 128
+#: ... of which Kumo uses two (kumo:object, kumo:spec-hash).
+MAX_METADATA_ITEMS = NOVA_METADATA_QUOTA - 2
+#: Nova limits metadata keys and values to 255 characters each. The key limit is not in
+#: the CRD (Kubernetes 1.20 has no propertyNames): a longer key is InvalidSpec.
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+MetadataValue = Annotated[str, StringConstraints(max_length=255)]
 
 
 class InitScript(KumoModel):
     """The script cloud-init runs at first boot (Nova user_data). Give exactly one source."""
 
-    model_config = ConfigDict(json_schema_extra=exactly_one_of("value", "configMapRef"))
+    model_config = ConfigDict(
+        json_schema_extra=exactly_one_of("value", "configMapRef", "secretRef")
+    )
 
-    value: str | None = None
-    """The script itself, inline."""
+    value: str | None = Field(default=None, max_length=INIT_SCRIPT_MAX_BYTES)
+    """The script itself, inline (at most 49149 bytes: Nova takes 64 KiB of base64)."""
     config_map_ref: ConfigMapKeyRef | None = None
     """Read the script from a ConfigMap key; a change of that key replaces the server."""
+    secret_ref: SecretKeyRef | None = None
+    """Read the script from a Secret key (same namespace), for scripts holding
+    credentials; a change of that key replaces the server (noticed at the next resync)."""
 
 
 class VirtualMachineTemplate(KumoModel):
@@ -27,7 +57,7 @@ class VirtualMachineTemplate(KumoModel):
     """Nova flavor name or ID. Changing it replaces the server."""
     init_script: InitScript | None = None
     """First-boot script (Nova user_data). Changing it replaces the server."""
-    description: str | None = None
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     """Server description; updated in place."""
     networks: list[str] = Field(default_factory=list)
     """Neutron network names or IDs to attach, in order. Empty: the project's network."""
@@ -37,8 +67,11 @@ class VirtualMachineTemplate(KumoModel):
     """Nova keypair name injected into the server. Changing it replaces the server."""
     security_groups: list[str] = Field(default_factory=list)
     """Security group names or IDs. Changing them replaces the server."""
-    metadata: dict[str, str] = Field(default_factory=dict)
-    """Server metadata (key/value); updated in place."""
+    metadata: dict[MetadataKey, MetadataValue] = Field(
+        default_factory=dict, max_length=MAX_METADATA_ITEMS
+    )
+    """Server metadata (key/value, each at most 255 characters; at most 126 entries:
+    Nova's default quota is 128 and Kumo adds two); updated in place."""
 
 
 class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec):
@@ -73,3 +106,9 @@ class VirtualMachineStatus(ManagedStatus):
     """Server group the server was scheduled in (set by a VirtualMachineGroup)."""
     spec_hash: str | None = None
     """Hash of the fields whose change replaces the server, as built."""
+    error_replacements: int | None = None
+    """How many times Kumo replaced a server Nova put in ERROR since the last ACTIVE one
+    (reset when a server becomes ACTIVE or the spec changes)."""
+    last_error_replacement: str | None = None
+    """When Kumo last replaced a server in ERROR; each further replacement waits twice as
+    long as the one before (60 s, 2 m, 4 m, … up to 1 h)."""

@@ -6,10 +6,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from kumo.api.common import KumoModel, ManagedSpec, ManagedStatus
+from kumo.api.common import MAX_DESCRIPTION, KumoModel, ManagedSpec, ManagedStatus
 from kumo.api.virtualmachine import VirtualMachineTemplate
 
 HaPolicy = Literal["soft", "hard", "none"]
+
+#: The most members one group may ask for (a typo must not create 10,000 servers).
+MAX_REPLICAS = 1000
 
 #: Nova server group policy for each haPolicy (`none` has no server group).
 SERVER_GROUP_POLICY: dict[str, str] = {"soft": "soft-anti-affinity", "hard": "anti-affinity"}
@@ -27,14 +30,14 @@ class RolloutStrategy(KumoModel):
 class VirtualMachineGroupSpec(ManagedSpec):
     """Desired state of a VirtualMachineGroup."""
 
-    replicas: int = Field(default=1, ge=0)
+    replicas: int = Field(default=1, ge=0, le=MAX_REPLICAS)
     """Number of VirtualMachines to keep. `kubectl scale` changes it."""
     template: VirtualMachineTemplate
     """Spec of every member VirtualMachine. A change rolls members over to new servers."""
     ha_policy: HaPolicy = "soft"
     """Spread over hypervisors: `soft` (Nova soft-anti-affinity), `hard` (anti-affinity:
     scheduling fails rather than share a host) or `none` (no server group)."""
-    description: str | None = None
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     """Free text; also the description of the members' servers unless the template sets one."""
     availability_zones: list[str] = Field(default_factory=list)
     """Spread members round-robin over these Nova availability zones."""

@@ -16,9 +16,10 @@ from typing import Any, TypeVar
 import openstack.connection
 from openstack import exceptions as os_exc
 
-from kumo.cloud.errors import classify
+from kumo.cloud.errors import classify, missing_ids
+from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
-from kumo.engine.errors import TerminalError
+from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 
 T = TypeVar("T")
 
@@ -35,7 +36,11 @@ class CloudBase:
         self.region = conn.config.get_region_name()
         self._slots = asyncio.Semaphore(concurrency)
         self._bucket = TokenBucket(rate, burst=max(concurrency, int(rate)))
-        self._names: dict[tuple[str, str], str] = {}
+        self._names = NameCache()
+
+    async def close(self) -> None:
+        """Release the connection's sessions (the credentials were replaced or removed)."""
+        await asyncio.to_thread(self.conn.close)
 
     async def _call(
         self, action: str, fn: Callable[..., T], *args: Any, field: str | None = None, **kw: Any
@@ -55,11 +60,37 @@ class CloudBase:
                 return None
             raise
 
-    # -- name resolution (cached: names of images/flavors/networks rarely move) --------
+    async def _create(
+        self,
+        action: str,
+        fn: Callable[..., T],
+        *args: Any,
+        resolved: list[str | None],
+        field: str | None = None,
+        **kw: Any,
+    ) -> T:
+        """``_call`` for a create given IDs from the name cache: when the cloud says one
+        of them is gone (an image rotated, a zone re-created), forget it and retry soon
+        with a fresh lookup instead of failing until the cache entry expires."""
+        try:
+            return await self._call(action, fn, *args, field=field, **kw)
+        except ReconcileError as error:
+            ids = [i for i in resolved if i]
+            gone = self._names.forget_ids(missing_ids(error.__cause__, ids))
+            if not gone:
+                raise
+            raise TransientError(
+                "StaleReference",
+                f"{action}: {', '.join(gone)} no longer exist(s); looking the name up again",
+                field=field,
+            ) from error
+
+    # -- name resolution (cached for NAME_CACHE_TTL: names rarely move, but do) --------
 
     async def _resolve(self, what: str, find: Callable[..., Any], ref: str, field: str) -> str:
         key = (what, ref)
-        if key not in self._names:
+        cached: str | None = self._names.get(key)
+        if cached is None:
             found = await self._call(
                 f"look up {what} {ref!r}", find, ref, ignore_missing=True, field=field
             )
@@ -67,8 +98,9 @@ class CloudBase:
                 raise TerminalError(
                     f"{what.title()}NotFound", f"{what} {ref!r} not found", field=field
                 )
-            self._names[key] = found.id
-        return self._names[key]
+            cached = str(found.id)
+            self._names.put(key, cached)
+        return cached
 
     async def image_id(self, ref: str, field: str = "spec.image") -> str:
         return await self._resolve("image", self.conn.image.find_image, ref, field)
@@ -82,7 +114,8 @@ class CloudBase:
     async def default_network_id(self, external: bool, field: str) -> str:
         """The project's own network, or the external network when ``external``."""
         key = ("default-network", str(external))
-        if key not in self._names:
+        cached: str | None = self._names.get(key)
+        if cached is None:
 
             def pick() -> str | None:
                 project = self.conn.current_project_id
@@ -97,8 +130,9 @@ class CloudBase:
             if found is None:
                 kind = "external" if external else "project"
                 raise TerminalError("NetworkNotFound", f"no {kind} network found", field=field)
-            self._names[key] = found
-        return self._names[key]
+            self._names.put(key, found)
+            cached = found
+        return cached
 
     async def lb_flavor_id(self, ref: str, field: str = "spec.serviceType") -> str:
         return await self._resolve(

@@ -65,7 +65,12 @@ class ComputeCalls(CloudBase):
             attrs["security_groups"] = [{"name": g} for g in security_groups]
         if server_group_id:
             attrs["scheduler_hints"] = {"group": server_group_id}
-        created = await self._call("create server", self.conn.compute.create_server, **attrs)
+        created = await self._create(
+            "create server",
+            self.conn.compute.create_server,
+            resolved=[image_id, flavor_id, *network_ids],
+            **attrs,
+        )
         return _server(created)
 
     async def update_server(self, server_id: str, *, description: str | None) -> None:

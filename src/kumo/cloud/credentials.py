@@ -1,29 +1,51 @@
-"""Which cloud a namespace may use.
+"""Which cloud a namespace may use, and building it safely.
 
 A namespace with a Secret named ``kumo-cloud-credentials`` (keys ``clouds.yaml`` and
 optionally ``cloud``) uses exactly that project; other namespaces use the operator's
 default (a clouds.yaml file or Secret), unless the operator was started without one.
 Objects only ever get the cloud of their own namespace, so one team's namespace
-cannot reach another team's project. Credentials are never logged.
+cannot reach another team's project.
+
+A namespace's credentials are the namespace's input, not the operator's: whatever is
+wrong with them (not YAML, no such cloud, a vendor ``profile`` the SDK would fetch
+over the network, an auth_url that does not answer, a rejected password) becomes a
+``CredentialsInvalid`` error on that namespace's objects and nothing else. Messages
+name the Secret and the problem, never a value from it. Credentials are never logged.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import os
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+import keystoneauth1.exceptions as ka_exc
 import openstack.config
 import openstack.connection
+import yaml
 
-from kumo.cloud.adapter import OpenStackCloud
-from kumo.engine.errors import TerminalError
+from kumo.engine.errors import ReconcileError, TerminalError, TransientError
+
+log = logging.getLogger("kumo.credentials")
 
 NAMESPACE_SECRET = "kumo-cloud-credentials"
+#: How long a namespace's Secret is trusted before it is read again.
 SECRET_TTL = 30.0
+#: How long a failed connect (bad password, auth_url down) is reported before retrying.
+CONNECT_RETRY_SECONDS = 30.0
+#: Per-request timeout when clouds.yaml sets none: a black-holed auth_url must not hold
+#: a worker thread for ever.
+DEFAULT_API_TIMEOUT = 60.0
+#: Keys of a cloud entry that make the SDK load a vendor profile, possibly over the
+#: network (``https://…/.well-known/openstack/api``); ``cloud`` is its old spelling.
+REFUSED_KEYS = ("profile", "cloud")
+REASON = "CredentialsInvalid"
 
 SecretReader = Callable[[str, str], Awaitable[dict[str, str] | None]]
 
@@ -32,31 +54,99 @@ SecretReader = Callable[[str, str], Awaitable[dict[str, str] | None]]
 class CloudSource:
     clouds_yaml: str
     cloud: str
+    #: Where the credentials come from, for messages: "Secret ns/name", "--clouds-yaml".
+    origin: str = field(default="the default cloud", compare=False)
 
     @property
     def fingerprint(self) -> str:
         return hashlib.sha256(f"{self.cloud}\0{self.clouds_yaml}".encode()).hexdigest()
 
 
+def _invalid(source: CloudSource, problem: str) -> TerminalError:
+    return TerminalError(REASON, f"{source.origin}: {problem}")
+
+
+def cloud_entry(source: CloudSource) -> dict[str, Any]:
+    """The checked clouds.yaml entry of ``source.cloud``; TerminalError otherwise.
+
+    Parser errors are not quoted: they show the offending line, which may hold a password.
+    """
+    try:
+        doc = yaml.safe_load(source.clouds_yaml)
+    except yaml.YAMLError:
+        raise _invalid(source, "clouds.yaml is not valid YAML") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("clouds"), dict):
+        raise _invalid(source, "clouds.yaml is not a mapping with a 'clouds' mapping")
+    entry = doc["clouds"].get(source.cloud)
+    if entry is None:
+        raise _invalid(source, f"clouds.yaml has no cloud {source.cloud!r}")
+    if not isinstance(entry, dict):
+        raise _invalid(source, f"cloud {source.cloud!r} in clouds.yaml is not a mapping")
+    for key in REFUSED_KEYS:
+        if key in entry:
+            raise _invalid(
+                source,
+                f"cloud {source.cloud!r} sets {key!r}: vendor profiles are refused "
+                "(the SDK would load them over the network); give auth and region instead",
+            )
+    return entry
+
+
+def _authorize(conn: openstack.connection.Connection) -> None:
+    """Get a token now, so bad credentials show up as such and not on the first call."""
+    conn.session.get_token()
+
+
+def _auth_error(source: CloudSource, error: Exception) -> ReconcileError:
+    """Classify an authentication failure by type and status only (their text may
+    quote the auth_url, which can carry a password)."""
+    name = type(error).__name__
+    if isinstance(error, ka_exc.SSLError):
+        return _invalid(source, f"TLS to auth_url failed ({name})")
+    if isinstance(error, ka_exc.ConnectionError | ka_exc.RetriableConnectionFailure):
+        return TransientError(REASON, f"{source.origin}: cannot reach auth_url ({name})")
+    status = getattr(error, "http_status", None)
+    if isinstance(error, ka_exc.HttpError) and status is not None and status >= 500:
+        return TransientError(REASON, f"{source.origin}: auth_url answered HTTP {status}")
+    if isinstance(error, ka_exc.ClientException):
+        detail = f"HTTP {status}, {name}" if status else name
+        return _invalid(source, f"authentication failed ({detail})")
+    return TransientError(REASON, f"{source.origin}: authentication failed ({name})")
+
+
 def connect(source: CloudSource) -> openstack.connection.Connection:
-    """Build a connection from clouds.yaml text without reading the environment."""
+    """Build and authenticate a connection from clouds.yaml text. Blocking: run it in a
+    thread. Reads nothing but ``source``: no environment, no operator-side clouds.yaml,
+    secure.yaml or vendor files (they could add the operator's secrets to a tenant's
+    cloud of the same name), no remote profile."""
+    entry = dict(cloud_entry(source))
+    if "api_timeout" not in entry and "timeout" not in entry:
+        entry["api_timeout"] = DEFAULT_API_TIMEOUT
     with tempfile.TemporaryDirectory(prefix="kumo-") as tmp:
         path = os.path.join(tmp, "clouds.yaml")
         with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
-            handle.write(source.clouds_yaml)
-        config = openstack.config.OpenStackConfig(
-            config_files=[path], vendor_files=[], load_envvars=False
-        )
+            yaml.safe_dump({"clouds": {source.cloud: entry}}, handle)
         try:
+            config = openstack.config.OpenStackConfig(
+                config_files=[path], vendor_files=[], secure_files=[], load_envvars=False
+            )
             region = config.get_one(cloud=source.cloud)
         except Exception as error:
-            raise TerminalError(
-                "BadCloudCredentials", f"cloud {source.cloud!r}: {type(error).__name__}"
+            raise _invalid(
+                source, f"cloud {source.cloud!r} is incomplete ({type(error).__name__})"
             ) from None
-    return openstack.connection.Connection(config=region)
+    conn = openstack.connection.Connection(config=region)
+    try:
+        _authorize(conn)
+    except Exception as error:
+        conn.close()
+        raise _auth_error(source, error) from None
+    return conn
 
 
 class CloudRegistry:
+    """One cloud adapter per distinct credentials, shared by the namespaces using them."""
+
     def __init__(
         self,
         default: CloudSource | None,
@@ -64,22 +154,32 @@ class CloudRegistry:
         *,
         concurrency: int = 8,
         rate: float = 20.0,
+        connector: Callable[[CloudSource], Any] = connect,
+        cloud_factory: Callable[[Any], Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.default = default
         self._read_secret = read_secret
+        self._connect = connector
+        self._factory = cloud_factory or self._adapter
         self._concurrency = concurrency
         self._rate = rate
-        self._clouds: dict[str, OpenStackCloud] = {}
+        self._clock = clock
+        self._clouds: dict[str, Any] = {}  # fingerprint → adapter
+        self._used_by: dict[str, str] = {}  # namespace → fingerprint of its adapter
         self._namespace_sources: dict[str, tuple[float, CloudSource | None]] = {}
+        self._failures: dict[str, tuple[float, ReconcileError]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def _adapter(self, conn: Any) -> Any:
+        from kumo.cloud.adapter import OpenStackCloud
+
+        return OpenStackCloud(conn, concurrency=self._concurrency, rate=self._rate)
 
     async def source_for(self, namespace: str) -> CloudSource:
         cached = self._namespace_sources.get(namespace)
-        if cached is None or time.monotonic() - cached[0] > SECRET_TTL:
-            data = await self._read_secret(namespace, NAMESPACE_SECRET)
-            source = None
-            if data and "clouds.yaml" in data:
-                source = CloudSource(data["clouds.yaml"], data.get("cloud", "kumo"))
-            cached = (time.monotonic(), source)
+        if cached is None or self._clock() - cached[0] > SECRET_TTL:
+            cached = (self._clock(), await self._read_source(namespace, cached))
             self._namespace_sources[namespace] = cached
         source = cached[1] or self.default
         if source is None:
@@ -89,10 +189,77 @@ class CloudRegistry:
             )
         return source
 
-    async def for_namespace(self, namespace: str) -> OpenStackCloud:
-        source = await self.source_for(namespace)
-        cloud = self._clouds.get(source.fingerprint)
-        if cloud is None:
-            cloud = OpenStackCloud(connect(source), concurrency=self._concurrency, rate=self._rate)
-            self._clouds[source.fingerprint] = cloud
+    async def _read_source(
+        self, namespace: str, cached: tuple[float, CloudSource | None] | None
+    ) -> CloudSource | None:
+        origin = f"Secret {namespace}/{NAMESPACE_SECRET}"
+        try:
+            data = await self._read_secret(namespace, NAMESPACE_SECRET)
+        except Exception as error:
+            if cached is not None:  # an API hiccup: keep what worked until the next read
+                log.warning(
+                    "%s could not be read (%s); keeping the last one", origin, type(error).__name__
+                )
+                return cached[1]
+            raise TransientError(
+                "CredentialsUnavailable", f"{origin} could not be read ({type(error).__name__})"
+            ) from None
+        if data is None:
+            return None
+        if "clouds.yaml" not in data:  # a Secret that is there but wrong is not "no Secret"
+            raise TerminalError(REASON, f"{origin}: no key 'clouds.yaml'")
+        return CloudSource(data["clouds.yaml"], data.get("cloud", "kumo"), origin)
+
+    async def for_namespace(self, namespace: str) -> Any:
+        """The namespace's cloud; any failure is a ReconcileError for this namespace only."""
+        try:
+            source = await self.source_for(namespace)
+            cloud = await self._cloud(source)
+        except ReconcileError:
+            await self._use(namespace, None)
+            raise
+        except Exception as error:
+            log.exception("credentials of namespace %s failed unexpectedly", namespace)
+            await self._use(namespace, None)
+            raise TransientError(
+                REASON, f"credentials of namespace {namespace!r}: {type(error).__name__}"
+            ) from None
+        await self._use(namespace, source.fingerprint)
         return cloud
+
+    async def _cloud(self, source: CloudSource) -> Any:
+        key = source.fingerprint
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:  # one connect per content, however many reconciles ask
+            cloud = self._clouds.get(key)
+            if cloud is not None:
+                return cloud
+            failed = self._failures.get(key)
+            if failed is not None and self._clock() - failed[0] < CONNECT_RETRY_SECONDS:
+                raise failed[1]
+            cloud_entry(source)  # cheap checks first, on the loop
+            try:
+                conn = await asyncio.to_thread(self._connect, source)
+            except ReconcileError as error:
+                self._failures[key] = (self._clock(), error)
+                log.warning("%s", error.message)
+                raise
+            self._failures.pop(key, None)
+            cloud = self._clouds[key] = self._factory(conn)
+            return cloud
+
+    async def _use(self, namespace: str, key: str | None) -> None:
+        """Record which cloud ``namespace`` uses; close one no namespace uses any more."""
+        old = self._used_by.pop(namespace, None)
+        if key is not None:
+            self._used_by[namespace] = key
+        if old is None or old == key or old in self._used_by.values():
+            return
+        cloud = self._clouds.pop(old, None)
+        self._locks.pop(old, None)
+        close = getattr(cloud, "close", None)
+        if close is not None:
+            try:
+                await close()
+            except Exception as error:  # closing is best effort
+                log.debug("closing an unused cloud failed: %s", type(error).__name__)

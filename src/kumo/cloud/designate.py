@@ -8,7 +8,8 @@ from openstack.dns.v2 import recordset as dns_recordset
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
-from kumo.engine.errors import TerminalError
+from kumo.cloud.errors import missing_ids
+from kumo.engine.errors import ReconcileError, TerminalError
 
 
 class DesignateCalls(CloudBase):
@@ -20,7 +21,8 @@ class DesignateCalls(CloudBase):
     async def zone(self, ref: str, field: str = "spec.zone") -> tuple[str, str]:
         """``(id, name)`` of a zone given by name or ID; a name may omit the final dot."""
         key = ("zone", ref)
-        if key not in self._names:
+        cached: tuple[str, str] | None = self._names.get(key)
+        if cached is None:
             found = await self._call(
                 f"look up zone {ref!r}",
                 self.conn.dns.find_zone,
@@ -38,9 +40,9 @@ class DesignateCalls(CloudBase):
                 )
             if found is None:
                 raise TerminalError("ZoneNotFound", f"zone {ref!r} not found", field=field)
-            self._names[key] = found.id
-            self._names[("zone name", ref)] = found.name
-        return self._names[key], self._names[("zone name", ref)]
+            cached = (str(found.id), str(found.name))
+            self._names.put(key, cached)
+        return cached
 
     async def zone_id(self, ref: str, field: str = "spec.zone") -> str:
         return (await self.zone(ref, field))[0]
@@ -52,7 +54,13 @@ class DesignateCalls(CloudBase):
 
     async def list_zone_recordsets(self, zone_id: str) -> list[model.Recordset]:
         """Every recordset of the zone, one listing (for adoption and drift)."""
-        found = await self._call("list recordsets", lambda: list(self.conn.dns.recordsets(zone_id)))
+        try:
+            found = await self._call(
+                "list recordsets", lambda: list(self.conn.dns.recordsets(zone_id))
+            )
+        except ReconcileError as error:  # the zone is gone: look its name up afresh
+            self._names.forget_ids(missing_ids(error.__cause__, [zone_id]))
+            raise
         return [_recordset(x, zone_id) for x in found]
 
     async def find_recordsets(self, zone_id: str, uid: str) -> list[model.Recordset]:
@@ -74,10 +82,11 @@ class DesignateCalls(CloudBase):
         ttl: int,
         description: str,
     ) -> model.Recordset:
-        created = await self._call(
+        created = await self._create(
             "create recordset",
             self.conn.dns.create_recordset,
             zone_id,
+            resolved=[zone_id],
             name=name,
             type=type,
             records=records,

@@ -6,6 +6,7 @@ balancer is PENDING_*, 429/5xx and connection trouble are the cloud's (transient
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from openstack import exceptions as os_exc
@@ -49,7 +50,27 @@ def classify(error: Exception, action: str, field: str | None = None) -> Reconci
     return TransientError("CloudUnreachable", text, field=field)
 
 
-def _detail(error: Exception) -> str:
+def missing_ids(error: BaseException | None, ids: Iterable[str]) -> list[str]:
+    """Which of ``ids`` (passed to a create) the cloud says do not exist.
+
+    Nova answers 400 "Image <id> could not be found.", Octavia 400/404 naming the
+    network or flavor, Designate 404 for a zone. IDs named in the message are
+    returned; a 404 naming none of them blames them all (a 400 must name the ID: it
+    may be about something else, a key pair or a security group).
+    """
+    status = getattr(error, "status_code", None)
+    if error is None or status not in (400, 404):
+        return []
+    detail = _detail(error)
+    text = detail.lower()
+    if not any(s in text for s in ("not found", "could not be found", "could not find")):
+        return []
+    candidates = [i for i in ids if i]
+    named = [i for i in candidates if i in detail]
+    return named or (candidates if status == 404 else [])
+
+
+def _detail(error: BaseException) -> str:
     details = getattr(error, "details", None)
     message = str(details or error) or type(error).__name__
     return " ".join(message.split())[:400]

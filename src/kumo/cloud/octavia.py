@@ -60,8 +60,11 @@ class OctaviaCalls(CloudBase):
             attrs["availability_zone"] = availability_zone
         if flavor_id:
             attrs["flavor_id"] = flavor_id
-        created = await self._call(
-            "create load balancer", self.conn.load_balancer.create_load_balancer, **attrs
+        created = await self._create(
+            "create load balancer",
+            self.conn.load_balancer.create_load_balancer,
+            resolved=[vip_network_id, flavor_id],
+            **attrs,
         )
         return _lb(created)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,25 +25,50 @@ from kumo.engine.result import Result
 log = logging.getLogger("kumo.engine")
 
 MANAGED_STATUS_KEYS = ("phase", "conditions", "observedGeneration")
+#: Failures counted per key at most: 2**30 s is far past any cap, and 2**n of an
+#: uncapped count overflows a float after ~1,024 failures (OverflowError).
+MAX_BACKOFF_EXPONENT = 30
 
 
 @dataclass
 class Backoff:
-    """Exponential backoff with jitter per key, reset on success."""
+    """Per key: exponential backoff with jitter for transient errors; for terminal
+    errors a *hold* on the object's generation, so that cloud-side triggers (drift)
+    do not re-run a spec that cannot work until the spec changes or the hold ends.
+    Both are reset on success."""
 
     base: float = 1.0
     cap: float = 120.0
-    terminal: float = 60.0
+    terminal_delay: float = 60.0
     failures: dict[Key, int] = field(default_factory=dict)
+    holds: dict[Key, tuple[int | None, float]] = field(default_factory=dict)
+    clock: Callable[[], float] = time.monotonic
 
     def transient(self, key: Key, retry_after: float | None = None) -> float:
-        n = self.failures.get(key, 0)
+        n = min(self.failures.get(key, 0), MAX_BACKOFF_EXPONENT)
         self.failures[key] = n + 1
         delay = min(self.cap, self.base * 2**n) * random.uniform(0.8, 1.2)
         return max(delay, retry_after or 0.0)
 
+    def terminal(self, key: Key, generation: int | None) -> float:
+        """Hold ``key`` at ``generation`` for the terminal delay; return the delay."""
+        self.holds[key] = (generation, self.clock() + self.terminal_delay)
+        return self.terminal_delay
+
+    def held(self, key: Key, generation: int | None) -> float | None:
+        """Seconds left on the terminal hold of ``key`` at ``generation``, or None."""
+        hold = self.holds.get(key)
+        if hold is None:
+            return None
+        left = hold[1] - self.clock()
+        if hold[0] != generation or left <= 0:
+            del self.holds[key]
+            return None
+        return left
+
     def reset(self, key: Key) -> None:
         self.failures.pop(key, None)
+        self.holds.pop(key, None)
 
 
 def field_path(error: pydantic.ValidationError) -> str:
@@ -56,6 +83,13 @@ def field_path(error: pydantic.ValidationError) -> str:
 class Engine:
     def __init__(self, backoff: Backoff | None = None) -> None:
         self.backoff = backoff or Backoff()
+
+    def held(self, obj: Obj) -> float | None:
+        """Seconds left before ``obj``'s permanent error is worth retrying unchanged;
+        None when it is not held (no terminal error, new generation, being deleted)."""
+        if obj.deleting:
+            return None
+        return self.backoff.held(obj.key, obj.generation)
 
     async def run(self, actuator: Actuator, ctx: Context, obj: Obj) -> float | None:
         """Reconcile or finalize ``obj`` once; return the requeue delay."""
@@ -109,7 +143,7 @@ class Engine:
 
     async def _report_error(self, ctx: Context, obj: Obj, error: ReconcileError) -> float:
         if isinstance(error, TerminalError):
-            delay = self.backoff.terminal
+            delay = self.backoff.terminal(obj.key, obj.generation)
             message = f"{error.message} (permanent: fix the spec or the cloud; retrying every {int(delay)}s)"
         else:
             retry_after = getattr(error, "retry_after", None)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
-from kumo.engine.errors import ReconcileError
+from kumo.engine.errors import ReconcileError, TransientError
 from kumo.engine.objects import Actuator, Body, Context, Key, Obj
 from kumo.engine.queue import WorkQueue
 from kumo.engine.reconciler import Engine
@@ -27,6 +27,8 @@ log = logging.getLogger("kumo.controller")
 
 INFO_BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
 EVENT_DEDUP_SECONDS = 60.0
+#: Which initScript field names an object of which kind.
+SCRIPT_REF_FIELD = {"ConfigMap": "configMapRef", "Secret": "secretRef"}
 
 
 class EventRecorder:
@@ -102,10 +104,12 @@ class Controller:
                 self.queue.add(key)
         metrics.QUEUE_DEPTH.set(len(self.queue))
 
-    def enqueue_config_map_users(self, namespace: str, name: str) -> None:
-        """A ConfigMap changed: VMs whose initScript reads it must be looked at."""
+    def enqueue_script_users(self, source_kind: str, namespace: str, name: str) -> None:
+        """A ConfigMap or Secret changed: VMs whose initScript reads it must be looked at
+        (a changed script replaces the server)."""
+        ref_field = SCRIPT_REF_FIELD[source_kind]
         for body in self.store.list("VirtualMachine", namespace):
-            ref = ((body.get("spec") or {}).get("initScript") or {}).get("configMapRef") or {}
+            ref = ((body.get("spec") or {}).get("initScript") or {}).get(ref_field) or {}
             if ref.get("name") == name:
                 self.queue.add(Key("VirtualMachine", namespace, body["metadata"]["name"]))
 
@@ -177,10 +181,7 @@ class Controller:
         actuator = self.actuators[key.kind]
         obj = Obj(INFO_BY_KIND[key.kind], copy.deepcopy(body))
         started = time.monotonic()
-        try:
-            cloud = await self.clouds.for_namespace(key.namespace)
-        except ReconcileError as error:
-            cloud = _Unavailable(error)
+        cloud = await self._cloud_or_unavailable(key.namespace)
         ctx = Context(cloud=cloud, kube=self.kube, store=self.store, events=self.events)
         delay = await self.engine.run(actuator, ctx, obj)
         meta = obj.body.get("metadata", {})
@@ -200,6 +201,19 @@ class Controller:
             self.store.remove(key.kind, key.namespace, key.name)
         else:
             self.store.put(key.kind, fresh)
+
+    async def _cloud_or_unavailable(self, namespace: str) -> Any:
+        """The namespace's cloud, or a stand-in that fails every call with the reason:
+        a credentials fault becomes that namespace's objects' condition, nothing more."""
+        try:
+            return await self.clouds.for_namespace(namespace)
+        except ReconcileError as error:
+            return _Unavailable(error)
+        except Exception as error:
+            log.exception("credentials of namespace %s failed unexpectedly", namespace)
+            return _Unavailable(
+                TransientError("CredentialsInvalid", f"credentials: {type(error).__name__}")
+            )
 
     # -- drift ---------------------------------------------------------------------------
 
@@ -221,10 +235,9 @@ class Controller:
             by_cloud: dict[int, tuple[Any, list[Obj]]] = {}
             for body in self.store.list(kind):
                 obj = Obj(INFO_BY_KIND[kind], body)
-                try:
-                    cloud = await self.clouds.for_namespace(obj.namespace)
-                except ReconcileError:
-                    continue
+                cloud = await self._cloud_or_unavailable(obj.namespace)
+                if isinstance(cloud, _Unavailable):
+                    continue  # reported on the objects when they are reconciled
                 by_cloud.setdefault(id(cloud), (cloud, []))[1].append(obj)
             for cloud, objs in by_cloud.values():
                 try:
@@ -232,12 +245,28 @@ class Controller:
                 except ReconcileError as error:
                     log.warning("drift check of %s failed: %s", kind, error)
                     continue
+                except Exception:  # one cloud's or kind's failure must not stop the rest
+                    log.exception("drift check of %s failed unexpectedly", kind)
+                    continue
                 for key in keys:
+                    if self._held(key):
+                        continue
                     metrics.DRIFTED.labels(kind).inc()
                     log.info("drift detected on %s", key)
                     self.queue.add(key)
-                found += keys
+                    found.append(key)
         return found
+
+    def _held(self, key: Key) -> bool:
+        """A permanent error of this generation is not retried because the cloud moved:
+        its own requeue (after the terminal delay) or a spec change will bring it back."""
+        body = self.store.get(key.kind, key.namespace, key.name)
+        if body is None:
+            return False
+        left = self.engine.held(Obj(INFO_BY_KIND[key.kind], body))
+        if left is not None:
+            log.debug("drift on %s ignored: permanent error held for %.0fs", key, left)
+        return left is not None
 
 
 def _worth_reconciling(old: Body | None, new: Body) -> bool:

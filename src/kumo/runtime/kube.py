@@ -1,8 +1,9 @@
 """A small async Kubernetes client (aiohttp) for the calls the engine and kinds make.
 
 kopf owns the watch streams; this client does the writes (status, finalizers,
-members, events) and the odd read (ConfigMaps, credential Secrets). Credentials
-come from kopf's own login helpers (kubeconfig or in-cluster service account).
+members, events) and the odd read (ConfigMaps; the credentials Secret and Secrets an
+initScript.secretRef names). Credentials come from kopf's own login helpers
+(kubeconfig or in-cluster service account).
 """
 
 from __future__ import annotations
@@ -139,9 +140,13 @@ class KubeClient:
     async def get_config_map(self, namespace: str, name: str) -> Body | None:
         return await self._request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")  # type: ignore[no-any-return]
 
+    async def get_secret(self, namespace: str, name: str) -> Body | None:
+        """A Secret as the API returns it (data base64-encoded). Never log it."""
+        return await self._request("GET", f"/api/v1/namespaces/{namespace}/secrets/{name}")  # type: ignore[no-any-return]
+
     async def get_secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
         """A Secret's data, decoded. Values are credentials: never log them."""
-        secret = await self._request("GET", f"/api/v1/namespaces/{namespace}/secrets/{name}")
+        secret = await self.get_secret(namespace, name)
         if secret is None:
             return None
         return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}

@@ -181,7 +181,9 @@ def build_registry(lifecycle: Lifecycle) -> kopf.OperatorRegistry:
         controller = lifecycle.controller
         meta = event["object"]["metadata"]
         if controller is not None:
-            controller.enqueue_config_map_users(meta.get("namespace", "default"), meta["name"])
+            controller.enqueue_script_users(
+                "ConfigMap", meta.get("namespace", "default"), meta["name"]
+            )
 
     return registry
 
@@ -207,9 +209,17 @@ async def _default_source(options: OperatorOptions, kube: KubeClient) -> CloudSo
                 options.credentials_secret,
             )
             return None
-        return CloudSource(data["clouds.yaml"], data.get("cloud", options.cloud))
+        return CloudSource(
+            data["clouds.yaml"],
+            data.get("cloud", options.cloud),
+            f"default Secret {options.credentials_secret}",
+        )
     if options.clouds_yaml:
-        return CloudSource(Path(options.clouds_yaml).read_text(), options.cloud)
+        return CloudSource(
+            Path(options.clouds_yaml).read_text(),
+            options.cloud,
+            f"--clouds-yaml {options.clouds_yaml}",
+        )
     return None
 
 

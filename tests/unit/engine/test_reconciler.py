@@ -8,7 +8,7 @@ from typing import Any
 from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.engine.errors import TerminalError, TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
-from kumo.engine.reconciler import Engine
+from kumo.engine.reconciler import Backoff, Engine
 from kumo.engine.result import Result
 from tests.unit.fakes import World
 
@@ -171,3 +171,60 @@ def test_unexpected_exception_is_reported_as_transient() -> None:
     assert delay is not None
     assert ready(world)["reason"] == "InternalError"
     assert "boom" in ready(world)["message"]
+
+
+def test_backoff_survives_thousands_of_failures() -> None:
+    backoff = Backoff()
+    key = Key("VirtualMachine", "default", "vm")
+    backoff.failures[key] = 5_000  # 2**5000 does not fit a float
+    assert backoff.transient(key) <= backoff.cap * 1.2
+    assert backoff.failures[key] <= 5_001
+
+
+def test_status_still_written_after_a_very_long_failure_streak() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    engine = Engine()
+    engine.backoff.failures[Key("VirtualMachine", "default", "vm")] = 2_000
+    actuator = ScriptedActuator(TransientError("CloudUnavailable", "503"))
+    delay = asyncio.run(engine.run(actuator, world.ctx(), world.obj(VIRTUAL_MACHINE, "vm")))
+    assert delay is not None and delay <= engine.backoff.cap * 1.2
+    assert ready(world)["reason"] == "CloudUnavailable"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_terminal_error_holds_until_generation_changes_or_backoff_elapses() -> None:
+    clock = Clock()
+    backoff = Backoff(clock=clock)
+    key = Key("VirtualMachine", "default", "vm")
+    assert backoff.held(key, generation=1) is None
+    delay = backoff.terminal(key, generation=1)
+    assert backoff.held(key, generation=1) == delay
+    assert backoff.held(key, generation=2) is None, "a spec change releases the hold"
+    clock.now += delay
+    assert backoff.held(key, generation=1) is None, "the backoff elapsed"
+
+
+def test_engine_records_terminal_hold_and_success_releases_it() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    engine = Engine()
+    ctx = world.ctx()
+    error = TerminalError("ImageNotFound", "image 'x' not found", field="spec.image")
+    asyncio.run(engine.run(ScriptedActuator(error), ctx, world.obj(VIRTUAL_MACHINE, "vm")))
+    assert engine.held(world.obj(VIRTUAL_MACHINE, "vm")) is not None
+    asyncio.run(
+        engine.run(
+            ScriptedActuator(Result(phase="Running", ready=True)),
+            ctx,
+            world.obj(VIRTUAL_MACHINE, "vm"),
+        )
+    )
+    assert engine.held(world.obj(VIRTUAL_MACHINE, "vm")) is None

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import time
 from typing import Any
 
+import pytest
+
 from kumo.api.kinds import VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
+from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Key
+from kumo.engine.queue import WorkQueue
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
 from kumo.runtime.controller import Controller
@@ -151,3 +156,125 @@ def test_stop_lets_a_reconcile_in_flight_finish() -> None:
         return steps
 
     assert asyncio.run(scenario()) == ["finished a", "stopped"]
+
+
+def _config_map(data: dict[str, str] | None) -> dict[str, Any]:
+    return {"metadata": {"name": "boot", "namespace": "default"}, "data": data or {}}
+
+
+def test_drift_does_not_defeat_the_terminal_backoff() -> None:
+    """A VM stuck in a permanent error is not reconciled against the cloud at every
+    drift pass; a spec change (new generation) or the elapsed backoff lets it through."""
+    ctl = controller()
+    key = Key("VirtualMachine", "default", "vm")
+    spec = {**SPEC, "initScript": {"configMapRef": {"name": "boot", "key": "s"}}}
+    ctl.store.put("ConfigMap", _config_map({"s": "echo hi"}))
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", spec))
+    asyncio.run(ctl.process(key))
+    ctl.clouds.cloud.settle()
+    asyncio.run(ctl.process(key))
+    assert ctl.store.get("VirtualMachine", "default", "vm")["status"]["phase"] == "Running"
+
+    ctl.store.remove("ConfigMap", "default", "boot")  # permanent: ConfigMapNotFound
+    ctl.queue = WorkQueue()  # forget the earlier passes' requeues
+    asyncio.run(ctl.process(key))
+    body = ctl.store.get("VirtualMachine", "default", "vm")
+    assert body["status"]["conditions"][0]["reason"] == "ConfigMapNotFound"
+    # The server is ACTIVE but the object says Error: drift flags it every pass.
+    assert asyncio.run(ctl.detect_drift()) == []
+    assert ctl.queue._due[key] > time.monotonic() + 30, "drift moved the retry earlier"
+
+    body["metadata"]["generation"] = 2  # the user changed the spec
+    assert asyncio.run(ctl.detect_drift()) == [key]
+
+
+def test_terminal_hold_ends_when_its_backoff_elapses() -> None:
+    ctl = controller()
+    now = [1_000.0]
+    ctl.engine.backoff.clock = lambda: now[0]
+    key = Key("VirtualMachine", "default", "vm")
+    spec = {**SPEC, "initScript": {"configMapRef": {"name": "boot", "key": "s"}}}
+    ctl.store.put("ConfigMap", _config_map({"s": "echo hi"}))
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", spec))
+    asyncio.run(ctl.process(key))
+    ctl.clouds.cloud.settle()
+    asyncio.run(ctl.process(key))
+    ctl.store.remove("ConfigMap", "default", "boot")
+    asyncio.run(ctl.process(key))
+    assert asyncio.run(ctl.detect_drift()) == []
+    now[0] += ctl.engine.backoff.terminal_delay + 1
+    assert asyncio.run(ctl.detect_drift()) == [key]
+
+
+class OneBrokenNamespace:
+    """team-a's credentials blow up (with anything); team-b's cloud works."""
+
+    def __init__(self, error: Exception) -> None:
+        self.cloud = FakeNova()
+        self.error = error
+
+    async def for_namespace(self, namespace: str) -> Any:
+        if namespace == "team-a":
+            raise self.error
+        return self.cloud
+
+
+def two_namespaces(error: Exception) -> Controller:
+    ctl = Controller([VirtualMachineActuator()], None, OneBrokenNamespace(error))
+    ctl.kube = FakeKube(ctl.store)
+    ctl.events.emit = lambda *args: None  # type: ignore[method-assign]
+    for namespace in ("team-a", "team-b"):
+        body = make_body(VIRTUAL_MACHINE, "vm", SPEC, namespace=namespace)
+        body["status"] = {"id": "srv-gone", "phase": "Running"}  # its server was deleted
+        ctl.observe("VirtualMachine", "ADDED", body)
+    return ctl
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        TerminalError("CredentialsInvalid", "Secret team-a/kumo-cloud-credentials: not YAML"),
+        RuntimeError("a bug in a secret reader"),
+    ],
+)
+def test_a_namespace_credentials_fault_stays_in_that_namespace(error: Exception) -> None:
+    ctl = two_namespaces(error)
+    assert asyncio.run(ctl.detect_drift()) == [Key("VirtualMachine", "team-b", "vm")]
+    asyncio.run(ctl.process(Key("VirtualMachine", "team-a", "vm")))
+    status = ctl.store.get("VirtualMachine", "team-a", "vm")["status"]
+    assert status["conditions"][0]["reason"] == "CredentialsInvalid"
+    asyncio.run(ctl.process(Key("VirtualMachine", "team-b", "vm")))
+    assert ctl.store.get("VirtualMachine", "team-b", "vm")["status"]["phase"] == "Building"
+
+
+def test_a_drift_check_blowing_up_does_not_stop_other_kinds() -> None:
+    ctl = controller()
+
+    async def broken(cloud: Any, objs: list[Any]) -> list[Key]:
+        raise RuntimeError("bug")
+
+    ctl.actuators["VirtualMachine"].drift = broken  # type: ignore[attr-defined]
+    group = make_body(VIRTUAL_MACHINE_GROUP, "g", {"template": SPEC})
+    group["status"] = {"serverGroupId": "sg-gone"}
+    ctl.observe("VirtualMachineGroup", "ADDED", group)
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
+    assert asyncio.run(ctl.detect_drift()) == [Key("VirtualMachineGroup", "default", "g")]
+
+
+def test_a_changed_script_source_enqueues_the_vms_using_it() -> None:
+    ctl = controller()
+    uses = {
+        "by-secret": {"secretRef": {"name": "boot", "key": "s"}},
+        "by-map": {"configMapRef": {"name": "boot", "key": "s"}},
+        "inline": {"value": "ls"},
+    }
+    for name, script in uses.items():
+        ctl.store.put(
+            "VirtualMachine", make_body(VIRTUAL_MACHINE, name, {**SPEC, "initScript": script})
+        )
+    ctl.enqueue_script_users("Secret", "default", "boot")
+    assert list(ctl.queue._due) == [Key("VirtualMachine", "default", "by-secret")]
+    ctl.enqueue_script_users("ConfigMap", "default", "boot")
+    assert Key("VirtualMachine", "default", "by-map") in ctl.queue._due
+    ctl.enqueue_script_users("Secret", "elsewhere", "boot")
+    assert len(ctl.queue) == 2

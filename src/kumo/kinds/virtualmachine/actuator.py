@@ -8,6 +8,8 @@ Deletion drains the VM from every LoadBalancer first (members before servers).
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from kumo.api import kinds
@@ -21,8 +23,6 @@ from kumo.engine.result import Result
 from kumo.kinds import ordering
 from kumo.kinds.virtualmachine import plan
 
-#: How long an ERROR server is reported before Kumo replaces it.
-ERROR_GRACE_SECONDS = 60.0
 #: How long deletion waits for LoadBalancers to drop the VM before deleting anyway.
 DRAIN_TIMEOUT_SECONDS = 120.0
 
@@ -50,14 +50,14 @@ class VirtualMachineActuator:
             server = await _create(ctx, obj, spec, user_data, hash_, refs)
             ctx.events.emit(obj, "Normal", "Created", f"created server {server.id}")
             return Result.waiting(
-                "Building", "Building", "server is building", **_status(server, spec, hash_)
+                "Building", "Building", "server is building", **_status(obj, server, spec, hash_)
             )
 
         if server.status == "ERROR":
             return await _errored(ctx, obj, spec, server, hash_)
         if server.status in ("BUILD", "REBUILD"):
             return Result.waiting(
-                "Building", "Building", "server is building", **_status(server, spec, hash_)
+                "Building", "Building", "server is building", **_status(obj, server, spec, hash_)
             )
 
         metadata = plan.desired_metadata(spec, obj.namespace, obj.name, hash_)
@@ -71,7 +71,7 @@ class VirtualMachineActuator:
             ready=ready,
             reason="Ready" if ready else "NotActive",
             message="server is ACTIVE" if ready else f"server is {server.status}",
-            status=_status(server, spec, hash_),
+            status=_status(obj, server, spec, hash_),
             requeue_after=None if ready else 10.0,
         )
 
@@ -142,22 +142,55 @@ def _looks_drifted(obj: Obj, server: Server) -> bool:
 
 
 async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | None:
+    """The script to send as user_data, from whichever source the spec names; always in
+    the object's own namespace. Raises TerminalError if it is missing or too long."""
     script = spec.init_script
     if script is None:
         return None
-    if script.config_map_ref is None:
-        return script.value
-    ref = script.config_map_ref
-    config_map = await ctx.kube.get_config_map(obj.namespace, ref.name)
-    field = "spec.initScript.configMapRef"
+    if script.config_map_ref is not None:
+        field = "spec.initScript.configMapRef"
+        cm = script.config_map_ref
+        text = await _from_config_map(ctx, obj.namespace, cm.name, cm.key, field)
+    elif script.secret_ref is not None:
+        field = "spec.initScript.secretRef"
+        secret = script.secret_ref
+        text = await _from_secret(ctx, obj.namespace, secret.name, secret.key, field)
+    elif script.value is not None:
+        text, field = script.value, "spec.initScript.value"
+    else:
+        return None
+    problem = plan.user_data_problem(text)
+    if problem:
+        raise TerminalError("UserDataTooLong", problem, field=field)
+    return text
+
+
+async def _from_config_map(ctx: Context, namespace: str, name: str, key: str, field: str) -> str:
+    config_map = await ctx.kube.get_config_map(namespace, name)
     if config_map is None:
-        raise TerminalError("ConfigMapNotFound", f"ConfigMap {ref.name!r} not found", field=field)
+        raise TerminalError("ConfigMapNotFound", f"ConfigMap {name!r} not found", field=field)
     data = config_map.get("data") or {}
-    if ref.key not in data:
+    if key not in data:
         raise TerminalError(
-            "ConfigMapKeyNotFound", f"key {ref.key!r} not in ConfigMap {ref.name!r}", field=field
+            "ConfigMapKeyNotFound", f"key {key!r} not in ConfigMap {name!r}", field=field
         )
-    return str(data[ref.key])
+    return str(data[key])
+
+
+async def _from_secret(ctx: Context, namespace: str, name: str, key: str, field: str) -> str:
+    """A Secret's key as text. Messages name the Secret and key, never the value."""
+    secret = await ctx.kube.get_secret(namespace, name)
+    if secret is None:
+        raise TerminalError("SecretNotFound", f"Secret {name!r} not found", field=field)
+    data = secret.get("data") or {}
+    if key not in data:
+        raise TerminalError("SecretKeyNotFound", f"key {key!r} not in Secret {name!r}", field=field)
+    try:
+        return base64.b64decode(data[key], validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise TerminalError(
+            "SecretKeyNotText", f"key {key!r} of Secret {name!r} is not UTF-8 text", field=field
+        ) from None
 
 
 async def _observe(ctx: Context, obj: Obj) -> Server | None:
@@ -224,22 +257,35 @@ async def _create(
 async def _errored(
     ctx: Context, obj: Obj, spec: VirtualMachineSpec, server: Server, hash_: str
 ) -> Result:
-    """Report an ERROR server; after a grace period replace it (self-healing)."""
+    """Report an ERROR server; replace it once it has waited long enough (self-healing),
+    waiting twice as long after every replacement that ended in ERROR again."""
     reason = plan.fault_reason(server.fault)
-    ready = conditions.get_condition(obj.status.get("conditions") or [], "Ready") or {}
-    since = (
-        ordering.seconds_since(ready.get("lastTransitionTime"))
-        if ready.get("reason") == reason
-        else 0.0
-    )
-    if since >= ERROR_GRACE_SECONDS:
-        await ctx.cloud.delete_server(server.id)
-        obj.body = await ctx.kube.patch_status(obj, {"id": None})
-        ctx.events.emit(obj, "Warning", "Replacing", f"replacing server {server.id} in ERROR")
+    replaced = int(obj.status.get("errorReplacements") or 0)
+    if replaced:
+        since = ordering.seconds_since(obj.status.get("lastErrorReplacement"))
+    else:
+        ready = conditions.get_condition(obj.status.get("conditions") or [], "Ready") or {}
+        since = (
+            ordering.seconds_since(ready.get("lastTransitionTime"))
+            if ready.get("reason") == reason
+            else 0.0
+        )
+    wait = plan.replacement_delay(replaced)
     where = "spec.serverGroup" if reason == "NoValidHost" and spec.server_group else "spec"
-    raise TerminalError(
-        reason, f"Nova put the server in ERROR: {server.fault or 'no fault given'}", field=where
-    )
+    detail = f"Nova put the server in ERROR: {server.fault or 'no fault given'}"
+    if since < wait:
+        note = plan.replacement_note(replaced, wait - since)
+        raise TerminalError(reason, f"{detail} ({note})", field=where)
+
+    await ctx.cloud.delete_server(server.id)
+    counters: dict[str, Any] = {
+        "errorReplacements": replaced + 1,
+        "lastErrorReplacement": conditions.now_rfc3339(),
+    }
+    obj.body = await ctx.kube.patch_status(obj, {"id": None, **counters})
+    note = plan.replacement_note(replaced + 1, plan.replacement_delay(replaced + 1))
+    ctx.events.emit(obj, "Warning", "Replacing", f"replacing server {server.id} in ERROR ({note})")
+    return Result.waiting("Replacing", reason, f"{where}: {detail} ({note})", **counters)
 
 
 async def _apply_fix(ctx: Context, server: Server, fix: plan.ServerFix) -> None:
@@ -251,8 +297,8 @@ async def _apply_fix(ctx: Context, server: Server, fix: plan.ServerFix) -> None:
         await ctx.cloud.set_server_tags(server.id, fix.tags)
 
 
-def _status(server: Server, spec: VirtualMachineSpec, hash_: str) -> dict[str, Any]:
-    return {
+def _status(obj: Obj, server: Server, spec: VirtualMachineSpec, hash_: str) -> dict[str, Any]:
+    status = {
         "id": server.id,
         "ip": plan.primary_ip(server),
         "addresses": plan.addresses(server),
@@ -260,6 +306,10 @@ def _status(server: Server, spec: VirtualMachineSpec, hash_: str) -> dict[str, A
         "serverGroupId": spec.server_group,
         "specHash": hash_,
     }
+    if server.status != "ACTIVE":  # the replacement count lasts until a server works
+        for key in ("errorReplacements", "lastErrorReplacement"):
+            status[key] = obj.status.get(key)
+    return status
 
 
 def _load_balancers_using(store: Store, obj: Obj) -> list[str]:

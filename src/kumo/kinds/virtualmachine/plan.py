@@ -8,15 +8,23 @@ tags are corrected in place.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 
-from kumo.api.virtualmachine import VirtualMachineSpec
+from kumo.api.virtualmachine import INIT_SCRIPT_MAX_BYTES, USER_DATA_MAX_BASE64, VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags
 
 HASH_KEY = "kumo:spec-hash"  # Nova metadata keys allow [a-zA-Z0-9-_:. ] only
 NAME_KEY = "kumo:object"
+
+#: How long a server in ERROR is reported before its first replacement; every further
+#: replacement (while it never becomes ACTIVE) waits twice as long, up to the cap, so
+#: a cloud that cannot place the server is not asked again every minute for ever.
+REPLACEMENT_BASE_SECONDS = 60.0
+REPLACEMENT_CAP_SECONDS = 3600.0
 
 PHASES = {
     "ACTIVE": "Running",
@@ -105,3 +113,41 @@ def fault_reason(fault: str | None) -> str:
     if "quota" in text:
         return "QuotaExceeded"
     return "ServerError"
+
+
+def replacement_delay(replaced: int) -> float:
+    """How long a server in ERROR waits after ``replaced`` earlier replacements."""
+    return min(REPLACEMENT_CAP_SECONDS, REPLACEMENT_BASE_SECONDS * 2 ** min(replaced, 20))
+
+
+def duration(seconds: float) -> str:
+    """``45s``, ``4m``, ``1h30m``: rounded up, to say when something happens next."""
+    total = max(0, math.ceil(seconds))
+    if total < 60:
+        return f"{total}s"
+    minutes = math.ceil(total / 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, rest = divmod(minutes, 60)
+    return f"{hours}h{rest}m" if rest else f"{hours}h"
+
+
+def replacement_note(replaced: int, next_in: float) -> str:
+    """The part of a condition message or event saying where the replacement loop is."""
+    if replaced == 0:
+        return f"replacing it in {duration(next_in)}"
+    times = "time" if replaced == 1 else "times"
+    return f"replaced {replaced} {times}, next attempt in {duration(next_in)}"
+
+
+def user_data_problem(script: str) -> str | None:
+    """Why Nova would refuse ``script`` as user_data (its base64 must fit in 65535
+    characters), or None. The schema can only bound characters, not bytes."""
+    size = len(script.encode())
+    encoded = len(base64.b64encode(script.encode()))
+    if encoded <= USER_DATA_MAX_BASE64:
+        return None
+    return (
+        f"the script is {size} bytes, {encoded} in base64; Nova takes at most "
+        f"{USER_DATA_MAX_BASE64} (a script of at most {INIT_SCRIPT_MAX_BYTES} bytes)"
+    )

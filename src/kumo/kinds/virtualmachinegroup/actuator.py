@@ -48,6 +48,7 @@ class VirtualMachineGroupActuator:
             await ctx.kube.delete(kinds.VIRTUAL_MACHINE, obj.namespace, name)
             self._expect(obj, name, exists=False)
         views = [v for v in views if v.name not in decision.delete]
+        await _sync_deletion_policy(ctx, obj, spec, bodies, skip=decision.delete)
         for zone in decision.create_zones:
             created = await ctx.kube.create(
                 kinds.VIRTUAL_MACHINE, obj.namespace, _member_body(obj, spec, group, hash_, zone)
@@ -187,6 +188,33 @@ class VirtualMachineGroupActuator:
             elif exists:
                 pending.append(plan.MemberView(name=name, template_hash=hash_, ready=False))
         return pending
+
+
+async def _sync_deletion_policy(
+    ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec, bodies: list[Body], skip: list[str]
+) -> None:
+    """Give existing members the group's deletionPolicy (new ones are created with it),
+    so deleting the group orphans or deletes their servers as the group now says."""
+    current = {
+        b["metadata"]["name"]: (b.get("spec") or {}).get("deletionPolicy")
+        for b in bodies
+        if b["metadata"]["name"] not in skip
+    }
+    names = plan.policy_patches(spec.deletion_policy, current)
+    for name in names:
+        await ctx.kube.patch(
+            kinds.VIRTUAL_MACHINE,
+            obj.namespace,
+            name,
+            {"spec": {"deletionPolicy": spec.deletion_policy}},
+        )
+    if names:
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "DeletionPolicyChanged",
+            f"set deletionPolicy {spec.deletion_policy} on {len(names)} member(s)",
+        )
 
 
 def _failing_member(bodies: list[Body]) -> tuple[str, str, str] | None:

@@ -10,9 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kumo.api.common import ManagedSpec
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
+
+DEFAULT_POLICY = ManagedSpec.model_fields["deletion_policy"].default
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,15 @@ def plan_members(
     delete += [m.name for m in _victims(old, max(0, min(len(old), removable)))]
     zones = _zones_for(spec.availability_zones, [*updated, *old], creates)
     return MemberPlan(zones, delete)
+
+
+def policy_patches(policy: str, members: Mapping[str, str | None]) -> list[str]:
+    """Members (name → their spec.deletionPolicy) to patch to the group's ``policy``.
+
+    deletionPolicy is not a server property (it is not in the template hash), so a
+    change is patched onto existing members instead of rolling them over.
+    """
+    return sorted(name for name, has in members.items() if (has or DEFAULT_POLICY) != policy)
 
 
 def _victims(members: list[MemberView], count: int) -> list[MemberView]:

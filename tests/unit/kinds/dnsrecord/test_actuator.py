@@ -153,7 +153,7 @@ def test_bad_input_is_terminal_and_names_the_field() -> None:
         ({"name": "api.elsewhere.test."}, "NameOutsideZone", "spec.name"),
         ({"values": ["not-an-ip"]}, "InvalidRecord", "spec.values[0]"),
         ({"type": "CNAME", "values": ["a.test.", "b.test."]}, "InvalidSpec", "spec.values"),
-        ({"description": "x" * 150}, "DescriptionTooLong", "spec.description"),
+        ({"description": "x" * 150}, "InvalidSpec", "spec.description"),  # over 112
         (
             {"values": [], "loadBalancerRef": "missing"},
             "TargetNotFound",

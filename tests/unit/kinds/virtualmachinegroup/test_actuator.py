@@ -126,3 +126,40 @@ def test_dependents_maps_member_to_owner() -> None:
     assert (key.kind, key.name) == ("VirtualMachineGroup", "g")
     assert actuator.dependents("LoadBalancer", members(world)[0], world.store) == []
     assert VIRTUAL_MACHINE.kind == "VirtualMachine"
+
+
+def test_a_changed_deletion_policy_reaches_existing_members_without_replacing_them() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE_GROUP, "g", SPEC)
+    actuator = VirtualMachineGroupActuator()
+    run(world, actuator)
+    mark_ready(world)
+    run(world, actuator)
+    before = {b["metadata"]["name"]: b["spec"] for b in members(world)}
+    assert {s["deletionPolicy"] for s in before.values()} == {"Delete"}
+
+    world.stored("VirtualMachineGroup", "g")["spec"]["deletionPolicy"] = "Orphan"
+    run(world, actuator)
+    after = {b["metadata"]["name"]: b["spec"] for b in members(world)}
+    assert after.keys() == before.keys(), "no member replaced"
+    for name, spec in after.items():
+        assert spec == {**before[name], "deletionPolicy": "Orphan"}, "only the policy changed"
+    assert "DeletionPolicyChanged" in world.events.reasons()
+
+    patches = len(world.kube.patches)
+    run(world, actuator)
+    assert len(world.kube.patches) == patches, "nothing to patch when members match"
+
+
+def test_members_being_deleted_are_not_patched() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE_GROUP, "g", SPEC)
+    actuator = VirtualMachineGroupActuator()
+    run(world, actuator)
+    going = members(world)[0]
+    going["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    world.stored("VirtualMachineGroup", "g")["spec"]["deletionPolicy"] = "Orphan"
+    run(world, actuator)
+    assert going["spec"]["deletionPolicy"] == "Delete"
+    patched = {name for name, _ in world.kube.patches}
+    assert going["metadata"]["name"] not in patched

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
-from kumo.kinds.virtualmachinegroup.plan import MemberView, plan_members, template_hash, validate
+from kumo.kinds.virtualmachinegroup.plan import (
+    MemberView,
+    plan_members,
+    policy_patches,
+    template_hash,
+    validate,
+)
 
 TEMPLATE = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
 
@@ -83,3 +89,9 @@ def test_template_hash_changes_with_template_and_server_group() -> None:
 def test_strategy_that_cannot_progress_is_rejected() -> None:
     message = validate(spec(1, strategy={"maxSurge": 0, "maxUnavailable": 0}))
     assert message is not None and message.startswith("spec.strategy")
+
+
+def test_policy_patches_only_members_that_differ() -> None:
+    current = {"a": "Delete", "b": "Orphan", "c": None}
+    assert policy_patches("Orphan", current) == ["a", "c"]
+    assert policy_patches("Delete", current) == ["b"]

@@ -1,0 +1,207 @@
+"""Name → ID caches expire, and forget an ID the cloud says is gone."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from openstack import exceptions as os_exc
+
+from kumo.cloud.adapter import OpenStackCloud
+from kumo.cloud.errors import missing_ids
+from kumo.cloud.names import NAME_CACHE_TTL, NameCache
+from kumo.engine.errors import TerminalError, TransientError
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_entries_expire_after_the_ttl() -> None:
+    clock = Clock()
+    cache: NameCache = NameCache(clock=clock)
+    cache.put(("image", "centos79"), "img-1")
+    clock.now += NAME_CACHE_TTL - 1
+    assert cache.get(("image", "centos79")) == "img-1"
+    clock.now += 2
+    assert cache.get(("image", "centos79")) is None
+
+
+def test_forget_drops_every_name_resolving_to_a_gone_id() -> None:
+    cache: NameCache = NameCache()
+    cache.put(("image", "centos79"), "img-1")
+    cache.put(("image", "img-1"), "img-1")
+    cache.put(("flavor", "small"), "flv-1")
+    cache.put(("zone", "z.test."), ("zone-1", "z.test."))
+    assert sorted(cache.forget_ids(["img-1", "zone-1"])) == ["img-1", "zone-1"]
+    assert cache.get(("image", "centos79")) is None
+    assert cache.get(("zone", "z.test.")) is None
+    assert cache.get(("flavor", "small")) == "flv-1"
+    assert cache.forget_ids(["img-1"]) == []
+
+
+class FakeGlanceNova:
+    """Just enough of an openstacksdk Connection: the image is rotated under the name."""
+
+    def __init__(self) -> None:
+        self.images = {"centos79": "img-1"}
+        self.gone: set[str] = set()
+        self.lookups = 0
+        self.config = SimpleNamespace(get_region_name=lambda: "tokyo1")
+        self.image = SimpleNamespace(find_image=self.find_image)
+        self.compute = SimpleNamespace(
+            find_flavor=lambda ref, ignore_missing: SimpleNamespace(id="flv-1"),
+            create_server=self.create_server,
+        )
+        self.network = SimpleNamespace(
+            find_network=lambda ref, ignore_missing: SimpleNamespace(id="net-1")
+        )
+
+    def find_image(self, ref: str, ignore_missing: bool) -> Any:
+        self.lookups += 1
+        return SimpleNamespace(id=self.images[ref]) if ref in self.images else None
+
+    def create_server(self, **attrs: Any) -> Any:
+        if attrs["image_id"] in self.gone:
+            raise os_exc.BadRequestException(
+                message=f"Image {attrs['image_id']} could not be found.", http_status=400
+            )
+        return SimpleNamespace(
+            id="srv-1",
+            name=attrs["name"],
+            status="BUILD",
+            tags=attrs["tags"],
+            metadata=attrs["metadata"],
+            description=None,
+            addresses={},
+            host_id=None,
+            fault=None,
+        )
+
+
+async def create(cloud: OpenStackCloud) -> str:
+    image_id = await cloud.image_id("centos79")
+    server = await cloud.create_server(
+        name="vm",
+        image_id=image_id,
+        flavor_id=await cloud.flavor_id("small"),
+        network_ids=[await cloud.network_id("net")],
+        user_data=None,
+        description=None,
+        metadata={},
+        tags=["kumo"],
+        availability_zone=None,
+        key_name=None,
+        security_groups=[],
+        server_group_id=None,
+    )
+    return server.id
+
+
+def test_a_rotated_image_is_looked_up_again_after_a_failed_create() -> None:
+    conn = FakeGlanceNova()
+    cloud = OpenStackCloud(conn)  # type: ignore[arg-type]
+    assert asyncio.run(create(cloud)) == "srv-1"
+    conn.gone.add("img-1")  # the image is deleted; a new one takes the name
+    conn.images["centos79"] = "img-2"
+    with pytest.raises(TransientError) as caught:
+        asyncio.run(create(cloud))
+    assert caught.value.reason == "StaleReference"
+    assert "img-1" in caught.value.message
+    assert asyncio.run(create(cloud)) == "srv-1"
+    assert conn.lookups == 2
+
+
+def test_a_create_failing_for_another_reason_keeps_the_cache() -> None:
+    conn = FakeGlanceNova()
+    cloud = OpenStackCloud(conn)  # type: ignore[arg-type]
+    asyncio.run(cloud.image_id("centos79"))
+
+    def reject(**attrs: Any) -> Any:
+        raise os_exc.BadRequestException(message="Invalid key_name provided.", http_status=400)
+
+    conn.compute.create_server = reject
+    with pytest.raises(TerminalError):
+        asyncio.run(create(cloud))
+    asyncio.run(cloud.image_id("centos79"))
+    assert conn.lookups == 1
+
+
+class FakeDesignate:
+    """A zone deleted and re-created under the same name gets a new ID."""
+
+    def __init__(self) -> None:
+        self.zone_id = "zone-1"
+        self.lookups = 0
+        self.config = SimpleNamespace(get_region_name=lambda: "tokyo1")
+        self.dns = SimpleNamespace(
+            find_zone=self.find_zone,
+            recordsets=self.recordsets,
+            create_recordset=self.create_recordset,
+        )
+
+    def find_zone(self, ref: str, ignore_missing: bool) -> Any:
+        self.lookups += 1
+        return SimpleNamespace(id=self.zone_id, name="z.test.")
+
+    def _check(self, zone_id: str) -> None:
+        if zone_id != self.zone_id:
+            raise os_exc.NotFoundException(message="Could not find Zone", http_status=404)
+
+    def recordsets(self, zone_id: str) -> list[Any]:
+        self._check(zone_id)
+        return []
+
+    def create_recordset(self, zone_id: str, **attrs: Any) -> Any:
+        self._check(zone_id)
+        return SimpleNamespace(id="rs-1", zone_id=zone_id, status="PENDING", **attrs)
+
+
+def test_a_recreated_zone_is_looked_up_again() -> None:
+    conn = FakeDesignate()
+    cloud = OpenStackCloud(conn)  # type: ignore[arg-type]
+    old_id, _ = asyncio.run(cloud.zone("z.test."))
+    conn.zone_id = "zone-2"
+    with pytest.raises(TransientError) as caught:
+        asyncio.run(
+            cloud.create_recordset(
+                old_id, name="a.z.test.", type="A", records=["10.0.0.1"], ttl=60, description=""
+            )
+        )
+    assert caught.value.reason == "StaleReference"
+    assert asyncio.run(cloud.zone("z.test.")) == ("zone-2", "z.test.")
+    conn.zone_id = "zone-3"
+    with pytest.raises(TerminalError):
+        asyncio.run(cloud.list_zone_recordsets("zone-2"))
+    assert asyncio.run(cloud.zone("z.test.")) == ("zone-3", "z.test.")
+    assert conn.lookups == 3
+
+
+@pytest.mark.parametrize(
+    ("error", "gone"),
+    [
+        (
+            os_exc.BadRequestException(message="Image img-1 could not be found.", http_status=400),
+            ["img-1"],
+        ),
+        (
+            os_exc.BadRequestException(message="Flavor flv-1 could not be found.", http_status=400),
+            ["flv-1"],
+        ),
+        (os_exc.BadRequestException(message="Security group web not found.", http_status=400), []),
+        (
+            os_exc.NotFoundException(message="Could not find Zone", http_status=404),
+            ["img-1", "flv-1"],
+        ),
+        (os_exc.HttpException(message="img-1 could not be found", http_status=500), []),
+        (None, []),
+    ],
+)
+def test_missing_ids(error: Exception | None, gone: list[str]) -> None:
+    assert missing_ids(error, ["img-1", "flv-1"]) == gone

@@ -1,0 +1,75 @@
+"""A server Nova keeps putting in ERROR is replaced with exponential backoff, not every 60 s."""
+
+from __future__ import annotations
+
+import datetime
+
+from kumo.api.kinds import VIRTUAL_MACHINE
+from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
+from tests.unit.fakes import World
+
+SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
+FAULT = "No valid host was found. There are not enough hosts available."
+
+
+def reconcile(world: World) -> float | None:
+    return world.run(VirtualMachineActuator(), "vm")
+
+
+def status(world: World) -> dict:
+    return world.obj(VIRTUAL_MACHINE, "vm").status
+
+
+def ago(seconds: float) -> str:
+    then = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
+    return then.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fail_server(world: World) -> None:
+    world.cloud.settle("ERROR")
+    for server in world.cloud.servers.values():
+        server["fault"] = FAULT
+
+
+def test_error_replacements_back_off_and_are_reported() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    fail_server(world)
+    reconcile(world)  # reported; replacement after the grace period
+    assert "replacing it in" in status(world)["conditions"][0]["message"]
+    world.stored("VirtualMachine", "vm")["status"]["conditions"][0]["lastTransitionTime"] = ago(61)
+    reconcile(world)  # first replacement
+    assert world.cloud.calls.count("delete_server") == 1
+    assert status(world)["errorReplacements"] == 1
+    assert world.events.events[-1][2] == "Replacing"
+    assert "replaced 1 time" in world.events.events[-1][3]
+
+    reconcile(world)  # the new server
+    assert world.cloud.calls.count("create_server") == 2
+    assert status(world)["errorReplacements"] == 1, "kept while the new server builds"
+    fail_server(world)
+    reconcile(world)
+    assert world.cloud.calls.count("delete_server") == 1, "no replacement right away"
+    message = status(world)["conditions"][0]["message"]
+    assert "replaced 1 time, next attempt in 2m" in message
+
+    world.stored("VirtualMachine", "vm")["status"]["lastErrorReplacement"] = ago(121)
+    reconcile(world)  # second replacement, after 2 minutes
+    assert world.cloud.calls.count("delete_server") == 2
+    assert status(world)["errorReplacements"] == 2
+    assert "next attempt in 4m" in world.events.events[-1][3]
+
+
+def test_an_active_server_resets_the_count() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    world.stored("VirtualMachine", "vm")["status"].update(
+        errorReplacements=4, lastErrorReplacement=ago(10)
+    )
+    world.cloud.settle()
+    reconcile(world)
+    assert status(world)["phase"] == "Running"
+    assert "errorReplacements" not in status(world)
+    assert "lastErrorReplacement" not in status(world)

@@ -1,0 +1,27 @@
+"""Pure VirtualMachine decisions: how long a server in ERROR waits before replacement."""
+
+from __future__ import annotations
+
+import pytest
+
+from kumo.kinds.virtualmachine import plan
+
+
+def test_replacement_delay_doubles_and_is_capped() -> None:
+    delays = [plan.replacement_delay(n) for n in range(8)]
+    assert delays[:4] == [60.0, 120.0, 240.0, 480.0]
+    assert max(delays) == plan.REPLACEMENT_CAP_SECONDS
+    assert plan.replacement_delay(100_000) == plan.REPLACEMENT_CAP_SECONDS  # no overflow
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0, "0s"), (44.2, "45s"), (60, "1m"), (239.5, "4m"), (5400, "1h30m")]
+)
+def test_durations_read_like_kubectl(seconds: float, text: str) -> None:
+    assert plan.duration(seconds) == text
+
+
+def test_replacement_note() -> None:
+    assert plan.replacement_note(0, 45) == "replacing it in 45s"
+    assert plan.replacement_note(1, 120) == "replaced 1 time, next attempt in 2m"
+    assert plan.replacement_note(3, 240) == "replaced 3 times, next attempt in 4m"
