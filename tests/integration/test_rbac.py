@@ -81,7 +81,6 @@ def can(*args: str) -> bool:
         ("create", "virtualmachines.kumo.dev", "-n", "team-a"),
         ("delete", "virtualmachines.kumo.dev", "-n", "team-a"),
         ("get", "secret/kumo-cloud-credentials", "-n", "team-a"),
-        ("get", "secret/boot-script", "-n", "team-a"),  # an initScript.secretRef
         ("get", "secret/kumo-default-cloud", "-n", "kumo-system"),
         ("watch", "configmaps", "--all-namespaces"),
         ("create", "events", "-n", "team-a"),
@@ -96,8 +95,12 @@ def test_kumo_may(rbac: KubeEnv, args: tuple[str, ...]) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        # `get` by name is granted (initScript.secretRef names any Secret of the object's
-        # namespace); enumerating or watching Secrets is not.
+        # Only Secrets named kumo-cloud-credentials, and the default cloud in kumo-system;
+        # boot Secrets only where a namespace opts in (test_boot_secrets_are_opt_in).
+        ("get", "secret/other-app-password", "-n", "team-a"),
+        ("get", "secret/boot-script", "-n", "team-a"),
+        ("get", "secret/kumo-default-cloud", "-n", "team-a"),
+        ("get", "secret/kube-controller-manager-token", "-n", "kube-system"),
         ("list", "secrets", "-n", "team-a"),
         ("list", "secrets", "--all-namespaces"),
         ("watch", "secrets", "--all-namespaces"),
@@ -113,3 +116,15 @@ def test_kumo_may(rbac: KubeEnv, args: tuple[str, ...]) -> None:
 )
 def test_kumo_may_not(rbac: KubeEnv, args: tuple[str, ...]) -> None:
     assert not can(*args), f"Kumo must not: {' '.join(args)}"
+
+
+def test_boot_secrets_are_opt_in_per_namespace(rbac: KubeEnv, namespace: str) -> None:
+    """initScript.secretRef: readable only in a namespace that binds kumo-boot-secrets."""
+    assert not can("get", "secret/boot-script", "-n", namespace)
+    kubectl(
+        "create", "rolebinding", "kumo-boot-secrets", "-n", namespace,
+        "--clusterrole=kumo-boot-secrets", "--serviceaccount=kumo-system:kumo",
+    )  # fmt: skip
+    assert can("get", "secret/boot-script", "-n", namespace)
+    assert not can("get", "secret/boot-script", "-n", "team-a")
+    assert not can("list", "secrets", "-n", namespace)

@@ -74,6 +74,8 @@ class KubeClient:
                 )
                 if r.status in (409, 429) or r.status >= 500:
                     raise TransientError("KubernetesConflict", f"{method} {path}: {message}")
+                if r.status == 403:  # RBAC: the deployed ClusterRole does not allow it
+                    raise TerminalError("KubernetesForbidden", f"{method} {path}: {message}")
                 raise TerminalError("KubernetesRejected", f"{method} {path}: {message}")
             return payload
 

@@ -179,7 +179,18 @@ async def _from_config_map(ctx: Context, namespace: str, name: str, key: str, fi
 
 async def _from_secret(ctx: Context, namespace: str, name: str, key: str, field: str) -> str:
     """A Secret's key as text. Messages name the Secret and key, never the value."""
-    secret = await ctx.kube.get_secret(namespace, name)
+    try:
+        secret = await ctx.kube.get_secret(namespace, name)
+    except TerminalError as error:
+        if error.reason != "KubernetesForbidden":
+            raise
+        raise TerminalError(
+            "SecretForbidden",
+            f"Kumo may not read Secret {name!r} here: boot Secrets are opt-in per namespace "
+            "(kubectl create rolebinding kumo-boot-secrets --clusterrole=kumo-boot-secrets "
+            "--serviceaccount=kumo-system:kumo)",
+            field=field,
+        ) from None
     if secret is None:
         raise TerminalError("SecretNotFound", f"Secret {name!r} not found", field=field)
     data = secret.get("data") or {}

@@ -9,6 +9,7 @@ import pytest
 
 from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.api.virtualmachine import INIT_SCRIPT_MAX_BYTES
+from kumo.engine.errors import TerminalError
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from tests.unit.fakes import World
 
@@ -110,3 +111,17 @@ def test_an_inline_script_at_the_limit_is_sent() -> None:
     world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "initScript": {"value": "x" * INIT_SCRIPT_MAX_BYTES}})
     reconcile(world)
     assert len(world.cloud.servers) == 1
+
+
+def test_a_namespace_that_has_not_opted_in_gets_the_command_to_do_so() -> None:
+    world = World()
+
+    async def forbidden(namespace: str, name: str) -> dict:
+        raise TerminalError("KubernetesForbidden", 'secrets "boot" is forbidden')
+
+    world.kube.get_secret = forbidden  # type: ignore[method-assign]
+    world.add(VIRTUAL_MACHINE, "vm", with_secret_ref())
+    reconcile(world)
+    assert ready(world)["reason"] == "SecretForbidden"
+    assert "--clusterrole=kumo-boot-secrets" in ready(world)["message"]
+    assert world.cloud.servers == {}
