@@ -65,9 +65,10 @@ def test_sigterm_releases_the_lease_and_the_standby_takes_over_in_5s(
 ) -> None:
     standby.wait_role("standby", 90)
     stopped = time.monotonic()
-    kumo_operator.stop()  # SIGTERM: finish in-flight work, release the lease
+    kumo_operator.terminate()  # SIGTERM: finish in-flight work, release the lease
     standby.wait_role("leader", 15)
     took = time.monotonic() - stopped
+    kumo_operator.stop()  # reap it
     assert took < 5, f"standby took over {took:.1f}s after the leader's SIGTERM"
     assert lease_holder() == standby.health()["identity"]
 
