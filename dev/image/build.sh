@@ -47,7 +47,7 @@ elif [ -s "$archive" ]; then
   log "image: loading $(basename "$archive") from the cache"
   loaded="$("${PODMAN[@]}" load --quiet --input "$archive" | sed -n 's/^Loaded image[^:]*: *//p' | tail -n1)"
   "${PODMAN[@]}" tag "$loaded" "$image"
-  [ "$(built_inputs "$image")" = "$inputs" ] || die "$archive does not hold the image it should"
+  [ "$(built_inputs "$image")" = "$inputs" ] || { rm -f "$archive"; die "$archive held another image: removed, run again"; }
 else
   log "image: building $image (inputs $inputs)"
   ctx="$IMAGE_CACHE/context"
@@ -61,11 +61,17 @@ else
   "${PODMAN[@]}" build "${CONTAINER_FLAGS[@]}" --pull=never --network none --layers \
     --file deploy/image/Containerfile --tag "$image" \
     --build-arg "BASE=$base_ref" --build-arg "DEPS_KEY=$deps_key" --build-arg "KUMO_KEY=$kumo_key" \
-    --build-arg "VERSION=$version" --build-arg "REVISION=$revision" --build-arg "DIRTY=$dirty" \
-    --build-arg "SOURCE=$source_url" --build-arg "INPUTS=$inputs" \
+    --label "org.opencontainers.image.version=$version" \
+    --label "org.opencontainers.image.revision=$revision" \
+    --label "org.opencontainers.image.source=$source_url" \
+    --label "org.opencontainers.image.base.name=$base_ref" \
+    --label "dev.kumo.git.dirty=$dirty" --label "dev.kumo.image.inputs=$inputs" \
     "$ctx" >"$KUMO_STATE/logs/image-build.log" 2>&1 \
     || { tail -n 30 "$KUMO_STATE/logs/image-build.log" >&2; die "podman build failed (log: $KUMO_STATE/logs/image-build.log)"; }
   rm -rf "$ctx"
+  # The label is the proof the image is what these inputs make (a stale layer cache
+  # once kept old labels): never tag or save anything else.
+  [ "$(built_inputs "$image")" = "$inputs" ] || die "podman build produced an image without label dev.kumo.image.inputs=$inputs"
   log "image: saving $(basename "$archive")"
   rm -f "$archive.tmp"
   "${PODMAN[@]}" save --quiet --format oci-archive --output "$archive.tmp" "$image"
