@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: up down test unit lint crds venv bench clean
+.PHONY: up down test unit lint crds venv bench clean image
 
 up: venv
 	bash dev/up.sh
@@ -27,6 +27,10 @@ crds: venv
 
 venv:
 	bash dev/venv.sh
+
+# The operator image (podman, Debian bookworm from scratch): localhost/kumo:dev
+image: venv
+	bash dev/image/build.sh
 
 bench: venv
 	$(VENV)/bin/python -m bench
