@@ -189,7 +189,7 @@ class FakeNova:
         s = self.servers.get(server_id)
         return self._server(s) if s else None
 
-    async def find_servers(self, uid: str) -> list[model.Server]:
+    async def list_owned_servers(self, uid: str) -> list[model.Server]:
         return [self._server(s) for s in self.servers.values() if model.owner_tag(uid) in s["tags"]]
 
     async def list_managed_servers(self) -> list[model.Server]:
@@ -232,7 +232,7 @@ class FakeNova:
     async def list_server_groups(self) -> list[model.ServerGroup]:
         return list(self.groups.values())
 
-    async def find_server_groups(self, uid: str) -> list[model.ServerGroup]:
+    async def list_owned_server_groups(self, uid: str) -> list[model.ServerGroup]:
         return [g for g in self.groups.values() if model.owner_tag(uid) in g.name]
 
     async def get_server_group(self, group_id: str) -> model.ServerGroup | None:

@@ -111,3 +111,6 @@ class LoadBalancerStatus(ManagedStatus):
     unapplied_changes: list[str] = Field(default_factory=list)
     """Spec fields that differ from the load balancer but Octavia cannot change in place
     (zone, vipType/vipNetwork, serviceType): recreate the LoadBalancer to apply them."""
+    foreign_resources: list[str] = Field(default_factory=list)
+    """Listeners or pools under this load balancer that Kumo did not create (no marker)
+    and that the spec does not account for: Kumo leaves them alone."""

@@ -16,7 +16,7 @@ class ComputeCalls(CloudBase):
         found = await self._get("get server", self.conn.compute.get_server, server_id)
         return _server(found) if found is not None and found.status != "DELETED" else None
 
-    async def find_servers(self, uid: str) -> list[model.Server]:
+    async def list_owned_servers(self, uid: str) -> list[model.Server]:
         """Servers carrying the ownership marker of ``uid`` (for adoption)."""
         found = await self._call(
             "list servers", lambda: list(self.conn.compute.servers(tags=model.owner_tag(uid)))
@@ -116,7 +116,7 @@ class ComputeCalls(CloudBase):
         )
         return [_server_group(g) for g in groups]
 
-    async def find_server_groups(self, uid: str) -> list[model.ServerGroup]:
+    async def list_owned_server_groups(self, uid: str) -> list[model.ServerGroup]:
         """Server groups whose name carries the ownership marker of ``uid``."""
         marker = model.owner_tag(uid)
         return [g for g in await self.list_server_groups() if marker in g.name]

@@ -63,7 +63,7 @@ class DesignateCalls(CloudBase):
             raise
         return [_recordset(x, zone_id) for x in found]
 
-    async def find_recordsets(self, zone_id: str, uid: str) -> list[model.Recordset]:
+    async def list_owned_recordsets(self, zone_id: str, uid: str) -> list[model.Recordset]:
         """Recordsets of the zone whose description carries the ownership marker of ``uid``."""
         marker = model.owner_tag(uid)
         return [

@@ -29,7 +29,7 @@ class OctaviaCalls(CloudBase):
             return None
         return _lb(found)
 
-    async def find_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
+    async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
         found = await self._call(
             "list load balancers",
             lambda: list(self.conn.load_balancer.load_balancers(tags=model.owner_tag(uid))),

@@ -20,8 +20,8 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.dnsrecord import DNSRecordSpec
 from kumo.cloud.model import Recordset
+from kumo.engine import ownership
 from kumo.engine.errors import ReconcileError, TerminalError
-from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds.dnsrecord import plan
@@ -48,7 +48,8 @@ class DNSRecordActuator:
                 "Waiting", "WaitingForTarget", str(waiting), after=TARGET_SECONDS, **kept
             )
 
-        rs = await _observe(ctx, obj, zone_id, name, spec.type)
+        owned = _recordsets(ctx, obj, zone_id, name=name, type_=spec.type)
+        rs = await ownership.find_owned(ctx, obj, owned)
         if rs is not None and plan.needs_replacement(rs, zone_id, name, spec.type):
             await ctx.cloud.delete_recordset(rs.zone_id, rs.id)
             ctx.events.emit(
@@ -60,8 +61,14 @@ class DNSRecordActuator:
             obj.body = await ctx.kube.patch_status(obj, {"id": None, "zoneId": None})
             rs = None  # Designate removes a deleted recordset at once: create right away
         if rs is None:
-            rs = await _create(ctx, obj, spec, zone_id, name, records, description)
-            ctx.events.emit(obj, "Normal", "Created", f"created recordset {rs.id} ({name})")
+            await _refuse_foreign(ctx, obj, zone_id, name, spec.type)
+            rs = await ownership.create_owned(
+                ctx,
+                obj,
+                owned,
+                lambda: _create(ctx, spec, zone_id, name, records, description),
+                "after-recordset-create",
+            )
             return _pending(rs, "recordset is being created")
 
         if plan.needs_update(records, spec.ttl, description, rs):
@@ -92,27 +99,17 @@ class DNSRecordActuator:
         """Delete every recordset carrying the marker in the recorded zone and the spec's
         zone (they differ after a zone change), plus the recorded one; done when none
         is left. A zone that no longer exists holds nothing to delete."""
-        found: dict[str, Recordset] = {}
         zones = {z for z in [obj.status.get("zoneId")] if z}
         if spec is not None:
             with contextlib.suppress(TerminalError):  # unknown zone: nothing of ours in it
                 zones.add(await ctx.cloud.zone_id(spec.zone))
-        known, known_zone = obj.status.get("id"), obj.status.get("zoneId")
-        if known and known_zone:
-            rs = await ctx.cloud.get_recordset(known_zone, known)
-            if rs is not None and plan.is_owned(rs, obj.uid):
-                found[rs.id] = rs
-        for zone_id in sorted(zones):
-            for rs in await _find_or_none(ctx.cloud, zone_id, obj.uid):
-                found.setdefault(rs.id, rs)
-        if not found:
+        going = await ownership.delete_owned(ctx, obj, _recordsets(ctx, obj, *sorted(zones)))
+        if not going:
             return Result(phase="Deleted", done=True)
-        for rs in found.values():
-            await ctx.cloud.delete_recordset(rs.zone_id, rs.id)
         return Result.waiting(
             "Deleting",
             "Deleting",
-            f"deleting recordset(s) {', '.join(sorted(found))}",
+            f"deleting recordset(s) {', '.join(sorted(rs.id for rs in going))}",
             after=PENDING_SECONDS,
         )
 
@@ -159,42 +156,61 @@ class DNSRecordActuator:
 # -- observe / create ------------------------------------------------------------------------
 
 
-async def _observe(ctx: Context, obj: Obj, zone_id: str, name: str, type_: str) -> Recordset | None:
-    """The recordset this object owns: by recorded ID (Kumo wrote it, so it is Kumo's even
-    if someone edited the marker out of the description: the update puts it back), else
-    adopted by marker (a crashed run's). Never one that is neither."""
-    known = obj.status.get("id")
-    known_zone = obj.status.get("zoneId") or zone_id
-    if known:
-        rs = await ctx.cloud.get_recordset(known_zone, known)
-        if rs is not None:
-            return rs
+def _recordsets(
+    ctx: Context, obj: Obj, *zone_ids: str, name: str = "", type_: str = ""
+) -> ownership.Owned[Recordset]:
+    """The object's recordset as the ownership routine sees it: the marker is the last
+    word of its description (Designate has no tags), looked for in ``zone_ids``. Of
+    duplicates, the one at the spec's zone, name and type is kept."""
+    cloud = ctx.cloud
+    known_zone = obj.status.get("zoneId") or (zone_ids[0] if zone_ids else "")
+
+    async def get_by_id(recordset_id: str) -> Recordset | None:
+        if not known_zone:
+            return None
+        try:
+            found: Recordset | None = await cloud.get_recordset(known_zone, recordset_id)
+        except TerminalError as error:  # the recorded zone is gone, and what was in it
+            if error.reason != "NotFound":
+                raise
+            return None
+        return found
+
+    async def list_owned() -> list[Recordset]:
+        return [rs for zone_id in zone_ids for rs in await _find_or_none(cloud, zone_id, obj.uid)]
+
+    async def delete(rs: Recordset) -> None:
+        await cloud.delete_recordset(rs.zone_id, rs.id)
+
+    zone = zone_ids[0] if zone_ids else ""
+    return ownership.Owned(
+        noun="recordset",
+        id_of=lambda rs: rs.id,
+        owner_of=plan.owner_of_recordset,
+        get_by_id=get_by_id,
+        list_owned=list_owned,
+        delete=delete,
+        recorded=lambda rs: {"zoneId": rs.zone_id},
+        unfit=lambda rs: plan.needs_replacement(rs, zone, name, type_),
+    )
+
+
+async def _refuse_foreign(ctx: Context, obj: Obj, zone_id: str, name: str, type_: str) -> None:
+    """Before creating: a recordset that is not Kumo's occupying the name stays, and the
+    object says so (one list of the zone, only when Kumo is about to create)."""
     listed = await ctx.cloud.list_zone_recordsets(zone_id)
-    owned = [rs for rs in listed if plan.is_owned(rs, obj.uid)]
-    if not owned:
-        foreign = plan.conflicting(listed, name, type_, obj.uid)
-        if foreign is not None:
-            raise TerminalError(
-                "RecordExists",
-                f"recordset {foreign.name} {foreign.type} ({foreign.id}) already exists and "
-                "does not carry Kumo's marker; Kumo leaves it alone",
-                field="spec.name",
-            )
-        return None
-    keep, extras = plan.pick(owned, zone_id, name, type_)
-    for extra in extras:  # two creates from a crashed run: keep one, both are ours
-        await ctx.cloud.delete_recordset(extra.zone_id, extra.id)
-    if keep.id != known:
-        ctx.events.emit(
-            obj, "Normal", "Adopted", f"adopted recordset {keep.id} carrying Kumo's marker"
+    foreign = plan.conflicting(listed, name, type_, obj.uid)
+    if foreign is not None:
+        raise TerminalError(
+            "RecordExists",
+            f"recordset {foreign.name} {foreign.type} ({foreign.id}) already exists and "
+            "does not carry Kumo's marker; Kumo leaves it alone",
+            field="spec.name",
         )
-        obj.body = await ctx.kube.patch_status(obj, {"id": keep.id, "zoneId": keep.zone_id})
-    return keep
 
 
 async def _create(
     ctx: Context,
-    obj: Obj,
     spec: DNSRecordSpec,
     zone_id: str,
     name: str,
@@ -209,15 +225,13 @@ async def _create(
         ttl=spec.ttl,
         description=description,
     )
-    failpoint("after-recordset-create")
-    obj.body = await ctx.kube.patch_status(obj, {"id": rs.id, "zoneId": zone_id})
     return rs
 
 
 async def _find_or_none(cloud: Any, zone_id: str, uid: str) -> list[Recordset]:
     """Recordsets with the marker; a zone that is gone (404) holds none."""
     try:
-        found: list[Recordset] = await cloud.find_recordsets(zone_id, uid)
+        found: list[Recordset] = await cloud.list_owned_recordsets(zone_id, uid)
     except TerminalError as error:
         if error.reason != "NotFound":
             raise

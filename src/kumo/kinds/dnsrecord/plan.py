@@ -11,7 +11,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from kumo.api.dnsrecord import DNSRecordSpec
-from kumo.cloud.model import Recordset, owner_tag
+from kumo.cloud.model import Recordset, owner_of, owner_tag
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
 from kumo.kinds.labels import GROUP_LABEL
@@ -82,7 +82,12 @@ def _describe(user: str | None, uid: str) -> str:
 
 
 def is_owned(rs: Recordset, uid: str) -> bool:
-    return owner_tag(uid) in (rs.description or "").split()
+    return owner_of_recordset(rs) == uid
+
+
+def owner_of_recordset(rs: Recordset) -> str | None:
+    """The owning object's UID from the marker word in the description, if there."""
+    return owner_of((rs.description or "").split())
 
 
 # -- target ----------------------------------------------------------------------------------
@@ -279,15 +284,6 @@ def conflicting(recordsets: list[Recordset], name: str, type_: str, uid: str) ->
         if rs.type == type_ or "CNAME" in (rs.type, type_):
             return rs
     return None
-
-
-def pick(
-    owned: list[Recordset], zone_id: str, name: str, type_: str
-) -> tuple[Recordset, list[Recordset]]:
-    """Of several recordsets carrying the marker (a crashed run's), keep the one that
-    fits the spec best; the others are extras to delete."""
-    ordered = sorted(owned, key=lambda rs: (needs_replacement(rs, zone_id, name, type_), rs.id))
-    return ordered[0], ordered[1:]
 
 
 def status(rs: Recordset) -> dict[str, object]:

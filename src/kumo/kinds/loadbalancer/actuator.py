@@ -16,8 +16,8 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.loadbalancer import LoadBalancerSpec
 from kumo.cloud.model import LoadBalancer, marker_tags, owner_of
+from kumo.engine import ownership
 from kumo.engine.errors import TerminalError, TransientError
-from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering
@@ -37,10 +37,12 @@ class LoadBalancerActuator:
         _check_region(ctx.cloud, spec)
         plan.validate(spec)
         wanted = _wanted_members(ctx.store, obj.namespace, spec)
-        lb = await _observe(ctx, obj)
+        owned = _load_balancers(ctx, obj)
+        lb = await ownership.find_owned(ctx, obj, owned)
         if lb is None:
-            lb = await _create(ctx, obj, spec)
-            ctx.events.emit(obj, "Normal", "Created", f"created load balancer {lb.id}")
+            lb = await ownership.create_owned(
+                ctx, obj, owned, lambda: _create(ctx, obj, spec), "after-lb-create"
+            )
             return _waiting(ctx, obj, spec, plan.Tree(lb), "load balancer is being created")
         if lb.provisioning_status == plan.ERROR:
             raise TerminalError(
@@ -56,6 +58,7 @@ class LoadBalancerActuator:
         else:
             result = _converged(ctx, obj, spec, tree)
         result.status["unappliedChanges"] = unapplied
+        result.status["foreignResources"] = plan.foreign_children(spec, tree, obj.uid)
         return result
 
     async def finalize(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
@@ -66,23 +69,13 @@ class LoadBalancerActuator:
             return Result.waiting(
                 "Deleting", "WaitingForDNS", f"DNSRecord(s) {', '.join(records)} go first"
             )
-        lbs: dict[str, LoadBalancer] = {}
-        known = obj.status.get("id")
-        if known:
-            lb = await ctx.cloud.get_load_balancer(known)
-            if lb is not None and owner_of(lb.tags) == obj.uid:
-                lbs[lb.id] = lb
-        for lb in await ctx.cloud.find_load_balancers(obj.uid):
-            lbs.setdefault(lb.id, lb)
-        if not lbs:
+        going = await ownership.delete_owned(ctx, obj, _load_balancers(ctx, obj))
+        if not going:
             return Result(phase="Deleted", done=True)
-        for lb in lbs.values():
-            if not plan.is_pending(lb):  # PENDING_DELETE: already going; others: 409
-                await _busy_is_waiting(ctx.cloud.delete_load_balancer(lb.id))
         return Result.waiting(
             "Deleting",
             "Deleting",
-            f"deleting load balancer(s) {', '.join(sorted(lbs))}",
+            f"deleting load balancer(s) {', '.join(sorted(lb.id for lb in going))}",
             after=DELETE_SECONDS,
         )
 
@@ -152,34 +145,31 @@ def _wanted_members(
 # -- observe / create ----------------------------------------------------------------------
 
 
-async def _observe(ctx: Context, obj: Obj) -> LoadBalancer | None:
-    """The LB this object owns: by recorded ID, else adopted by marker (a crashed run's)."""
-    known = obj.status.get("id")
-    if known:
-        lb = await ctx.cloud.get_load_balancer(known)
-        if lb is not None:
-            if owner_of(lb.tags) != obj.uid:
-                raise TerminalError(
-                    "NotOwned",
-                    f"load balancer {lb.id} does not carry Kumo's marker for this object",
-                    field="status.id",
-                )
-            return lb
-    found = sorted(await ctx.cloud.find_load_balancers(obj.uid), key=lambda x: x.id)
-    if not found:
-        return None
-    lb = found[0]
-    if lb.id != known:
-        ctx.events.emit(obj, "Normal", "Adopted", f"adopted load balancer {lb.id} (Kumo's marker)")
-        obj.body = await ctx.kube.patch_status(obj, {"id": lb.id})
-    return lb
+def _load_balancers(ctx: Context, obj: Obj) -> ownership.Owned[LoadBalancer]:
+    """The object's Octavia LB as the ownership routine sees it (tag ``kumo-owner=<uid>``).
+    Deleting cascades to its listeners, pools, members and monitors; one already going
+    (PENDING_DELETE) or busy (409) is left for the next pass."""
+    cloud = ctx.cloud
+
+    async def delete(lb: LoadBalancer) -> None:
+        if not plan.is_pending(lb):
+            await _busy_is_waiting(cloud.delete_load_balancer(lb.id))
+
+    return ownership.Owned(
+        noun="load balancer",
+        id_of=lambda lb: lb.id,
+        owner_of=lambda lb: owner_of(lb.tags),
+        get_by_id=cloud.get_load_balancer,
+        list_owned=lambda: cloud.list_owned_load_balancers(obj.uid),
+        delete=delete,
+    )
 
 
 async def _create(ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> LoadBalancer:
-    """Resolve every reference first (bad input fails before anything exists), create,
-    and record the ID at once so a crash cannot lose it."""
+    """Resolve every reference first (bad input fails before anything exists), then
+    create with the marker (the ownership routine records the ID)."""
     network_id, flavor_id = await _placement(ctx.cloud, spec)
-    lb = await ctx.cloud.create_load_balancer(
+    lb: LoadBalancer = await ctx.cloud.create_load_balancer(
         name=plan.lb_name(obj.namespace, obj.name),
         vip_network_id=network_id,
         description=spec.description,
@@ -187,8 +177,6 @@ async def _create(ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> LoadBalance
         flavor_id=flavor_id,
         tags=marker_tags(obj.uid),
     )
-    failpoint("after-lb-create")
-    obj.body = await ctx.kube.patch_status(obj, {"id": lb.id})
     return lb
 
 

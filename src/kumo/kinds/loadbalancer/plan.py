@@ -214,7 +214,7 @@ def plan_steps(
         step = port_step(port, members, tree, uid, name)
         if step is not None:
             steps.append(step)
-    return steps + stale_steps(spec, tree)
+    return steps + stale_steps(spec, tree, uid)
 
 
 def port_step(
@@ -233,6 +233,9 @@ def port_step(
         return Step("create_listener", (tree.lb.id,), kwargs, f"port {port.port}: add listener")
     pool = pool_for(tree, listener)
     if listener.protocol.upper() != port.protocol.upper():
+        _must_own("listener", listener.id, listener.tags, uid, f"port {port.port}: protocol")
+        if pool is not None:
+            _must_own("pool", pool.id, pool.tags, uid, f"port {port.port}: protocol")
         return remove_listener(listener, pool, f"port {port.port}: protocol changed")
     if pool is None:
         kwargs = {
@@ -242,6 +245,7 @@ def port_step(
         }
         return Step("create_pool", (listener.id,), kwargs, f"port {port.port}: add pool")
     if pool.protocol.upper() != rs.protocol.upper():
+        _must_own("pool", pool.id, pool.tags, uid, f"port {port.port}: backend protocol")
         return Step("delete_pool", (pool.id,), {}, f"port {port.port}: backend protocol changed")
     return monitor_step(port, pool, tree, uid) or member_step(port, wanted, pool, tree, uid)
 
@@ -312,22 +316,52 @@ def _as_wanted(m: Member) -> WantedMember:
     return WantedMember(m.name, m.address, m.port, m.monitor_port)
 
 
-def stale_steps(spec: LoadBalancerSpec, tree: Tree) -> list[Step]:
-    """Listeners for ports no longer in spec, and pools no listener uses. Everything under
-    Kumo's own load balancer is Kumo's, marker or not."""
+def stale_steps(spec: LoadBalancerSpec, tree: Tree, uid: str) -> list[Step]:
+    """Kumo's listeners for ports no longer in spec, and Kumo's pools no listener uses.
+    A listener or pool without Kumo's marker — someone added it to Kumo's load balancer
+    by hand — is left alone (see :func:`foreign_children`)."""
     ports = {p.port for p in spec.ports}
     steps = [
-        remove_listener(x, pool_for(tree, x), f"port {x.port}: no longer in spec")
+        remove_listener(
+            x,
+            mine if (mine := pool_for(tree, x)) and owner_of(mine.tags) == uid else None,
+            f"port {x.port}: no longer in spec",
+        )
         for x in tree.listeners
-        if x.port not in ports
+        if x.port not in ports and owner_of(x.tags) == uid
     ]
     used = {p.id for x in tree.listeners if (p := pool_for(tree, x)) is not None}
     steps += [
         Step("delete_pool", (p.id,), {}, f"pool {p.id}: not used by any listener")
         for p in tree.pools
-        if p.id not in used
+        if p.id not in used and owner_of(p.tags) == uid
     ]
     return steps
+
+
+def foreign_children(spec: LoadBalancerSpec, tree: Tree, uid: str) -> list[str]:
+    """Listeners and pools under Kumo's LB that Kumo did not create and would otherwise
+    remove: reported (status.foreignResources), never deleted."""
+    ports = {p.port for p in spec.ports}
+    used = {p.id for x in tree.listeners if (p := pool_for(tree, x)) is not None}
+    found = [
+        f"listener {x.id} (port {x.port})"
+        for x in tree.listeners
+        if x.port not in ports and owner_of(x.tags) != uid
+    ]
+    found += [f"pool {p.id}" for p in tree.pools if p.id not in used and owner_of(p.tags) != uid]
+    return found
+
+
+def _must_own(noun: str, resource_id: str, tags: list[str] | None, uid: str, what: str) -> None:
+    """Changing this port needs a child replaced; refuse when Kumo did not create it."""
+    if owner_of(tags) != uid:
+        raise TerminalError(
+            "NotOwned",
+            f"{noun} {resource_id} does not carry Kumo's marker: Kumo will not replace it "
+            f"to apply the change of {what}",
+            field="spec.ports",
+        )
 
 
 # -- status ----------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """VirtualMachine actuator: observe the Nova server, diff with the spec, act.
 
-Order of a pass: find the server (status.id, else adopt by marker, else create and
-record its ID at once) → replace it if an immutable field changed → wait while it
-builds → correct description/metadata/tags in place → report addresses.
+Order of a pass: find the server (the engine's ownership routine: status.id only if it
+carries the marker, else adopt by marker, else create and record its ID at once) →
+replace it if an immutable field changed → wait while it builds → correct
+description/metadata/tags in place → report addresses.
 Deletion drains the VM from every LoadBalancer first (members before servers).
 """
 
@@ -15,9 +16,8 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.virtualmachine import VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags, owner_of
-from kumo.engine import conditions
+from kumo.engine import conditions, ownership
 from kumo.engine.errors import TerminalError
-from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering
@@ -33,7 +33,8 @@ class VirtualMachineActuator:
     async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> Result:
         user_data = await _user_data(ctx, obj, spec)
         hash_ = plan.spec_hash(spec, user_data)
-        server = await _observe(ctx, obj)
+        servers = _servers(ctx, obj)
+        server = await ownership.find_owned(ctx, obj, servers)
 
         if server is None or plan.needs_replacement(server, hash_):
             # Resolve every reference first: bad input must fail before anything is deleted.
@@ -47,8 +48,13 @@ class VirtualMachineActuator:
             return Result.waiting("Replacing", "Replacing", "old server deleted, creating new one")
 
         if server is None:
-            server = await _create(ctx, obj, spec, user_data, hash_, refs)
-            ctx.events.emit(obj, "Normal", "Created", f"created server {server.id}")
+            server = await ownership.create_owned(
+                ctx,
+                obj,
+                servers,
+                lambda: _create(ctx, obj, spec, user_data, hash_, refs),
+                "after-server-create",
+            )
             return Result.waiting(
                 "Building", "Building", "server is building", **_status(obj, server, spec, hash_)
             )
@@ -88,17 +94,10 @@ class VirtualMachineActuator:
                 "Draining",
                 f"waiting for LoadBalancer(s) {', '.join(draining)} to drop it",
             )
-        servers = await ctx.cloud.find_servers(obj.uid)
-        known = obj.status.get("id")
-        if known and all(s.id != known for s in servers):
-            server = await ctx.cloud.get_server(known)
-            if server is not None and owner_of(server.tags) == obj.uid:
-                servers.append(server)
-        if not servers:
+        going = await ownership.delete_owned(ctx, obj, _servers(ctx, obj))
+        if not going:
             return Result(phase="Deleted", done=True)
-        for server in servers:
-            await ctx.cloud.delete_server(server.id)
-        return Result.waiting("Deleting", "Deleting", f"deleting {len(servers)} server(s)")
+        return Result.waiting("Deleting", "Deleting", f"deleting {len(going)} server(s)")
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """An LB that changed its members may unblock VMs waiting to drain; a DNSRecord
@@ -204,25 +203,21 @@ async def _from_secret(ctx: Context, namespace: str, name: str, key: str, field:
         ) from None
 
 
-async def _observe(ctx: Context, obj: Obj) -> Server | None:
-    """The server this object owns: by recorded ID, else adopted by marker."""
-    known = obj.status.get("id")
-    if known:
-        server = await ctx.cloud.get_server(known)
-        if server is not None:
-            return server
-    adopted = await ctx.cloud.find_servers(obj.uid)
-    if not adopted:
-        return None
-    keep, *extra = adopted
-    for duplicate in extra:  # two creates from a crashed run: keep one, both are ours
-        await ctx.cloud.delete_server(duplicate.id)
-    if keep.id != known:
-        ctx.events.emit(
-            obj, "Normal", "Adopted", f"adopted server {keep.id} carrying Kumo's marker"
-        )
-        obj.body = await ctx.kube.patch_status(obj, {"id": keep.id})
-    return keep
+def _servers(ctx: Context, obj: Obj) -> ownership.Owned[Server]:
+    """The VM's server as the ownership routine sees it: marked by tag ``kumo-owner=<uid>``."""
+    cloud = ctx.cloud
+
+    async def delete(server: Server) -> None:
+        await cloud.delete_server(server.id)
+
+    return ownership.Owned(
+        noun="server",
+        id_of=lambda server: server.id,
+        owner_of=lambda server: owner_of(server.tags),
+        get_by_id=cloud.get_server,
+        list_owned=lambda: cloud.list_owned_servers(obj.uid),
+        delete=delete,
+    )
 
 
 async def _resolve(ctx: Context, spec: VirtualMachineSpec) -> tuple[str, str, list[str]]:
@@ -246,7 +241,7 @@ async def _create(
     refs: tuple[str, str, list[str]],
 ) -> Server:
     image_id, flavor_id, network_ids = refs
-    server = await ctx.cloud.create_server(
+    server: Server = await ctx.cloud.create_server(
         name=obj.name,
         image_id=image_id,
         flavor_id=flavor_id,
@@ -260,8 +255,6 @@ async def _create(
         security_groups=spec.security_groups,
         server_group_id=spec.server_group,
     )
-    failpoint("after-server-create")
-    obj.body = await ctx.kube.patch_status(obj, {"id": server.id})
     return server
 
 

@@ -16,7 +16,7 @@ from kumo.api import kinds
 from kumo.api.common import API_VERSION
 from kumo.api.virtualmachinegroup import SERVER_GROUP_POLICY, VirtualMachineGroupSpec
 from kumo.cloud.model import ServerGroup, owner_tag
-from kumo.engine import conditions
+from kumo.engine import conditions, ownership
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
@@ -112,7 +112,7 @@ class VirtualMachineGroupActuator:
             return Result.waiting(
                 "Deleting", "Deleting", f"waiting for {len(members)} member(s) to go"
             )
-        groups = await ctx.cloud.find_server_groups(obj.uid)
+        groups = await ctx.cloud.list_owned_server_groups(obj.uid)
         for group in groups:
             await ctx.cloud.delete_server_group(group.id)
         self._expected.pop(obj.uid, None)
@@ -151,9 +151,17 @@ class VirtualMachineGroupActuator:
         policy = SERVER_GROUP_POLICY[spec.ha_policy]
         known = obj.status.get("serverGroupId")
         group = await ctx.cloud.get_server_group(known) if known else None
+        if group is not None and owner_tag(obj.uid) not in group.name.split():
+            # Several of ours may coexist while members move to a new policy, so this
+            # kind cannot use find_owned's one-resource rule; the marker rule is the same.
+            raise ownership.NotOwned("server group", group.id, "serverGroupId")
         if group is None or group.policy != policy:
             group = next(
-                (g for g in await ctx.cloud.find_server_groups(obj.uid) if g.policy == policy),
+                (
+                    g
+                    for g in await ctx.cloud.list_owned_server_groups(obj.uid)
+                    if g.policy == policy
+                ),
                 None,
             )
         if group is None:
@@ -274,6 +282,6 @@ def _member_body(
 
 async def _delete_stale_groups(ctx: Context, obj: Obj, keep: str) -> None:
     """Server groups of an earlier haPolicy, once no member uses them."""
-    for group in await ctx.cloud.find_server_groups(obj.uid):
+    for group in await ctx.cloud.list_owned_server_groups(obj.uid):
         if group.id != keep and not group.members:
             await ctx.cloud.delete_server_group(group.id)

@@ -103,7 +103,7 @@ class FakeDesignate:
             raise TerminalError("NotFound", f"list recordsets: zone {zone_id} not found")
         return [rs for rs in self.recordsets.values() if rs.zone_id == zone_id]
 
-    async def find_recordsets(self, zone_id: str, uid: str) -> list[model.Recordset]:
+    async def list_owned_recordsets(self, zone_id: str, uid: str) -> list[model.Recordset]:
         marker = model.owner_tag(uid)
         return [
             rs

@@ -306,13 +306,28 @@ def test_foreign_recordset_of_another_type_coexists() -> None:
     assert ready(world)["status"] == "True"
 
 
-def test_removed_marker_is_put_back() -> None:
+def test_a_recordset_whose_marker_was_edited_out_is_no_longer_changed() -> None:
+    """The marker lives in the description: who removes it takes the recordset over."""
     world = new_world(values=["192.0.2.10"], description="API")
     converge(world)
     rs_id = status(world)["id"]
-    cloud(world).edit_out_of_band(rs_id, description="edited by hand")
+    cloud(world).edit_out_of_band(rs_id, description="edited by hand", records=["192.0.2.99"])
+    run(world)
+    assert ready(world)["reason"] == "NotOwned" and rs_id in ready(world)["message"]
+    kept = cloud(world).recordsets[rs_id]
+    assert (kept.description, kept.records) == ("edited by hand", ["192.0.2.99"])
+
+
+def test_status_id_naming_a_foreign_recordset_is_never_touched() -> None:
+    world = new_world(values=["192.0.2.10"])
+    theirs = cloud(world).add(FQDN, "A", ["198.51.100.7"], description="owned by team-x")
+    stored(world, "DNSRecord", "api")["status"] = {"id": theirs.id, "zoneId": theirs.zone_id}
+    run(world)
+    assert ready(world)["reason"] == "NotOwned"
+    stored(world, "DNSRecord", "api")["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
     converge(world)
-    assert cloud(world).recordsets[rs_id].description == f"API {MARKER}"
+    assert cloud(world).recordsets == {theirs.id: theirs}, "neither changed nor deleted"
+    assert world.store.get("DNSRecord", "default", "api") is None
 
 
 # -- updates and replacement -----------------------------------------------------------------

@@ -208,12 +208,6 @@ def test_conflicting_ignores_ours_and_other_names_and_compatible_types() -> None
     assert plan.conflicting([cname], name, "TXT", UID) == cname
 
 
-def test_pick_prefers_the_recordset_that_fits() -> None:
-    other = replace(RS, id="rs-0", name=f"old.{ZONE}")
-    keep, extras = plan.pick([other, RS], "zone-1", f"api.{ZONE}", "A")
-    assert (keep, extras) == (RS, [other])
-
-
 def test_drifted() -> None:
     st = {"records": ["192.0.2.10"], "phase": "Active"}
     sp = {"ttl": 300}

@@ -5,7 +5,7 @@
   ``get_load_balancer`` settles it (``pending_gets`` makes it stay pending longer).
 * A change while the LB is ``PENDING_*`` raises TransientError("CloudBusy"), like
   Octavia's 409 — so an actuator that makes two changes in one pass fails its tests.
-* Resources carry tags; ``find_load_balancers`` filters by the owner tag.
+* Resources carry tags; ``list_owned_load_balancers`` filters by the owner tag.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class FakeOctavia:
                 fake.lb = replace(seen, provisioning_status="ACTIVE")
         return fake.lb
 
-    async def find_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
+    async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
         return [f.lb for f in self.lbs.values() if model.owner_tag(uid) in f.lb.tags]
 
     async def list_managed_load_balancers(self) -> list[model.LoadBalancer]:

@@ -182,6 +182,18 @@ def test_adopts_a_load_balancer_found_by_marker() -> None:
     assert len(cloud(world).lbs) == 1
 
 
+def test_status_id_naming_a_foreign_load_balancer_is_never_touched() -> None:
+    world = new_world(vms=1)
+    theirs = cloud(world).add_lb(["team-x"], name="their-lb")
+    stored(world, "LoadBalancer", "web")["status"] = {"id": theirs.lb.id}
+    run(world)
+    assert ready(world)["reason"] == "NotOwned" and theirs.lb.id in ready(world)["message"]
+    assert cloud(world).calls == [], "nothing changed, nothing created"
+    stored(world, "LoadBalancer", "web")["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    assert run(world) is None
+    assert theirs.lb.id in cloud(world).lbs and "delete_load_balancer" not in cloud(world).calls
+
+
 def test_region_mismatch_is_terminal_and_names_the_field() -> None:
     world = new_world(spec={**seed_spec(), "region": "osaka1"})
     assert run(world) == 60.0

@@ -162,15 +162,33 @@ def test_members_removed_first_foreign_ones_kept() -> None:
 
 
 def test_stale_listener_and_orphan_pool_are_removed() -> None:
-    old = Listener("lis-9", "x", "HTTP", 8080, "pool-9", [])
-    old_pool = Pool("pool-9", "x", "HTTP", "lis-9", None, [], [])
-    orphan = Pool("pool-8", "x", "HTTP", None, None, [], [])
+    old = Listener("lis-9", "x", "HTTP", 8080, "pool-9", OURS)
+    old_pool = Pool("pool-9", "x", "HTTP", "lis-9", None, [], OURS)
+    orphan = Pool("pool-8", "x", "HTTP", None, None, [], OURS)
     t = Tree(LB, [LISTENER, old], [POOL, old_pool, orphan], {}, {MONITOR.id: MONITOR})
-    steps = plan.stale_steps(spec(), t)
+    steps = plan.stale_steps(spec(), t, UID)
     assert [(s.op, s.args) for s in steps] == [
         ("delete_pool", ("pool-9",)),
         ("delete_pool", ("pool-8",)),
     ]
+
+
+def test_children_kumo_did_not_create_are_reported_not_deleted() -> None:
+    """Someone added a listener and a pool to Kumo's LB by hand: hands off."""
+    theirs = Listener("lis-9", "x", "HTTP", 8080, "pool-9", [])
+    their_pool = Pool("pool-9", "x", "HTTP", "lis-9", None, [], [])
+    orphan = Pool("pool-8", "x", "HTTP", None, None, [], ["team-x"])
+    t = Tree(LB, [LISTENER, theirs], [POOL, their_pool, orphan], {}, {MONITOR.id: MONITOR})
+    assert plan.stale_steps(spec(), t, UID) == []
+    assert plan.foreign_children(spec(), t, UID) == ["listener lis-9 (port 8080)", "pool pool-8"]
+
+
+def test_a_foreign_listener_on_a_port_whose_protocol_changed_is_not_replaced() -> None:
+    theirs = replace(LISTENER, protocol="TCP", tags=[])
+    t = Tree(LB, [theirs], [POOL], {}, {MONITOR.id: MONITOR})
+    with pytest.raises(TerminalError) as error:
+        plan.port_step(spec().ports[0], [], t, UID, "n")
+    assert error.value.reason == "NotOwned" and "lis-1" in error.value.message
 
 
 def test_description_drift_is_a_step() -> None:

@@ -36,7 +36,7 @@ def test_create_records_id_then_becomes_ready_with_addresses() -> None:
     (server,) = world.cloud.servers.values()
     assert status(world)["id"] == server["id"]
     assert status(world)["phase"] == "Building"
-    assert server["tags"] == marker_tags("uid-vm")
+    assert set(marker_tags("uid-vm")) <= set(server["tags"]), "the managed tag is put back"
     assert server["attrs"]["user_data"] == "ls"
     assert server["attrs"]["network_ids"] == ["net-private"]
     world.cloud.settle()
@@ -92,7 +92,7 @@ def test_out_of_band_changes_are_put_back() -> None:
     reconcile(world)
     server = world.cloud.servers[status(world)["id"]]
     server["description"] = "changed in the web UI"
-    server["tags"] = ["kumo"]
+    server["tags"] = ["kumo-owner=uid-vm", "extra"]  # the marker stays: still Kumo's
     server["metadata"]["intruder"] = "1"
     drifted = asyncio.run(
         VirtualMachineActuator().drift(world.cloud, [world.obj(VIRTUAL_MACHINE, "vm")])
@@ -100,7 +100,7 @@ def test_out_of_band_changes_are_put_back() -> None:
     assert drifted == [world.obj(VIRTUAL_MACHINE, "vm").key]
     reconcile(world)
     assert server["description"] == "generated operator"
-    assert server["tags"] == marker_tags("uid-vm")
+    assert set(marker_tags("uid-vm")) <= set(server["tags"]), "the managed tag is put back"
     assert "intruder" not in server["metadata"]
 
 
@@ -249,3 +249,59 @@ def test_bad_input_on_a_running_vm_deletes_nothing() -> None:
     assert server_id in world.cloud.servers
     assert status(world)["conditions"][0]["reason"] == "ImageNotFound"
     assert status(world)["id"] == server_id
+
+
+def test_status_id_naming_a_foreign_server_is_never_touched() -> None:
+    """A restore from backup / a status writer names a server Kumo did not create."""
+    world = World()
+    foreign = asyncio.run(
+        world.cloud.create_server(
+            name="db-1", metadata={"owner": "db-team"}, tags=["db"], description="theirs"
+        )
+    )
+    world.cloud.settle()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)["status"] = {"id": foreign.id}
+    reconcile(world)
+    cond = status(world)["conditions"][0]
+    assert (cond["status"], cond["reason"]) == ("False", "NotOwned")
+    assert foreign.id in cond["message"]
+    kept = world.cloud.servers[foreign.id]
+    assert (kept["metadata"], kept["tags"], kept["description"]) == (
+        {"owner": "db-team"},
+        ["db"],
+        "theirs",
+    )
+    assert len(world.cloud.servers) == 1, "nothing created beside it"
+    asyncio.run(world.kube.delete(VIRTUAL_MACHINE, "default", "vm"))
+    reconcile(world)
+    assert foreign.id in world.cloud.servers, "deleting the object leaves it alone"
+    assert world.store.get("VirtualMachine", "default", "vm") is None, "and the object goes"
+
+
+def test_a_server_whose_marker_was_removed_is_no_longer_changed() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    world.cloud.settle()
+    reconcile(world)
+    server = world.cloud.servers[status(world)["id"]]
+    server["tags"] = ["kumo"]
+    server["description"] = "edited"
+    reconcile(world)
+    assert status(world)["conditions"][0]["reason"] == "NotOwned"
+    assert (server["tags"], server["description"]) == (["kumo"], "edited")
+
+
+def test_duplicates_from_a_crashed_run_keep_one_and_delete_the_rest() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    for _ in range(3):
+        asyncio.run(
+            world.cloud.create_server(
+                name="vm", tags=marker_tags("uid-vm"), metadata={}, description=None
+            )
+        )
+    reconcile(world)
+    owned = asyncio.run(world.cloud.list_owned_servers("uid-vm"))
+    assert [s.id for s in owned] == [status(world)["id"]]
+    assert "DuplicateDeleted" in world.events.reasons()

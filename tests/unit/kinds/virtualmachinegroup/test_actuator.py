@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from kumo.api.kinds import VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
@@ -163,3 +165,15 @@ def test_members_being_deleted_are_not_patched() -> None:
     assert going["spec"]["deletionPolicy"] == "Delete"
     patched = {name for name, _ in world.kube.patches}
     assert going["metadata"]["name"] not in patched
+
+
+def test_status_naming_a_foreign_server_group_is_not_used() -> None:
+    """Members would be placed into (and the group would report) someone else's group."""
+    world = World()
+    theirs = asyncio.run(world.cloud.create_server_group("db-team-group", "anti-affinity"))
+    world.add(VIRTUAL_MACHINE_GROUP, "web", SPEC)["status"] = {"serverGroupId": theirs.id}
+    world.run(VirtualMachineGroupActuator(), "web")
+    cond = world.obj(VIRTUAL_MACHINE_GROUP, "web").status["conditions"][0]
+    assert cond["reason"] == "NotOwned" and theirs.id in cond["message"]
+    assert world.store.list("VirtualMachine") == [], "no member created into it"
+    assert theirs.id in world.cloud.groups

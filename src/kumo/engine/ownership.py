@@ -1,0 +1,137 @@
+"""The one routine that decides which cloud resource an object owns.
+
+Every kind's main resource (a Nova server, an Octavia load balancer, a Designate
+recordset, a Nova server group) is found the same way, so the rules cannot drift apart:
+
+1. by the ID recorded in status — and only if it carries this object's marker; one
+   that does not is *never* changed or deleted, whatever status says: the object
+   reports ``NotOwned`` naming it (a status written by someone else, a restore from
+   backup, an object migrated from another operator);
+2. else adopted by marker — a crashed run created it but could not record its ID;
+   duplicates (two creates before a crash) are all ours: one is kept (the recorded
+   one, else one that fits the spec, else the lowest ID) and the others deleted;
+3. else created, and its ID recorded in status at once, before anything else can fail.
+
+Deletion (:func:`delete_owned`) deletes exactly what carries the marker. A kind gives
+the routine an :class:`Owned` — how to get by ID, list what carries the marker, read a
+resource's marker and delete it; creating stays with the kind (:func:`create_owned`
+records the ID), because what a create needs differs per kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from kumo.engine.errors import TerminalError
+from kumo.engine.failpoints import failpoint
+from kumo.engine.objects import Body, Context, Obj
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Owned(Generic[R]):
+    """How the engine sees one kind of cloud resource an object owns.
+
+    Obligations: ``get_by_id`` returns None when the resource is gone; ``list_owned``
+    returns exactly the resources carrying ``obj``'s marker; ``delete`` succeeds when the
+    resource is already gone.
+    """
+
+    noun: str  # "server", "load balancer", … — for messages and events
+    id_of: Callable[[R], str]
+    owner_of: Callable[[R], str | None]  # the UID in the resource's marker, if any
+    get_by_id: Callable[[str], Awaitable[R | None]]
+    list_owned: Callable[[], Awaitable[list[R]]]
+    delete: Callable[[R], Awaitable[None]]
+    id_field: str = "id"  # where status records the ID
+    recorded: Callable[[R], Body] | None = None  # more status fields naming it (a zone)
+    unfit: Callable[[R], bool] | None = None  # of duplicates, keep one that fits the spec
+
+    def status_of(self, resource: R) -> Body:
+        fields = {self.id_field: self.id_of(resource)}
+        if self.recorded is not None:
+            fields.update(self.recorded(resource))
+        return fields
+
+
+class NotOwned(TerminalError):
+    """The resource status names does not carry this object's marker: hands off."""
+
+    def __init__(self, noun: str, resource_id: str, field: str) -> None:
+        super().__init__(
+            "NotOwned",
+            f"{noun} {resource_id} does not carry Kumo's marker for this object: Kumo "
+            "will not change or delete it (remove the ID from status to have Kumo create "
+            "its own)",
+            field=f"status.{field}",
+        )
+
+
+async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
+    """The resource ``obj`` owns, by recorded ID or adopted by marker; None if there is none.
+
+    Raises :class:`NotOwned` when status names a resource without the marker.
+    """
+    known = obj.status.get(owned.id_field)
+    if known:
+        resource = await owned.get_by_id(known)
+        if resource is not None:
+            if owned.owner_of(resource) != obj.uid:
+                raise NotOwned(owned.noun, known, owned.id_field)
+            return resource
+    candidates = [r for r in await owned.list_owned() if owned.owner_of(r) == obj.uid]
+    if not candidates:
+        return None
+    unfit = owned.unfit or (lambda _: False)
+    candidates.sort(key=lambda r: (owned.id_of(r) != known, unfit(r), owned.id_of(r)))
+    keep, *duplicates = candidates
+    for duplicate in duplicates:  # two creates before a crash: both carry our marker
+        await owned.delete(duplicate)
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "DuplicateDeleted",
+            f"deleted duplicate {owned.noun} {owned.id_of(duplicate)} (kept {owned.id_of(keep)})",
+        )
+    if owned.id_of(keep) != known:
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "Adopted",
+            f"adopted {owned.noun} {owned.id_of(keep)} carrying Kumo's marker",
+        )
+        obj.body = await ctx.kube.patch_status(obj, owned.status_of(keep))
+    return keep
+
+
+async def create_owned(
+    ctx: Context, obj: Obj, owned: Owned[R], create: Callable[[], Awaitable[R]], failpoint_name: str
+) -> R:
+    """Create (the kind stamps the marker) and record the ID at once, so a crash after
+    this line leaves a resource the next pass adopts, never a second one."""
+    resource = await create()
+    failpoint(failpoint_name)
+    obj.body = await ctx.kube.patch_status(obj, owned.status_of(resource))
+    ctx.events.emit(obj, "Normal", "Created", f"created {owned.noun} {owned.id_of(resource)}")
+    return resource
+
+
+async def delete_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:
+    """Delete everything carrying ``obj``'s marker (the recorded one included, if it
+    carries it); return what was asked to go — empty means nothing of ours is left.
+    A foreign resource named by status is left alone."""
+    found: dict[str, R] = {}
+    known = obj.status.get(owned.id_field)
+    if known:
+        resource = await owned.get_by_id(known)
+        if resource is not None and owned.owner_of(resource) == obj.uid:
+            found[known] = resource
+    for resource in await owned.list_owned():
+        found.setdefault(owned.id_of(resource), resource)
+    going = [r for r in found.values() if owned.owner_of(r) == obj.uid]
+    for resource in going:
+        await owned.delete(resource)
+    return going
