@@ -14,5 +14,7 @@ log "unit tests"
 log "starting the local Kubernetes API and OpenStack (first run installs and builds)"
 bash dev/kube/up.sh
 bash dev/openstack/lab.sh up
+log "the operator image (make image: cached by a hash of its inputs, rebuilt when they change)"
+bash dev/image/build.sh
 log "integration tests"
 exec .venv/bin/pytest tests/integration "$@"
