@@ -140,6 +140,17 @@ def lease_holder() -> str:
     return (json.loads(out).get("spec") or {}).get("holderIdentity") or "" if out.strip() else ""
 
 
+def readyz(port: int) -> dict[str, Any]:
+    """An operator's /readyz as JSON (its status code aside); {} while nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+            return json.loads(r.read())  # type: ignore[no-any-return]
+    except urllib.error.HTTPError as error:
+        return json.loads(error.read())  # type: ignore[no-any-return]
+    except OSError:
+        return {}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -167,14 +178,7 @@ class KumoOperator:
         self.port = free_port()
 
     def health(self) -> dict[str, Any]:
-        """/readyz as JSON (its status code aside); {} while the process does not answer."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=5) as r:
-                return json.loads(r.read())  # type: ignore[no-any-return]
-        except urllib.error.HTTPError as error:
-            return json.loads(error.read())  # type: ignore[no-any-return]
-        except OSError:
-            return {}
+        return readyz(self.port)
 
     def metric(self, name: str) -> float:
         """The sum of a Prometheus counter's samples, e.g. kumo_reconciles_total."""

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,21 +30,12 @@ from tests.integration.kumo_fixtures import (
     KumoOperator,
     free_port,
     lease_holder,
+    readyz,
     wait_until,
 )
 
 RUN = Path(__file__).resolve().parents[2] / "dev" / "image" / "run.sh"
 SEED = ("virtualmachine.yaml", "virtualmachinegroup.yaml", "loadbalancer.yaml")
-
-
-def readyz(port: int) -> dict[str, Any]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
-            return json.loads(r.read())  # type: ignore[no-any-return]
-    except urllib.error.HTTPError as error:
-        return json.loads(error.read())  # type: ignore[no-any-return]
-    except OSError:
-        return {}
 
 
 def run_sh(*args: str) -> str:
