@@ -126,6 +126,9 @@ class Context:
     store: Store
     events: Events
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("kumo"))
+    #: Drift saw more than one resource carrying this object's marker: look for
+    #: duplicates even though status names the resource (one extra list call).
+    audit: bool = False
 
 
 class Actuator(Protocol):

@@ -9,7 +9,9 @@ recordset, a Nova server group) is found the same way, so the rules cannot drift
    backup, an object migrated from another operator);
 2. else adopted by marker — a crashed run created it but could not record its ID;
    duplicates (two creates before a crash) are all ours: one is kept (the recorded
-   one, else one that fits the spec, else the lowest ID) and the others deleted;
+   one, else one that fits the spec, else the lowest ID) and the others deleted. When
+   drift saw several carrying the marker while status names one (a create retried
+   after its answer was lost), ``ctx.audit`` makes step 1 look for them too;
 3. else created, and its ID recorded in status at once, before anything else can fail.
 
 Deletion (:func:`delete_owned`) deletes exactly what carries the marker. A kind gives
@@ -81,6 +83,9 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
         if resource is not None:
             if owned.owner_of(resource) != obj.uid:
                 raise NotOwned(owned.noun, known, owned.id_field)
+            if ctx.audit:  # a create whose answer was lost, then retried: a second one
+                others = [r for r in await owned.list_owned() if owned.id_of(r) != known]
+                await _delete_duplicates(ctx, obj, owned, resource, others)
             return resource
     candidates = [r for r in await owned.list_owned() if owned.owner_of(r) == obj.uid]
     if not candidates:
@@ -88,14 +93,7 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
     unfit = owned.unfit or (lambda _: False)
     candidates.sort(key=lambda r: (owned.id_of(r) != known, unfit(r), owned.id_of(r)))
     keep, *duplicates = candidates
-    for duplicate in duplicates:  # two creates before a crash: both carry our marker
-        await owned.delete(duplicate)
-        ctx.events.emit(
-            obj,
-            "Normal",
-            "DuplicateDeleted",
-            f"deleted duplicate {owned.noun} {owned.id_of(duplicate)} (kept {owned.id_of(keep)})",
-        )
+    await _delete_duplicates(ctx, obj, owned, keep, duplicates)
     if owned.id_of(keep) != known:
         ctx.events.emit(
             obj,
@@ -105,6 +103,22 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
         )
         obj.body = await ctx.kube.patch_status(obj, owned.status_of(keep))
     return keep
+
+
+async def _delete_duplicates(
+    ctx: Context, obj: Obj, owned: Owned[R], keep: R, duplicates: list[R]
+) -> None:
+    """Several carry the marker (two creates before a crash): all are ours, one stays."""
+    for duplicate in duplicates:
+        if owned.owner_of(duplicate) != obj.uid:
+            continue
+        await owned.delete(duplicate)
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "DuplicateDeleted",
+            f"deleted duplicate {owned.noun} {owned.id_of(duplicate)} (kept {owned.id_of(keep)})",
+        )
 
 
 async def create_owned(

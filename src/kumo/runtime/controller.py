@@ -84,6 +84,7 @@ class Controller:
         self._busy: set[asyncio.Task[Any]] = set()
         self._stopping = False
         self._unconfirmed: set[Key] = set()  # listed at startup, not yet seen by the watch
+        self._audit: set[Key] = set()  # enqueued by drift: also look for duplicates
 
     # -- input ---------------------------------------------------------------------------
 
@@ -182,7 +183,14 @@ class Controller:
         obj = Obj(INFO_BY_KIND[key.kind], copy.deepcopy(body))
         started = time.monotonic()
         cloud = await self._cloud_or_unavailable(key.namespace)
-        ctx = Context(cloud=cloud, kube=self.kube, store=self.store, events=self.events)
+        ctx = Context(
+            cloud=cloud,
+            kube=self.kube,
+            store=self.store,
+            events=self.events,
+            audit=key in self._audit,
+        )
+        self._audit.discard(key)
         delay = await self.engine.run(actuator, ctx, obj)
         meta = obj.body.get("metadata", {})
         gone = meta.get("deletionTimestamp") and not meta.get("finalizers")
@@ -253,6 +261,7 @@ class Controller:
                         continue
                     metrics.DRIFTED.labels(kind).inc()
                     log.info("drift detected on %s", key)
+                    self._audit.add(key)
                     self.queue.add(key)
                     found.append(key)
         return found

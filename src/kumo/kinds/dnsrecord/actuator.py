@@ -15,6 +15,7 @@ TargetNotFound) until the DNSRecord itself is deleted.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from typing import Any
 
 from kumo.api import kinds
@@ -142,13 +143,16 @@ class DNSRecordActuator:
         drifted: list[Key] = []
         for zone_id, zone_objs in sorted(by_zone.items()):
             try:
-                listed = {rs.id: rs for rs in await cloud.list_zone_recordsets(zone_id)}
+                recordsets = await cloud.list_zone_recordsets(zone_id)
             except ReconcileError:
                 continue  # this zone cannot be listed now; the others still can
+            listed = {rs.id: rs for rs in recordsets}
+            owners = Counter(plan.owner_of_recordset(rs) for rs in recordsets)
             drifted += [
                 o.key
                 for o in zone_objs
-                if plan.drifted(o.status, o.spec, o.uid, listed.get(o.status["id"]))
+                if owners[o.uid] > 1
+                or plan.drifted(o.status, o.spec, o.uid, listed.get(o.status["id"]))
             ]
         return drifted
 

@@ -11,6 +11,7 @@ what was observed, so VirtualMachines can see when they have been drained.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any
 
 from kumo.api import kinds
@@ -105,9 +106,15 @@ class LoadBalancerActuator:
         live = [o for o in objs if not o.deleting and o.status.get("id")]
         if not live:
             return []
-        lbs = {lb.id: lb for lb in await cloud.list_managed_load_balancers()}
+        managed = await cloud.list_managed_load_balancers()
+        lbs = {lb.id: lb for lb in managed}
+        owners = Counter(owner_of(lb.tags) for lb in managed if lb.provisioning_status != "DELETED")
         pools = {p.id: p for p in await cloud.list_pools()}
-        return [o.key for o in live if plan.drifted(o.status, lbs.get(o.status["id"]), pools)]
+        return [
+            o.key
+            for o in live
+            if owners[o.uid] > 1 or plan.drifted(o.status, lbs.get(o.status["id"]), pools)
+        ]
 
 
 # -- checks ----------------------------------------------------------------------------------

@@ -114,14 +114,19 @@ class VirtualMachineActuator:
         ]
 
     async def drift(self, cloud: Any, objs: list[Obj]) -> list[Key]:
-        """One list call for the whole fleet; enqueue only VMs whose server drifted."""
-        servers = {owner_of(s.tags): s for s in await cloud.list_managed_servers()}
+        """One list call for the whole fleet; enqueue only VMs whose server drifted, or
+        that own more than one (a create retried after its answer was lost)."""
+        by_owner: dict[str | None, list[Server]] = {}
+        for s in await cloud.list_managed_servers():
+            by_owner.setdefault(owner_of(s.tags), []).append(s)
         drifted = []
         for obj in objs:
             if obj.deleting or not obj.status.get("id"):
                 continue
-            server = servers.get(obj.uid)
-            if server is None or server.id != obj.status["id"] or _looks_drifted(obj, server):
+            mine = by_owner.get(obj.uid, [])
+            server = next((s for s in mine if s.id == obj.status["id"]), None)
+            duplicated = len([s for s in mine if s.status != "DELETED"]) > 1
+            if server is None or duplicated or _looks_drifted(obj, server):
                 drifted.append(obj.key)
         return drifted
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
 from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.api.virtualmachine import VirtualMachineSpec
 from kumo.cloud.model import marker_tags
+from kumo.engine.reconciler import Engine
 from kumo.kinds.virtualmachine import plan
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from tests.unit.fakes import World
@@ -304,4 +306,31 @@ def test_duplicates_from_a_crashed_run_keep_one_and_delete_the_rest() -> None:
     reconcile(world)
     owned = asyncio.run(world.cloud.list_owned_servers("uid-vm"))
     assert [s.id for s in owned] == [status(world)["id"]]
+    assert "DuplicateDeleted" in world.events.reasons()
+
+
+def test_a_second_server_from_a_retried_create_is_found_by_drift_and_deleted() -> None:
+    """The create's answer was lost and the call retried: status names one server, a
+    second carries the same marker. Drift notices two owners; the audited pass deletes
+    the one status does not name."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    world.cloud.settle()
+    reconcile(world)
+    recorded = status(world)["id"]
+    extra = asyncio.run(
+        world.cloud.create_server(
+            name="vm", tags=marker_tags("uid-vm"), metadata={}, description=None
+        )
+    )
+    reconcile(world)  # a plain pass goes by status.id and lists nothing
+    assert extra.id in world.cloud.servers
+    drifted = asyncio.run(
+        VirtualMachineActuator().drift(world.cloud, [world.obj(VIRTUAL_MACHINE, "vm")])
+    )
+    assert drifted == [world.obj(VIRTUAL_MACHINE, "vm").key]
+    ctx = replace(world.ctx(), audit=True)
+    asyncio.run(Engine().run(VirtualMachineActuator(), ctx, world.obj(VIRTUAL_MACHINE, "vm")))
+    assert list(world.cloud.servers) == [recorded]
     assert "DuplicateDeleted" in world.events.reasons()
