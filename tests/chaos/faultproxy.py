@@ -17,14 +17,22 @@ Faults, decided per request:
   upstream carried the request out: the create went through, its answer is lost.
   These are counted under their kind and again under ``lost``.
 
-Requests for version documents (``GET /``, ``GET /v2.1`` …) pass untouched unless
+Version documents (``GET /``, ``GET /v2.1`` …) are not faulted unless
 ``fault_discovery`` is set: when openstacksdk's discovery fails it falls back to the
 base microversion for that call, a client-library behaviour this suite does not examine.
+They are also the one thing the proxy edits: the upstream's own address in them is
+replaced by the proxy's. openstacksdk takes the service URL from the version document's
+links and, when it differs from an endpoint override, re-points the override there;
+Octavia and Designate build those links from ``api_base_uri`` (not from the ``Host``
+header), so without the edit they would lead the client straight past the proxy.
 
-With every probability at 0 the proxy is transparent: status, reason, end-to-end
-headers and body bytes are the upstream's (hop-by-hop headers such as ``Connection``
-and ``Transfer-Encoding`` belong to each connection and are not copied). The ``Host``
-header is passed on, so links in answers point back at the proxy.
+Every other answer is passed on as it is — with every probability at 0 the proxy is
+transparent: status, reason, end-to-end headers and body bytes are the upstream's
+(hop-by-hop headers such as ``Connection`` and ``Transfer-Encoding`` belong to each
+connection and are not copied). The ``Host`` header is passed on, so the services that
+build links from it (Nova, Glance) point back at the proxy. Links built from
+``api_base_uri`` in other answers (pagination of Octavia and Designate lists) still
+lead to the upstream: those pages bypass the faults, nothing else.
 
 Safety: upstreams must be ``http://127.0.0.1:PORT``, listeners bind 127.0.0.1 only, a
 request only ever goes to its listener's upstream, and the proxy stops by itself after
@@ -130,6 +138,7 @@ class FaultProxy:
     upstreams: Mapping[str, str]
     config: FaultConfig = field(default_factory=FaultConfig)
     seed: int | None = None
+    rewrite_discovery: bool = True
 
     def __post_init__(self) -> None:
         self._listeners = {
@@ -190,6 +199,10 @@ class FaultProxy:
         """Requests the listener ``name`` received (faulted or not)."""
         return self.by_service[name]["requests"]
 
+    def calls_of(self, name: str) -> int:
+        """API calls (requests other than version documents) the listener received."""
+        return self.by_service[name]["calls"]
+
     # -- requests ------------------------------------------------------------------------
 
     def _handler(self, listener: _Listener) -> Any:
@@ -207,11 +220,14 @@ class FaultProxy:
         self.by_service[listener.name]["requests"] += 1
         config = self.config  # one decision per request, even if reconfigured meanwhile
         body = await request.read()
-        spared = not config.fault_discovery and (
+        discovery = (
             request.method in ("GET", "HEAD") and DISCOVERY_PATH.match(request.path) is not None
         )
-        if spared or config.quiet:
-            return await self._forward(listener, request, body)
+        if not discovery:
+            self.by_service[listener.name]["calls"] += 1
+        rewrite = discovery and self.rewrite_discovery
+        if (discovery and not config.fault_discovery) or config.quiet:
+            return await self._forward(listener, request, body, rewrite)
 
         rng = self._rng
         if rng.random() < config.latency:
@@ -226,7 +242,7 @@ class FaultProxy:
         elif draw < config.error_5xx + config.too_many + config.reset:
             kind = "reset"
         else:
-            return await self._forward(listener, request, body)
+            return await self._forward(listener, request, body, rewrite)
 
         self._count(listener, kind)
         if kind != "429" and lost:
@@ -241,13 +257,15 @@ class FaultProxy:
         return _reset(request)
 
     async def _forward(
-        self, listener: _Listener, request: web.Request, body: bytes
+        self, listener: _Listener, request: web.Request, body: bytes, rewrite: bool = False
     ) -> web.StreamResponse:
         assert self._session is not None, "the proxy is not started"
         headers = CIMultiDict(
             (k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP
         )
         headers.popall("Content-Length", None)
+        if rewrite:
+            headers["Accept-Encoding"] = "identity"  # a compressed body could not be edited
         skip = {h for h in ("Accept-Encoding", "User-Agent", "Content-Type") if h not in headers}
         try:
             async with self._session.request(
@@ -262,12 +280,30 @@ class FaultProxy:
                 out = CIMultiDict(
                     (k, v) for k, v in upstream.headers.items() if k.lower() not in HOP_BY_HOP
                 )
+                if rewrite:
+                    payload = _point_at_proxy(payload, out, listener)
                 return web.Response(
                     status=upstream.status, reason=upstream.reason, headers=out, body=payload
                 )
         except (aiohttp.ClientError, TimeoutError) as error:
             # The upstream is down (an outage test stopped it): say so like a gateway would.
             return _error(502, f"upstream {listener.name} unreachable: {type(error).__name__}")
+
+
+def _point_at_proxy(payload: bytes, headers: CIMultiDict[str], listener: _Listener) -> bytes:
+    """The upstream's address replaced by the proxy's in a version document."""
+    old, new = listener.upstream, f"http://{LOOPBACK}:{listener.port}"
+    address = re.compile(re.escape(old) + r"(?![0-9])")  # :987 must not match :9876
+    if "Location" in headers:
+        headers["Location"] = address.sub(new, headers["Location"])
+    if "Content-Encoding" in headers:
+        return payload
+    edited = re.compile(address.pattern.encode()).sub(new.encode(), payload)
+    if edited == payload:
+        return payload
+    if "Content-Length" in headers:
+        headers["Content-Length"] = str(len(edited))
+    return edited
 
 
 def _error(status: int, message: str, retry_after: int | None = None) -> web.Response:
@@ -343,6 +379,9 @@ class FaultProxyThread:
 
     def requests_of(self, name: str) -> int:
         return self.proxy.requests_of(name)
+
+    def calls_of(self, name: str) -> int:
+        return self.proxy.calls_of(name)
 
     @property
     def alive(self) -> bool:

@@ -69,6 +69,16 @@ class Upstream:
             return web.json_response({"itemNotFound": {"code": 404}}, status=404, headers=fixed)
         if request.path == "/broken":
             return web.Response(status=500, text="upstream's own error", headers=fixed)
+        if request.path in ("/", "/v2.0/lbaas/loadbalancers"):
+            links = {
+                "self": f"{self.url}/v2.0",
+                "next": f"{self.url}/v2.0?marker=x",
+                "other": f"{self.url}0/v2.0",  # another port that starts alike
+            }
+            return web.json_response(
+                {"versions": [{"id": "v2.0", "links": links}]},
+                headers={**fixed, "Location": f"{self.url}/v2.0"},
+            )
         if request.path == "/big":
             return web.Response(body=bytes(range(256)) * 4096, headers=fixed)
         echo = {"method": request.method, "path": request.path_qs, "body": body.decode()}
@@ -102,7 +112,7 @@ async def fetch(
         return r.status, r.reason, headers, await r.read()
 
 
-REQUESTS = [
+REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/accepted", {}),
     ("GET", "/servers/detail?tags=kumo-owner%3Dabc&limit=2", {}),
     ("POST", "/servers", {"data": b'{"server": {"name": "x"}}'}),
@@ -141,6 +151,25 @@ def test_request_headers_reach_the_upstream() -> None:
         assert got["X-Auth-Token"] == "tok"
         assert got["OpenStack-API-Version"] == "compute 2.96"
         assert got["Host"] == proxy.urls["svc"].removeprefix("http://")  # preserved
+
+    run(scenario)
+
+
+def test_version_documents_point_at_the_proxy_and_api_answers_stay_untouched() -> None:
+    async def scenario(proxy: FaultProxy, upstream: Upstream, s: aiohttp.ClientSession) -> None:
+        base = proxy.urls["svc"]
+        async with s.get(base + "/") as r:
+            doc, location = await r.json(), r.headers["Location"]
+            assert int(r.headers["Content-Length"]) == len(await r.read())
+        links = doc["versions"][0]["links"]
+        assert links["self"] == f"{base}/v2.0" and links["next"] == f"{base}/v2.0?marker=x"
+        assert links["other"] == f"{upstream.url}0/v2.0"
+        assert location == f"{base}/v2.0"
+        # An API call's body is the upstream's, byte for byte.
+        direct = await fetch(s, "GET", upstream.url + "/v2.0/lbaas/loadbalancers")
+        proxied = await fetch(s, "GET", base + "/v2.0/lbaas/loadbalancers")
+        assert proxied == direct
+        assert proxy.calls_of("svc") == 1 and proxy.requests_of("svc") == 2
 
     run(scenario)
 
