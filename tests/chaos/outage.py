@@ -28,24 +28,24 @@ KUBE_UP = REPO_ROOT / "dev" / "kube" / "up.sh"
 RESTART_TIMEOUT = 600.0
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "KUMO_STATE": str(STATE)}
+def _env(state: Path = STATE) -> dict[str, str]:
+    return {**os.environ, "KUMO_STATE": str(state)}
 
 
-def recorded_pid(name: str) -> int | None:
+def recorded_pid(name: str, state: Path = STATE) -> int | None:
     """The live PID recorded for lab daemon ``name``, else None."""
     try:
-        pid = int((STATE / "pids" / f"{name}.pid").read_text().strip())
+        pid = int((state / "pids" / f"{name}.pid").read_text().strip())
         os.kill(pid, 0)
     except (OSError, ValueError):
         return None
     return pid
 
 
-def stop_recorded_daemon(name: str, timeout: int = 30) -> None:
+def stop_recorded_daemon(name: str, timeout: int = 30, state: Path = STATE) -> None:
     """``stop_daemon NAME`` from dev/lib.sh; refuses a daemon the lab did not start."""
-    if recorded_pid(name) is None:
-        raise RuntimeError(f"no running lab daemon {name!r} recorded in {STATE / 'pids'}")
+    if recorded_pid(name, state) is None:
+        raise RuntimeError(f"no running lab daemon {name!r} recorded in {state / 'pids'}")
     subprocess.run(
         [
             "bash",
@@ -57,7 +57,7 @@ def stop_recorded_daemon(name: str, timeout: int = 30) -> None:
             str(timeout),
         ],
         check=True,
-        env=_env(),
+        env=_env(state),
         capture_output=True,
         timeout=timeout + 30,
     )
@@ -80,11 +80,13 @@ def _run_script(cmd: list[str]) -> None:
 
 
 @contextmanager
-def outage(daemon: str, restart: Callable[[], None], seconds: float) -> Iterator[float]:
+def outage(
+    daemon: str, restart: Callable[[], None], seconds: float, state: Path = STATE
+) -> Iterator[float]:
     """Stop ``daemon``; run the body (churn during the outage); keep it down until
-    ``seconds`` have passed; restart it — also when the body fails. Yields the monotonic
+    ``seconds`` have passed; restart it - also when the body fails. Yields the monotonic
     time the outage began."""
-    stop_recorded_daemon(daemon)
+    stop_recorded_daemon(daemon, state=state)
     began = time.monotonic()
     try:
         yield began
