@@ -170,7 +170,7 @@ lab_start_service() {
   log "$svc ready"
 }
 
-# lab_lock — one up/down/wipe at a time: test sessions and developers may run `up`
+# lab_lock — one up/down/wipe/start-service at a time: test sessions and developers may run `up`
 # concurrently (a second `up` waits, then finds everything running and returns fast).
 lab_lock() {
   exec 9>"$KUMO_STATE/openstack-lab.lock"
