@@ -1,9 +1,10 @@
 # Kumo's two front doors: `make up` (local Kubernetes API + OpenStack + Kumo + the seed
-# examples) and `make test` (the whole suite, starting what it needs).
+# examples) and `make test` (the whole suite, starting what it needs). `make chaos` is the
+# long chaos run (100 kills, 10 min of faults, outages; docs/testing.md).
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: up down test unit lint crds venv bench clean image
+.PHONY: up down test chaos unit lint crds venv bench clean image
 
 up: venv
 	bash dev/up.sh
@@ -13,6 +14,9 @@ down:
 
 test: venv
 	bash dev/test.sh
+
+chaos: venv
+	bash dev/chaos.sh
 
 unit: venv
 	$(VENV)/bin/pytest tests/unit -q

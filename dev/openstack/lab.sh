@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lab.sh up|down|status|wipe — a real OpenStack Zed (Debian bookworm packages) on
+# lab.sh up|down|status|wipe|start-service SVC — a real OpenStack Zed (Debian bookworm packages) on
 # 127.0.0.1 with fake hypervisors, for Kumo's integration tests and benchmarks.
 #
 # Why this shape: every service lives in services/<svc>.sh with the same six functions
@@ -156,7 +156,21 @@ print(f"lab processes: {len(mine)}, total RSS {total / 2**30:.2f} GiB")
 PY
 }
 
-# lab_lock — one up/down/wipe at a time: test sessions and developers may run `up`
+# lab_start_service SVC — start whatever of one service is not running and wait until it
+# is ready; its running daemons are left alone (start_daemon skips them). For outage
+# tests (tests/chaos): they stop one recorded daemon, e.g. nova-api, and bring it back
+# here, so the lab stays exactly as `up` leaves it. The service must be configured and
+# bootstrapped (a lab that was `up` once).
+lab_start_service() {
+  local svc="$1"
+  in_list "$svc" "${LAB_SERVICES[@]}" || die "unknown service '$svc' (one of: ${LAB_SERVICES[*]})"
+  stamp_done "$svc" || in_list "$svc" "${LAB_CORE[@]}" || die "$svc is not bootstrapped: run lab.sh up"
+  "${svc}_start"
+  wait_for "$svc" 300 "${svc}_ready"
+  log "$svc ready"
+}
+
+# lab_lock — one up/down/wipe/start-service at a time: test sessions and developers may run `up`
 # concurrently (a second `up` waits, then finds everything running and returns fast).
 lab_lock() {
   exec 9>"$KUMO_STATE/openstack-lab.lock"
@@ -172,5 +186,6 @@ case "${1:-}" in
   status) lab_status ;;
   rss) lab_rss ;;
   wipe) lab_lock; lab_down; rm -rf "$LAB_ROOT" "$OS_CLIENT_CONFIG_FILE"; log "lab wiped" ;;
-  *) echo "usage: $0 up|down|status|wipe" >&2; exit 2 ;;
+  start-service) [ -n "${2:-}" ] || die "usage: $0 start-service SVC"; lab_lock; lab_start_service "$2" ;;
+  *) echo "usage: $0 up|down|status|wipe|start-service SVC" >&2; exit 2 ;;
 esac

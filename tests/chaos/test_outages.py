@@ -1,0 +1,131 @@
+"""Outages: nova-api, then the Kubernetes API, gone for ``KUMO_CHAOS_OUTAGE_SECONDS``
+(default 30) in the middle of a scale-out — and the same operator process picks up
+where it was, with nothing leaked and nothing duplicated.
+
+The daemons are stopped and started again through the lab's own scripts
+(``tests/chaos/outage.py``), so the lab is left as ``make up`` leaves it. Each test owns
+its operator (the session's is stopped meanwhile) and asserts its PID never changes.
+
+Why the Kubernetes-API test runs its operator with ``--no-leader-election``: a leader
+that cannot renew its Lease for ``renew_deadline`` (7 s) must stop writing before a
+standby may take over, and it does so by exiting 1 (runtime/leader.py). That fencing is
+the point of leader election, so with it no process can survive a 30 s API outage
+unrestarted. The test stops the session's operator first, so no other Kumo writes
+meanwhile; what it shows is that the watches, the work queue, the status writes and the
+cloud side survive the API going away and coming back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.chaos import stack
+from tests.chaos.outage import outage, start_kube_api, start_nova
+from tests.chaos.plan import env_int
+from tests.integration.kumo_fixtures import KumoOperator, wait_until
+
+OUTAGE_SECONDS = env_int("KUMO_CHAOS_OUTAGE_SECONDS", 30)
+TIMEOUT = 1500 + 2 * OUTAGE_SECONDS
+
+
+def _scale_out_under_way(namespace: str, replicas: int) -> None:
+    """The group has created its new members (their servers may not exist yet)."""
+    wait_until(
+        f"{replicas} members listed",
+        lambda: len(stack.group_vms(namespace)) >= replicas,
+        120,
+        interval=0.5,
+    )
+
+
+def _same_process(operator: KumoOperator, pid: int) -> list[str]:
+    if operator.proc is None or operator.proc.poll() is not None:
+        code = None if operator.proc is None else operator.proc.returncode
+        return [f"the operator (pid {pid}) exited ({code}): see {operator.log_path}"]
+    if operator.proc.pid != pid:
+        return [f"the operator was restarted: pid {pid} -> {operator.proc.pid}"]
+    return []
+
+
+def _survived(run: stack.Run, operator: KumoOperator, pid: int) -> None:
+    """Fail at once (with the figures reported) if the outage ended the operator."""
+    problems = _same_process(operator, pid)
+    if problems:
+        run.report("?", "?", pid_kept=False)
+        pytest.fail(problems[0])
+
+
+@pytest.mark.timeout(TIMEOUT)
+def test_nova_api_outage(
+    namespace: str, own_operator: stack.OperatorFactory, openstack_lab: str, demo_conn: Any
+) -> None:
+    operator = own_operator(openstack_lab, "kumo-demo", "operator-nova-outage.log")
+    operator.wait_role("leader", 90)
+    assert operator.proc is not None
+    pid = operator.proc.pid
+    run = stack.Run("nova_api_outage", 0, faults={"nova-api-down-s": OUTAGE_SECONDS})
+    before = stack.snapshot_orphans(demo_conn)
+    owners: set[str] = set()
+
+    stack.apply_stack(namespace, 2)
+    stack.wait_settled(demo_conn, namespace, 2)
+    stack.scale(namespace, 5)
+    _scale_out_under_way(namespace, 5)
+    stack.seen_owners(namespace, owners)
+    with outage("nova-api", start_nova, OUTAGE_SECONDS):
+        stack.scale(namespace, 3)  # churn while Nova is away
+        stack.seen_owners(namespace, owners)
+    _survived(run, operator, pid)
+
+    state = run.settle(demo_conn, namespace, 3)
+    stack.seen_owners(namespace, owners)
+    verdict = stack.judge(demo_conn, state, before)
+    remains = stack.delete_and_check(demo_conn, namespace, owners | state.owners, verdict)
+    verdict.problems += _same_process(operator, pid)
+    run.extra["pid_kept"] = not _same_process(operator, pid)
+    leaks = run.finish(verdict, remains)
+
+    assert not verdict.problems, "\n".join(verdict.problems)
+    assert leaks == 0 and verdict.duplicates == 0
+
+
+@pytest.mark.timeout(TIMEOUT)
+def test_kube_api_outage(
+    namespace: str, own_operator: stack.OperatorFactory, openstack_lab: str, demo_conn: Any
+) -> None:
+    operator = own_operator(
+        openstack_lab, "kumo-demo", "operator-kube-outage.log", "--no-leader-election"
+    )
+    operator.wait_role("leader", 90)  # without election a synced operator reports "leader"
+    assert operator.proc is not None
+    pid = operator.proc.pid
+    run = stack.Run("kube_api_outage", 0, faults={"kube-apiserver-down-s": OUTAGE_SECONDS})
+    before = stack.snapshot_orphans(demo_conn)
+    owners: set[str] = set()
+
+    stack.apply_stack(namespace, 2)
+    stack.wait_settled(demo_conn, namespace, 2)
+    stack.scale(namespace, 5)
+    _scale_out_under_way(namespace, 5)
+    stack.seen_owners(namespace, owners)
+    victims = [
+        v["status"]["id"] for v in stack.group_vms(namespace) if (v.get("status") or {}).get("id")
+    ]
+    with outage("kube-apiserver", start_kube_api, OUTAGE_SECONDS):
+        for server_id in victims[:1]:  # churn on the cloud side while Kubernetes is away
+            demo_conn.compute.delete_server(server_id, ignore_missing=True)
+    _survived(run, operator, pid)
+
+    stack.scale(namespace, 3)  # and a change right after it is back
+    state = run.settle(demo_conn, namespace, 3)
+    stack.seen_owners(namespace, owners)
+    verdict = stack.judge(demo_conn, state, before)
+    remains = stack.delete_and_check(demo_conn, namespace, owners | state.owners, verdict)
+    verdict.problems += _same_process(operator, pid)
+    run.extra["pid_kept"] = not _same_process(operator, pid)
+    leaks = run.finish(verdict, remains)
+
+    assert not verdict.problems, "\n".join(verdict.problems)
+    assert leaks == 0 and verdict.duplicates == 0

@@ -1,0 +1,113 @@
+"""The chaos verdict as pure functions: what is a leak, a duplicate, a mismatch."""
+
+from __future__ import annotations
+
+from tests.chaos.audit import (
+    Marked,
+    baseline,
+    count_duplicates,
+    find_duplicates,
+    find_leaks,
+    orphaned,
+    owner_in_tags,
+    owner_in_text,
+    server_mismatches,
+    summary_line,
+)
+
+A, B, C = (
+    "6f1c0c8e-0000-4000-8000-00000000000a",
+    "6f1c0c8e-0000-4000-8000-00000000000b",
+    "6f1c0c8e-0000-4000-8000-00000000000c",
+)
+
+
+def test_markers_are_read_from_tags_names_and_descriptions() -> None:
+    assert owner_in_tags(["kumo", f"kumo-owner={A}"]) == A
+    assert owner_in_tags(["kumo"]) is None and owner_in_tags(None) is None
+    assert owner_in_text(f"t-1-web-soft-anti-affinity kumo-owner={A}") == A
+    assert owner_in_text(f"api endpoint kumo-owner={B}") == B
+    assert owner_in_text(f"kumo-owner={C}") == C
+    assert owner_in_text("not-kumo-owner=x hand made") is None  # a word, not a substring
+    assert owner_in_text(None) is None and owner_in_text("") is None
+
+
+def test_a_leak_is_a_marker_of_no_live_object() -> None:
+    resources = [
+        Marked("server", "s1", A),
+        Marked("server", "s2", B),
+        Marked("recordset", "r1", C),
+    ]
+    assert find_leaks(resources, {A, C}) == [Marked("server", "s2", B)]
+    assert find_leaks(resources, {A, B, C}) == []
+
+
+def test_what_was_orphaned_before_the_test_is_not_its_leak() -> None:
+    old = [Marked("load_balancer", "lb-old", A)]
+    before = baseline(old, live_uids=set())
+    assert before == {("load_balancer", "lb-old")}
+    now = [*old, Marked("server_group", "g1", B)]
+    assert find_leaks(now, set(), before) == [Marked("server_group", "g1", B)]
+    assert orphaned(now, set()) == sorted(now)
+
+
+def test_other_namespaces_objects_are_never_leaks() -> None:
+    # Objects of other tests or of `make up` (namespace default) are live: not judged.
+    resources = [Marked("server", f"s{i}", uid) for i, uid in enumerate((A, B, C))]
+    assert find_leaks(resources, live_uids=[A, B, C, "someone-elses"]) == []
+
+
+def test_duplicates_are_second_resources_of_a_kind_per_owner() -> None:
+    resources = [
+        Marked("server", "s2", A),
+        Marked("server", "s1", A),
+        Marked("server", "s3", B),
+        Marked("load_balancer", "lb1", C),
+        Marked("load_balancer", "lb2", C),
+        Marked("recordset", "r1", C),  # another kind for the same owner: fine
+    ]
+    found = find_duplicates(resources)
+    assert found == {("load_balancer", C): ["lb1", "lb2"], ("server", A): ["s1", "s2"]}
+    assert count_duplicates(found) == 2
+    assert find_duplicates(resources, owners={B}) == {}
+    assert count_duplicates({}) == 0
+
+
+def test_three_copies_are_two_duplicates() -> None:
+    resources = [Marked("server", f"s{i}", A) for i in range(3)]
+    assert count_duplicates(find_duplicates(resources)) == 2
+
+
+def test_every_vm_has_exactly_its_recorded_server() -> None:
+    resources = [
+        Marked("server", "s-a", A),  # right
+        Marked("server", "s-b1", B),  # two servers, one recorded
+        Marked("server", "s-b2", B),
+        Marked("server", "s-other", C),  # a server, not the recorded one
+        Marked("load_balancer", "s-a", A),  # not a server: ignored
+    ]
+    recorded = {A: "s-a", B: "s-b1", C: "s-c", "d": "s-d", "e": None}
+    assert server_mismatches(recorded, resources) == {
+        B: ["s-b1", "s-b2"],
+        C: ["s-other"],
+        "d": [],  # recorded, but no server
+    }
+    assert server_mismatches({"e": None}, []) == {}  # no id yet, no server: consistent
+
+
+def test_the_summary_line() -> None:
+    line = summary_line(
+        test="kill",
+        seed=1234,
+        kills=5,
+        faults={"5xx": 31, "429": 7, "reset": 12, "latency": 40},
+        leaks=0,
+        duplicates=0,
+        replicas=3,
+    )
+    assert line == (
+        "CHAOS test=kill kills=5 faults={'5xx': 31, '429': 7, 'reset': 12, 'latency': 40} "
+        "leaks=0 duplicates=0 seed=1234 replicas=3"
+    )
+    unsettled = summary_line(test="faults", seed=1, kills=0, faults={}, leaks="?", duplicates="?")
+    assert "leaks=? duplicates=?" in unsettled
