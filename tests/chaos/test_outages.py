@@ -6,13 +6,11 @@ The daemons are stopped and started again through the lab's own scripts
 (``tests/chaos/outage.py``), so the lab is left as ``make up`` leaves it. Each test owns
 its operator (the session's is stopped meanwhile) and asserts its PID never changes.
 
-Why the Kubernetes-API test runs its operator with ``--no-leader-election``: a leader
-that cannot renew its Lease for ``renew_deadline`` (7 s) must stop writing before a
-standby may take over, and it does so by exiting 1 (runtime/leader.py). That fencing is
-the point of leader election, so with it no process can survive a 30 s API outage
-unrestarted. The test stops the session's operator first, so no other Kumo writes
-meanwhile; what it shows is that the watches, the work queue, the status writes and the
-cloud side survive the API going away and coming back.
+The Kubernetes-API test runs its operator with leader election, as deployed: a leader
+that cannot renew its Lease for ``renew_deadline`` (7 s) stops writing and becomes a
+standby (runtime/leader.py), and when the API is back the same process takes the Lease
+again and carries on — the watches, the work queue, the status writes and the cloud side
+survive the API going away and coming back, without a restart.
 """
 
 from __future__ import annotations
@@ -95,10 +93,8 @@ def test_nova_api_outage(
 def test_kube_api_outage(
     namespace: str, own_operator: stack.OperatorFactory, openstack_lab: str, demo_conn: Any
 ) -> None:
-    operator = own_operator(
-        openstack_lab, "kumo-demo", "operator-kube-outage.log", "--no-leader-election"
-    )
-    operator.wait_role("leader", 90)  # without election a synced operator reports "leader"
+    operator = own_operator(openstack_lab, "kumo-demo", "operator-kube-outage.log")
+    operator.wait_role("leader", 90)
     assert operator.proc is not None
     pid = operator.proc.pid
     run = stack.Run("kube_api_outage", 0, faults={"kube-apiserver-down-s": OUTAGE_SECONDS})
@@ -117,6 +113,7 @@ def test_kube_api_outage(
         for server_id in victims[:1]:  # churn on the cloud side while Kubernetes is away
             demo_conn.compute.delete_server(server_id, ignore_missing=True)
     _survived(run, operator, pid)
+    operator.wait_role("leader", 60)  # the same process leads again
 
     stack.scale(namespace, 3)  # and a change right after it is back
     state = run.settle(demo_conn, namespace, 3)

@@ -59,6 +59,13 @@ class WorkQueue:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
 
+    def release_all(self) -> None:
+        """Workers were cancelled mid-key (leadership lost): every key they held is
+        due again, so whoever works next picks it up."""
+        for key in list(self._processing):
+            self.done(key)
+            self.add(key)
+
     def done(self, key: Hashable) -> None:
         """Release ``key``; if it was added meanwhile, schedule it again."""
         self._processing.discard(key)

@@ -133,6 +133,7 @@ class Controller:
     def start(self) -> None:
         """Begin reconciling (this process leads): every cached object is looked at once."""
         loop = asyncio.get_running_loop()
+        self._stopping = False
         for kind in self.actuators:
             for body in self.store.list(kind):
                 meta = body["metadata"]
@@ -154,6 +155,8 @@ class Controller:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        self._busy.clear()
+        self.queue.release_all()
 
     async def _worker(self) -> None:
         task = asyncio.current_task()

@@ -3,7 +3,7 @@
 Lifecycle: list every kind into the cache (the startup barrier: no reconcile sees a
 half-filled cache), then wait as standby until this process holds the leader Lease,
 then reconcile until SIGTERM (finish in-flight work, release the lease) or until the
-lease is lost (stop writing at once, exit 1 so the Pod restarts as a standby).
+lease is lost (stop writing at once and wait as standby again).
 
 kopf is used for what it is good at — resilient watch streams, logging, liveness —
 through raw event handlers only; Kumo's own finalizers, queue and status writes
@@ -135,11 +135,14 @@ class Lifecycle:
         self.controller.start()
 
     async def _lost(self) -> None:
-        """Another process may lead now: stop writing at once, then exit non-zero."""
+        """Another process may lead now: stop writing at once and go back to standby
+        (an API server outage longer than the renew deadline ends here too; the caches
+        stay, so leading again costs no restart)."""
         if self.controller is not None:
             await self.controller.stop(grace=0)
-        self.exit_code = 1
-        self.stop_flag.set()
+        if not self.stopping:
+            assert self.elector is not None
+            self._election = asyncio.create_task(self.elector.run(self._lead, self._lost))
 
     async def cleanup(self) -> None:
         """SIGTERM: finish in-flight reconciles while still renewing, then release the lease."""

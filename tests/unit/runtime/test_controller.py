@@ -278,3 +278,32 @@ def test_a_changed_script_source_enqueues_the_vms_using_it() -> None:
     assert Key("VirtualMachine", "default", "by-map") in ctl.queue._due
     ctl.enqueue_script_users("Secret", "elsewhere", "boot")
     assert len(ctl.queue) == 2
+
+
+def test_a_controller_stopped_mid_reconcile_resumes_every_key_when_started_again() -> None:
+    """Leadership lost and regained in one process: the cancelled key is not stuck."""
+
+    async def scenario() -> list[str]:
+        ctl = controller()
+        ctl.drift_seconds = 3600
+        seen: list[str] = []
+        block = asyncio.Event()
+
+        async def process(key: Key) -> None:
+            seen.append(key.name)
+            if len(seen) == 1:
+                await block.wait()  # in flight when leadership is lost
+
+        ctl.process = process  # type: ignore[method-assign]
+        ctl.queue.add(Key("VirtualMachine", "default", "a"))
+        ctl.start()
+        while not seen:
+            await asyncio.sleep(0.01)
+        await ctl.stop(grace=0)
+        ctl.start()
+        while len(seen) < 2:
+            await asyncio.sleep(0.01)
+        await ctl.stop(grace=0)
+        return seen
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 5)) == ["a", "a"]
