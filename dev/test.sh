@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, unit tests, then integration tests on the real local
-# kube-apiserver and OpenStack. Both are brought up first (built/installed on a fresh
+# The whole test suite: lint, unit tests, integration tests on the real local
+# kube-apiserver and OpenStack, then a short chaos run. Both are brought up first (built/installed on a fresh
 # machine, reused when running) so per-test timeouts measure tests, not installs.
 source "$(dirname "$0")/lib.sh"
 cd "$KUMO_ROOT"
@@ -17,4 +17,8 @@ bash dev/openstack/lab.sh up
 log "the operator image (make image: cached by a hash of its inputs, rebuilt when they change)"
 bash dev/image/build.sh
 log "integration tests"
-exec .venv/bin/pytest tests/integration "$@"
+.venv/bin/pytest tests/integration "$@"
+# The short chaos run (the long one: make chaos). Its own pytest session: it brings its
+# own operators, which must not compete with the integration session's for the lease.
+log "chaos (short: 3 kills, 30 s of injected faults; make chaos runs 100 kills)"
+KUMO_CHAOS_KILLS=3 KUMO_CHAOS_FAULT_SECONDS=30 .venv/bin/pytest tests/chaos -k 'not outage'
