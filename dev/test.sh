@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, unit tests, integration tests on the real local
-# kube-apiserver and OpenStack, then a short chaos run. Both are brought up first (built/installed on a fresh
-# machine, reused when running) so per-test timeouts measure tests, not installs.
+# kube-apiserver and OpenStack, then a short chaos run. The servers are brought up
+# first (built/installed on a fresh machine, reused when running) so per-test timeouts
+# measure tests, not installs.
 source "$(dirname "$0")/lib.sh"
 cd "$KUMO_ROOT"
 log "lint (ruff)"
