@@ -348,3 +348,25 @@ def test_deletion_waiting_does_not_stall_but_a_permanent_error_does() -> None:
 
     run(world, Refusing())
     assert (stalled(world)["status"], stalled(world)["reason"]) == ("True", "CredentialsInvalid")
+
+
+def test_a_finalizer_patch_from_a_stale_cache_is_retried_not_stalled() -> None:
+    """The cache lags the API server: the finalizer patch conflicts (409) and the next
+    pass, with the newer object, adds it."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    stale = world.obj(VIRTUAL_MACHINE, "vm")
+    asyncio.run(
+        world.kube.patch(VIRTUAL_MACHINE, "default", "vm", {"metadata": {"labels": {"a": "b"}}})
+    )
+    engine = Engine()
+    delay = asyncio.run(engine.run(ScriptedActuator(), world.ctx(), stale))
+    assert delay is not None
+    assert ready(world)["reason"] == "KubernetesConflict"
+    assert stalled(world)["status"] == "False"
+    assert world.obj(VIRTUAL_MACHINE, "vm").finalizers == []
+
+    ok = ScriptedActuator(Result(phase="Running", ready=True))
+    asyncio.run(engine.run(ok, world.ctx(), world.obj(VIRTUAL_MACHINE, "vm")))
+    assert world.obj(VIRTUAL_MACHINE, "vm").finalizers == ["virtualmachine.kumo.dev/finalizer"]
+    assert ready(world)["status"] == "True"
