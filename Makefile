@@ -25,6 +25,7 @@ lint: venv
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy src
+	$(VENV)/bin/lint-imports
 
 crds: venv
 	$(VENV)/bin/kumo crds > deploy/base/crds/kumo.dev.yaml

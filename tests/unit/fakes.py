@@ -14,7 +14,7 @@ from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
 from kumo.cloud import model
-from kumo.engine.errors import TerminalError
+from kumo.engine.errors import TerminalError, TransientError
 from kumo.engine.objects import Body, Context, Obj
 from kumo.engine.reconciler import Engine
 from kumo.runtime.store import MemoryStore
@@ -70,7 +70,13 @@ class RecordingEvents:
 
 
 class FakeKube:
-    """Writes land in the store at once (as if the watch echoed them instantly)."""
+    """Writes land in the store at once (as if the watch echoed them instantly).
+
+    Like the API server, ``set_finalizers`` refuses (409, as the real client raises it)
+    a body whose ``metadata.resourceVersion`` is no longer the stored one: KubeClient
+    sends that resourceVersion in the patch, so a finalizer list computed from a stale
+    read can never overwrite a newer one.
+    """
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
@@ -105,6 +111,15 @@ class FakeKube:
 
     async def set_finalizers(self, obj: Obj, finalizers: list[str]) -> Body:
         body = self._current(obj.info, obj.namespace, obj.name)
+        sent = obj.meta.get("resourceVersion")
+        stored = body["metadata"].get("resourceVersion")
+        if sent is not None and sent != stored:
+            raise TransientError(
+                "KubernetesConflict",
+                f"PATCH {obj.info.plural}/{obj.name}: Operation cannot be fulfilled on "
+                f"{obj.info.plural}.kumo.dev {obj.name!r}: the object has been modified; "
+                "please apply your changes to the latest version and try again",
+            )
         body["metadata"]["finalizers"] = finalizers
         return self._save(obj.info.kind, body)
 
@@ -140,7 +155,14 @@ class FakeKube:
 
 
 class FakeNova:
-    """Servers and server groups with tags; new servers BUILD until ``settle()``."""
+    """Servers and server groups with tags, answering like ``ComputeCalls`` over Nova.
+
+    Nova works asynchronously, and so does this fake: a new server is BUILD until
+    ``settle()``; a deleted server stays listed as DELETED (task_state ``deleting``)
+    until the next ``settle()``, and only then disappears. As in the real adapter,
+    ``get_server`` and ``list_owned_servers`` do not return DELETED servers, while
+    ``list_managed_servers`` returns them as Nova lists them.
+    """
 
     region = "tokyo1"
 
@@ -165,9 +187,16 @@ class FakeNova:
         )
 
     def settle(self, status: str = "ACTIVE") -> None:
-        for s in self.servers.values():
-            if s["status"] == "BUILD":
-                s["status"] = status
+        """Let Nova finish: deleted servers go, building servers become ``status``."""
+        for sid, s in list(self.servers.items()):
+            if s["status"] == "DELETED":
+                del self.servers[sid]
+            elif s["status"] == "BUILD":
+                s.update(status=status, task_state=None)
+
+    def live(self) -> dict[str, dict[str, Any]]:
+        """The servers that are not being deleted."""
+        return {k: s for k, s in self.servers.items() if s["status"] != "DELETED"}
 
     async def image_id(self, ref: str, field: str = "spec.image") -> str:
         if ref not in self.images:
@@ -186,26 +215,58 @@ class FakeNova:
         return "net-public" if external else "net-private"
 
     async def get_server(self, server_id: str) -> model.Server | None:
-        s = self.servers.get(server_id)
+        s = self.live().get(server_id)
         return self._server(s) if s else None
 
     async def list_owned_servers(self, uid: str) -> list[model.Server]:
-        return [self._server(s) for s in self.servers.values() if model.owner_tag(uid) in s["tags"]]
+        owner = model.owner_tag(uid)
+        return [self._server(s) for s in self.live().values() if owner in s["tags"]]
 
     async def list_managed_servers(self) -> list[model.Server]:
         self.calls.append("list_managed_servers")
         return [self._server(s) for s in self.servers.values() if model.MANAGED_TAG in s["tags"]]
 
-    async def create_server(self, **attrs: Any) -> model.Server:
+    def add_server(
+        self,
+        name: str,
+        *,
+        tags: list[str],
+        metadata: dict[str, str] | None = None,
+        description: str | None = None,
+    ) -> model.Server:
+        """A server someone else created (a crashed run, a user): not a recorded call."""
+        return self._create({"name": name, "tags": tags, "metadata": metadata or {}}, description)
+
+    async def create_server(
+        self,
+        *,
+        name: str,
+        image_id: str,
+        flavor_id: str,
+        network_ids: list[str],
+        user_data: str | None,
+        description: str | None,
+        metadata: dict[str, str],
+        tags: list[str],
+        availability_zone: str | None,
+        key_name: str | None,
+        security_groups: list[str],
+        server_group_id: str | None,
+    ) -> model.Server:
         self.calls.append("create_server")
+        attrs = {k: v for k, v in locals().items() if k != "self"}
+        return self._create(attrs, description)
+
+    def _create(self, attrs: dict[str, Any], description: str | None) -> model.Server:
         sid = new_id("srv")
         self.servers[sid] = {
             "id": sid,
             "name": attrs["name"],
             "status": "BUILD",
+            "task_state": "spawning",
             "tags": list(attrs["tags"]),
             "metadata": dict(attrs["metadata"]),
-            "description": attrs["description"],
+            "description": description,
             "ip": f"10.0.0.{len(self.servers) + 10}",
             "attrs": attrs,
         }
@@ -226,8 +287,11 @@ class FakeNova:
         self.servers[server_id]["tags"] = list(tags)
 
     async def delete_server(self, server_id: str) -> None:
+        """Nova accepts the delete and finishes it later (at the next ``settle()``)."""
         self.calls.append("delete_server")
-        self.servers.pop(server_id, None)
+        s = self.servers.get(server_id)
+        if s is not None:
+            s.update(status="DELETED", task_state="deleting")
 
     async def list_server_groups(self) -> list[model.ServerGroup]:
         return list(self.groups.values())

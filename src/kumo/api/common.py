@@ -76,7 +76,7 @@ class Condition(KumoModel):
     """A Kubernetes-style condition."""
 
     type: str
-    """Condition type, e.g. `Ready`."""
+    """Condition type: `Ready` or `Stalled`."""
     status: Literal["True", "False", "Unknown"]
     """`True`, `False` or `Unknown`."""
     reason: str = ""
@@ -99,4 +99,5 @@ class ManagedStatus(KumoModel):
     observed_generation: int | None = None
     """The metadata.generation the controller last acted on."""
     conditions: list[Condition] = Field(default_factory=list)
-    """Current conditions; `Ready` summarises the object."""
+    """Current conditions: `Ready` summarises the object; `Stalled` is True while it
+    waits on something only its user can fix, False while Kumo progresses or retries."""

@@ -14,6 +14,7 @@ from kumo.api import dnsrecord, loadbalancer, virtualmachine, virtualmachinegrou
 from kumo.api.common import GROUP
 
 READY = '.status.conditions[?(@.type=="Ready")].status'
+STALLED = '.status.conditions[?(@.type=="Stalled")].status'
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,10 @@ class PrinterColumn:
 
 
 AGE = PrinterColumn("Age", ".metadata.creationTimestamp", "date")
+#: With `-o wide`: True when the object waits on its user (a permanent error).
+STALLED_COLUMN = PrinterColumn(
+    "Stalled", STALLED, description="True: waits on a fix by the user", priority=1
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ VIRTUAL_MACHINE = KindInfo(
         PrinterColumn("Flavor", ".spec.flavor", priority=1),
         PrinterColumn("Image", ".spec.image", priority=1),
         PrinterColumn("ID", ".status.id", priority=1),
+        STALLED_COLUMN,
         AGE,
     ),
 )
@@ -81,6 +87,7 @@ VIRTUAL_MACHINE_GROUP = KindInfo(
         PrinterColumn("Up-to-date", ".status.updatedReplicas", "integer"),
         PrinterColumn("HA", ".spec.haPolicy"),
         PrinterColumn("Status", READY, priority=1),
+        STALLED_COLUMN,
         AGE,
     ),
     scalable=True,
@@ -99,6 +106,7 @@ LOAD_BALANCER = KindInfo(
         PrinterColumn("Ready", READY),
         PrinterColumn("Type", ".spec.vipType", priority=1),
         PrinterColumn("ID", ".status.id", priority=1),
+        STALLED_COLUMN,
         AGE,
     ),
 )
@@ -115,6 +123,7 @@ DNS_RECORD = KindInfo(
         PrinterColumn("Type", ".spec.type"),
         PrinterColumn("Records", ".status.records"),
         PrinterColumn("Ready", READY),
+        STALLED_COLUMN,
         AGE,
     ),
 )

@@ -1,7 +1,8 @@
 """Turn openstacksdk/keystoneauth failures into Kumo's transient/terminal errors.
 
 Quota and scheduling failures are the user's to fix (terminal); 409 while a load
-balancer is PENDING_*, 429/5xx and connection trouble are the cloud's (transient).
+balancer is PENDING_*, rate limits (429, and Nova's older 413 without "quota"), 5xx and
+connection trouble are the cloud's (transient, honouring Retry-After).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def classify(error: Exception, action: str, field: str | None = None) -> Reconci
             return TerminalError("QuotaExceeded", text, field=field)
         if status == 409:
             return TransientError("CloudBusy", text, field=field, retry_after=2.0)
-        if status == 429 or status >= 500:
+        if status in (413, 429) or status >= 500:
             return TransientError(
                 "CloudUnavailable", text, field=field, retry_after=retry_after(error)
             )

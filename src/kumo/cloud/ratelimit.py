@@ -1,26 +1,45 @@
-"""A token bucket per cloud, so a fleet of reconciles never floods one API."""
+"""A token bucket per cloud, so a fleet of reconciles never floods one API.
+
+``rate`` calls per second on average; after a quiet spell at most ``burst`` calls go at
+once. Waiters are served one at a time, in order.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
+
+#: Float slack: a token short by rounding (0.9999999999) counts as a token, instead of a
+#: sleep too short to move the clock.
+SLACK = 1e-9
 
 
 class TokenBucket:
-    def __init__(self, rate: float, burst: int | None = None) -> None:
+    def __init__(
+        self,
+        rate: float,
+        burst: int | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.rate = rate
         self.capacity = float(burst or max(1, int(rate)))
         self.tokens = self.capacity
-        self.stamp = time.monotonic()
+        self._clock = clock
+        self._sleep = sleep
+        self.stamp = clock()
         self._lock = asyncio.Lock()
 
     async def acquire(self) -> None:
+        """Take one token, waiting until one has accrued."""
         async with self._lock:
             while True:
-                now = time.monotonic()
+                now = self._clock()
                 self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
                 self.stamp = now
-                if self.tokens >= 1:
+                if self.tokens >= 1 - SLACK:
                     self.tokens -= 1
                     return
-                await asyncio.sleep((1 - self.tokens) / self.rate)
+                await self._sleep((1 - self.tokens) / self.rate)

@@ -1,5 +1,13 @@
 """Kubernetes-style conditions, computed in one place.
 
+Every Kumo object carries two conditions, both written by the engine:
+
+* ``Ready`` — True when the cloud resources match the spec.
+* ``Stalled`` — True when the object waits on something only its user can fix (a
+  permanent error: ``InvalidSpec``, an unknown image, ``NotOwned``, …); False while
+  Kumo makes progress or retries on its own. The name and polarity are kstatus'
+  (``sigs.k8s.io/cli-utils``), which Flux and other kstatus readers understand.
+
 ``lastTransitionTime`` only moves when a condition's status changes, so a status
 write of an unchanged object changes nothing and triggers nothing.
 """
@@ -10,6 +18,9 @@ import datetime
 from typing import Any
 
 Condition = dict[str, Any]
+
+READY = "Ready"
+STALLED = "Stalled"
 
 
 def now_rfc3339() -> str:
@@ -26,7 +37,9 @@ def set_condition(
     generation: int | None,
     now: str | None = None,
 ) -> list[Condition]:
-    """Return ``conditions`` with ``type_`` set; other conditions are kept as they are."""
+    """Return ``conditions`` with ``type_`` set in its place (appended when new); other
+    conditions are kept as they are. ``lastTransitionTime`` is kept unless the status
+    changes."""
     status_text = "Unknown" if status is None else ("True" if status else "False")
     previous = next((c for c in conditions if c.get("type") == type_), None)
     changed = previous is None or previous.get("status") != status_text
@@ -40,13 +53,15 @@ def set_condition(
         ),
         "observedGeneration": generation,
     }
-    return [c for c in conditions if c.get("type") != type_] + [new]
+    at = next((i for i, c in enumerate(conditions) if c.get("type") == type_), len(conditions))
+    others = [c for c in conditions if c.get("type") != type_]
+    return [*others[:at], new, *others[at:]]
 
 
 def get_condition(conditions: list[Condition], type_: str) -> Condition | None:
     return next((c for c in conditions if c.get("type") == type_), None)
 
 
-def is_true(conditions: list[Condition], type_: str = "Ready") -> bool:
+def is_true(conditions: list[Condition], type_: str = READY) -> bool:
     condition = get_condition(conditions, type_)
     return condition is not None and condition.get("status") == "True"

@@ -1,9 +1,10 @@
 """The one reconcile shape every kind goes through.
 
 ``run`` takes an object, decides between finalize and reconcile, calls the kind's
-actuator, turns errors into conditions, and writes status once at the end. It
-returns when to look at the object again (``None``: only on the next change or
-resync). It knows no kind and imports neither kopf nor openstacksdk.
+actuator, turns errors into conditions (``Ready``, and ``Stalled`` saying whether
+the user must act), and writes status once at the end. It returns when to look at
+the object again (``None``: only on the next change or resync). It knows no kind
+and imports neither kopf nor openstacksdk.
 """
 
 from __future__ import annotations
@@ -151,34 +152,37 @@ class Engine:
             message = f"{error.message} (transient: retrying)"
         log.warning("%s: %s: %s", obj.key, error.reason, error.message)
         result = Result(phase="Error", ready=False, reason=error.reason, message=message)
-        await self._write_status(ctx, obj, result, keep_kind_status=True, failed=True)
+        await self._write_status(ctx, obj, result, error=error)
         return delay
 
     async def _write_status(
-        self,
-        ctx: Context,
-        obj: Obj,
-        result: Result,
-        keep_kind_status: bool = False,
-        failed: bool = False,
+        self, ctx: Context, obj: Obj, result: Result, error: ReconcileError | None = None
     ) -> None:
+        """Write phase, conditions and the kind's status fields in one patch, if any
+        changed. After an ``error`` the kind's last status fields are kept."""
         old = obj.status
         new: dict[str, Any] = (
-            dict(old) if keep_kind_status else {k: v for k, v in old.items() if k in ("id",)}
+            dict(old) if error is not None else {k: v for k, v in old.items() if k in ("id",)}
         )
         new.update(result.status)
         new["phase"] = result.phase
         new["observedGeneration"] = obj.generation
-        old_ready = conditions.get_condition(old.get("conditions") or [], "Ready")
+        old_ready = conditions.get_condition(old.get("conditions") or [], conditions.READY)
         new["conditions"] = conditions.set_condition(
             list(old.get("conditions") or []),
-            "Ready",
+            conditions.READY,
             result.ready,
             "Ready" if result.ready else result.reason,
             result.message,
             generation=obj.generation,
         )
-        new_ready = conditions.get_condition(new["conditions"], "Ready")
+        new["conditions"] = conditions.set_condition(
+            new["conditions"],
+            conditions.STALLED,
+            *stalled(result, error),
+            generation=obj.generation,
+        )
+        new_ready = conditions.get_condition(new["conditions"], conditions.READY)
         new = prune_none(new)
         if new == old:
             return
@@ -187,10 +191,24 @@ class Engine:
         obj.body = await ctx.kube.patch_status(obj, patch)
         if _transitioned(old_ready, new_ready):
             assert new_ready is not None
-            kind = "Warning" if failed else "Normal"  # progress is not a warning
+            kind = "Warning" if error is not None else "Normal"  # progress is not a warning
             ctx.events.emit(
                 obj, kind, new_ready["reason"], new_ready["message"] or new_ready["reason"]
             )
+
+
+def stalled(result: Result, error: ReconcileError | None) -> tuple[bool, str, str]:
+    """Status, reason and message of the ``Stalled`` condition: True only after a
+    permanent error (the user must change the spec, a referenced object or the cloud;
+    Kumo re-checks slowly but will not get further alone); False while Kumo makes
+    progress or retries a transient error on its own."""
+    if isinstance(error, TerminalError):
+        return True, error.reason, error.message
+    if error is not None:
+        return False, "Retrying", f"{error.reason}: Kumo retries on its own"
+    if result.ready:
+        return False, "Ready", ""
+    return False, "Progressing", ""
 
 
 def prune_none(value: Any) -> Any:

@@ -10,11 +10,15 @@ from typing import Any
 import keystoneauth1.exceptions as ka_exc
 import openstack.config
 import pytest
+import requests
+import requests_mock as rm
 import yaml
 
 from kumo.cloud import credentials
+from kumo.cloud.adapter import OpenStackCloud
 from kumo.cloud.credentials import NAMESPACE_SECRET, CloudRegistry, CloudSource
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
+from tests.unit.cloud import rest
 
 PASSWORD = "hunter2-do-not-log"
 ORIGIN = f"Secret team-a/{NAMESPACE_SECRET}"
@@ -284,3 +288,82 @@ def test_a_failed_secret_read_keeps_the_last_good_credentials() -> None:
     secrets.fail = TransientError("KubernetesConflict", "GET secret: 503")
     clock.now += credentials.SECRET_TTL + 1
     assert asyncio.run(clouds.for_namespace("team-a")) is cloud
+
+
+# -- the real connect against recorded Keystone responses ------------------------------
+
+
+def test_connect_gets_a_project_scoped_token_at_once(requests_mock: rm.Mocker) -> None:
+    rest.stub_keystone(requests_mock)
+    conn = credentials.connect(rest.SOURCE)
+    try:
+        token = requests_mock.request_history[-1]
+        assert (token.method, token.url) == ("POST", f"{rest.KEYSTONE}/auth/tokens")
+        assert token.json()["auth"] == {
+            "identity": {
+                "methods": ["password"],
+                "password": {
+                    "user": {
+                        "name": "kumo-demo",
+                        "password": rest.PASSWORD,
+                        "domain": {"name": "Default"},
+                    }
+                },
+            },
+            "scope": {"project": {"name": "kumo-demo", "domain": {"name": "Default"}}},
+        }
+        assert conn.current_project_id == "9f2c4e1a7b3d4f6e8a0c2b4d6f8e0a1c"
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind", "words"),
+    [
+        (
+            {"status_code": 401, "json": rest.recorded("keystone_unauthorized.json")},
+            TerminalError,
+            "authentication failed (HTTP 401, Unauthorized)",
+        ),
+        (
+            {"status_code": 503, "text": rest.recorded("service_unavailable.html")},
+            TransientError,
+            "auth_url answered HTTP 503",
+        ),
+        (
+            {"exc": requests.exceptions.ConnectionError(f"refused {rest.PASSWORD}")},
+            TransientError,
+            "cannot reach auth_url",
+        ),
+    ],
+)
+def test_keystone_answers_become_namespace_errors_without_secrets(
+    requests_mock: rm.Mocker, answer: dict[str, Any], kind: type, words: str
+) -> None:
+    rest.stub_keystone(requests_mock, **answer)
+    with pytest.raises(ReconcileError) as caught:
+        credentials.connect(rest.SOURCE)
+    error = caught.value
+    assert (type(error), error.reason) == (kind, "CredentialsInvalid")
+    assert error.message.startswith(rest.SOURCE.origin)
+    assert words in error.message
+    assert rest.PASSWORD not in error.message
+
+
+def test_a_namespace_secret_becomes_a_working_cloud(requests_mock: rm.Mocker) -> None:
+    """Registry → real connect → OpenStackCloud → a Nova call, all on recorded answers."""
+    rest.stub_keystone(requests_mock)
+    rest.stub_discovery(requests_mock)
+    requests_mock.get(f"{rest.NOVA}/servers/detail", json={"servers": []})
+    clouds = CloudRegistry(None, Secrets(team_a={"clouds.yaml": rest.CLOUDS_YAML}))
+
+    async def scenario() -> list[Any]:
+        cloud = await clouds.for_namespace("team-a")
+        assert isinstance(cloud, OpenStackCloud)
+        try:
+            return await cloud.list_managed_servers()
+        finally:
+            await cloud.close()
+
+    assert asyncio.run(scenario()) == []
+    assert requests_mock.last_request.headers["X-Auth-Token"] == "gAAAAAB-token"

@@ -228,3 +228,145 @@ def test_engine_records_terminal_hold_and_success_releases_it() -> None:
         )
     )
     assert engine.held(world.obj(VIRTUAL_MACHINE, "vm")) is None
+
+
+# -- Stalled: will Kumo get further on its own? -----------------------------------------
+
+
+def stalled(world: World, name: str = "vm") -> dict[str, Any]:
+    status = world.obj(VIRTUAL_MACHINE, name).status
+    return next(c for c in status["conditions"] if c["type"] == "Stalled")
+
+
+def age_conditions(world: World, name: str = "vm") -> None:
+    """Play time passing: every condition's lastTransitionTime goes back to 2020."""
+    for condition in world.stored("VirtualMachine", name)["status"]["conditions"]:
+        condition["lastTransitionTime"] = "2020-01-01T00:00:00Z"
+
+
+def test_stalled_is_false_when_ready_and_while_progressing() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC, generation=2)
+    run(world, ScriptedActuator(Result.waiting("Building", "Building", "server is building")))
+    assert stalled(world)["status"] == "False"
+    assert stalled(world)["reason"] == "Progressing"
+    assert stalled(world)["observedGeneration"] == 2
+    run(world, ScriptedActuator(Result(phase="Running", ready=True)))
+    assert stalled(world)["status"] == "False"
+    assert stalled(world)["reason"] == "Ready"
+    types = [c["type"] for c in world.obj(VIRTUAL_MACHINE, "vm").status["conditions"]]
+    assert types == ["Ready", "Stalled"]
+
+
+def test_terminal_error_stalls_with_its_reason_and_the_field_at_fault() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    error = TerminalError("ImageNotFound", "image 'x' not found", field="spec.image")
+    run(world, ScriptedActuator(error))
+    condition = stalled(world)
+    assert condition["status"] == "True"
+    assert condition["reason"] == "ImageNotFound"
+    assert condition["message"] == "spec.image: image 'x' not found"
+    assert ready(world)["status"] == "False"
+
+
+def test_not_owned_stalls() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    error = TerminalError("NotOwned", "load balancer lb-1 lacks the marker", field="status.id")
+    run(world, ScriptedActuator(error))
+    assert (stalled(world)["status"], stalled(world)["reason"]) == ("True", "NotOwned")
+
+
+def test_invalid_spec_stalls() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", {"image": "centos79"})
+    run(world, ScriptedActuator())
+    assert stalled(world)["status"] == "True"
+    assert stalled(world)["reason"] == "InvalidSpec"
+    assert stalled(world)["message"].startswith("spec.flavor")
+
+
+def test_transient_error_does_not_stall() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    run(world, ScriptedActuator(TransientError("CloudUnavailable", "503")))
+    condition = stalled(world)
+    assert condition["status"] == "False"
+    assert condition["reason"] == "Retrying"
+    assert "CloudUnavailable" in condition["message"]
+
+
+def test_stalled_transition_time_moves_only_when_its_status_changes() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    run(world, ScriptedActuator(TransientError("CloudUnavailable", "503")))
+    age_conditions(world)
+    run(world, ScriptedActuator(Result.waiting("Building", "Building", "building")))
+    assert stalled(world)["reason"] == "Progressing"
+    assert stalled(world)["lastTransitionTime"] == "2020-01-01T00:00:00Z", "False → False"
+
+    run(world, ScriptedActuator(TerminalError("ImageNotFound", "no image", field="spec.image")))
+    assert stalled(world)["status"] == "True"
+    assert stalled(world)["lastTransitionTime"] != "2020-01-01T00:00:00Z", "False → True"
+
+    age_conditions(world)
+    run(world, ScriptedActuator(TerminalError("FlavorNotFound", "no flavor", field="spec.flavor")))
+    assert stalled(world)["reason"] == "FlavorNotFound"
+    assert stalled(world)["lastTransitionTime"] == "2020-01-01T00:00:00Z", "True → True"
+
+    run(world, ScriptedActuator(Result(phase="Running", ready=True)))
+    assert stalled(world)["status"] == "False"
+    assert stalled(world)["lastTransitionTime"] != "2020-01-01T00:00:00Z", "True → False"
+
+
+def test_unchanged_stalled_object_is_not_rewritten() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    error = TerminalError("ImageNotFound", "image 'x' not found", field="spec.image")
+    run(world, ScriptedActuator(error))
+    first = world.obj(VIRTUAL_MACHINE, "vm").meta["resourceVersion"]
+    run(world, ScriptedActuator(error))
+    assert world.obj(VIRTUAL_MACHINE, "vm").meta["resourceVersion"] == first
+
+
+def test_deletion_waiting_does_not_stall_but_a_permanent_error_does() -> None:
+    world = World()
+    world.add(
+        VIRTUAL_MACHINE,
+        "vm",
+        SPEC,
+        finalizers=["virtualmachine.kumo.dev/finalizer"],
+        deletionTimestamp="2026-11-22T00:00:00Z",
+    )
+    run(world, ScriptedActuator(Result.waiting("Deleting", "Deleting", "going")))
+    assert (stalled(world)["status"], stalled(world)["reason"]) == ("False", "Progressing")
+
+    class Refusing(ScriptedActuator):
+        async def finalize(self, ctx: Context, obj: Obj, spec: Any) -> Result:
+            raise TerminalError("CredentialsInvalid", "Secret ns/creds: no key 'clouds.yaml'")
+
+    run(world, Refusing())
+    assert (stalled(world)["status"], stalled(world)["reason"]) == ("True", "CredentialsInvalid")
+
+
+def test_a_finalizer_patch_from_a_stale_cache_is_retried_not_stalled() -> None:
+    """The cache lags the API server: the finalizer patch conflicts (409) and the next
+    pass, with the newer object, adds it."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    stale = world.obj(VIRTUAL_MACHINE, "vm")
+    asyncio.run(
+        world.kube.patch(VIRTUAL_MACHINE, "default", "vm", {"metadata": {"labels": {"a": "b"}}})
+    )
+    engine = Engine()
+    delay = asyncio.run(engine.run(ScriptedActuator(), world.ctx(), stale))
+    assert delay is not None
+    assert ready(world)["reason"] == "KubernetesConflict"
+    assert stalled(world)["status"] == "False"
+    assert world.obj(VIRTUAL_MACHINE, "vm").finalizers == []
+
+    ok = ScriptedActuator(Result(phase="Running", ready=True))
+    asyncio.run(engine.run(ok, world.ctx(), world.obj(VIRTUAL_MACHINE, "vm")))
+    assert world.obj(VIRTUAL_MACHINE, "vm").finalizers == ["virtualmachine.kumo.dev/finalizer"]
+    assert ready(world)["status"] == "True"

@@ -40,12 +40,12 @@ def test_target_waits_for_a_record_being_deleted() -> None:
         deletionTimestamp=NOW,
     )
     finalize(world)
-    assert len(world.cloud.servers) == 1
+    assert len(world.cloud.live()) == 1
     ready = world.obj(VIRTUAL_MACHINE, "vm").status["conditions"][0]
     assert ready["reason"] == "WaitingForDNS" and "rec" in ready["message"]
     world.store.remove("DNSRecord", "default", "rec")
     finalize(world)
-    assert world.cloud.servers == {}
+    assert world.cloud.live() == {}, "the server is being deleted"
 
 
 def test_a_record_that_stays_does_not_block_its_target() -> None:
@@ -53,7 +53,7 @@ def test_a_record_that_stays_does_not_block_its_target() -> None:
     deleting_vm(world)
     world.add(DNS_RECORD, "rec", RECORD, finalizers=["dnsrecord.kumo.dev/finalizer"])
     finalize(world)
-    assert world.cloud.servers == {}
+    assert world.cloud.live() == {}, "the server is being deleted"
 
 
 def test_record_events_resume_the_target() -> None:

@@ -113,19 +113,29 @@ class FakeOctavia:
         self.calls.append("list_managed_load_balancers")
         return [f.lb for f in self.lbs.values() if model.MANAGED_TAG in f.lb.tags]
 
-    async def create_load_balancer(self, **attrs: Any) -> model.LoadBalancer:
+    async def create_load_balancer(
+        self,
+        *,
+        name: str,
+        vip_network_id: str,
+        description: str | None,
+        availability_zone: str | None,
+        flavor_id: str | None,
+        tags: list[str],
+    ) -> model.LoadBalancer:
         self.calls.append("create_load_balancer")
+        attrs = {k: v for k, v in locals().items() if k != "self"}
         lb = model.LoadBalancer(
             id=new_id("lb"),
-            name=attrs["name"],
+            name=name,
             provisioning_status="PENDING_CREATE",
             operating_status="OFFLINE",
             vip_address=f"10.9.0.{len(self.lbs) + 10}",
-            tags=list(attrs["tags"]),
-            description=attrs["description"],
-            availability_zone=attrs.get("availability_zone"),
-            flavor_id=attrs.get("flavor_id"),
-            vip_network_id=attrs["vip_network_id"],
+            tags=list(tags),
+            description=description,
+            availability_zone=availability_zone,
+            flavor_id=flavor_id,
+            vip_network_id=vip_network_id,
         )
         self.lbs[lb.id] = FakeLB(lb, attrs=attrs, pending_gets=self.pending_gets)
         return lb

@@ -62,23 +62,17 @@ def test_unknown_image_is_terminal_and_names_the_field() -> None:
 def test_adopts_a_server_left_by_a_crashed_run() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    leftover = asyncio.run(
-        world.cloud.create_server(
-            name="vm", tags=marker_tags("uid-vm"), metadata={}, description=None
-        )
-    )
+    leftover = world.cloud.add_server("vm", tags=marker_tags("uid-vm"))
     reconcile(world)
     assert status(world)["id"] == leftover.id
-    assert world.cloud.calls.count("create_server") == 1  # only the leftover
+    assert "create_server" not in world.cloud.calls
     assert "Adopted" in world.events.reasons()
 
 
 def test_foreign_server_with_same_name_is_untouched() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    foreign = asyncio.run(
-        world.cloud.create_server(name="vm", tags=[], metadata={"mine": "yes"}, description="x")
-    )
+    foreign = world.cloud.add_server("vm", tags=[], metadata={"mine": "yes"}, description="x")
     world.cloud.settle()
     reconcile(world)
     assert status(world)["id"] != foreign.id
@@ -132,9 +126,9 @@ def test_immutable_change_replaces_the_server() -> None:
     body = world.store.get("VirtualMachine", "default", "vm")
     body["spec"] = {**SPEC, "initScript": {"value": "echo new"}}
     reconcile(world)  # deletes the old one
-    assert old_id not in world.cloud.servers
-    reconcile(world)  # creates the new one
-    (server,) = world.cloud.servers.values()
+    assert world.cloud.servers[old_id]["status"] == "DELETED"
+    reconcile(world)  # creates the new one while Nova still lists the old one
+    (server,) = world.cloud.live().values()
     assert server["attrs"]["user_data"] == "echo new"
 
 
@@ -168,21 +162,19 @@ def test_error_server_is_reported_with_nova_fault() -> None:
     assert ready["message"].startswith(
         "spec.serverGroup: Nova put the server in ERROR: No valid host"
     )
-    assert len(world.cloud.servers) == 1, "no replacement before the grace period"
+    assert len(world.cloud.live()) == 1, "no replacement before the grace period"
 
 
 def test_finalize_deletes_every_owned_server_and_only_those() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
     reconcile(world)
-    foreign = asyncio.run(
-        world.cloud.create_server(name="vm", tags=[], metadata={}, description=None)
-    )
+    foreign = world.cloud.add_server("vm", tags=[])
     body = world.store.get("VirtualMachine", "default", "vm")
     body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
     reconcile(world)
-    assert list(world.cloud.servers) == [foreign.id]
-    reconcile(world)
+    assert list(world.cloud.live()) == [foreign.id]
+    reconcile(world)  # the deleted server is still listed as DELETED: that is gone enough
     assert world.store.get("VirtualMachine", "default", "vm") is None
 
 
@@ -202,7 +194,7 @@ def test_deletion_waits_for_load_balancers_to_drop_the_member() -> None:
     body = world.store.get("VirtualMachine", "default", "vm")
     body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
     reconcile(world)
-    assert len(world.cloud.servers) == 1
+    assert len(world.cloud.live()) == 1
     assert status(world)["phase"] == "Draining"
 
 
@@ -248,7 +240,7 @@ def test_bad_input_on_a_running_vm_deletes_nothing() -> None:
     server_id = status(world)["id"]
     world.store.get("VirtualMachine", "default", "vm")["spec"] = {**SPEC, "image": "no-such-image"}
     reconcile(world)
-    assert server_id in world.cloud.servers
+    assert server_id in world.cloud.live()
     assert status(world)["conditions"][0]["reason"] == "ImageNotFound"
     assert status(world)["id"] == server_id
 
@@ -256,10 +248,8 @@ def test_bad_input_on_a_running_vm_deletes_nothing() -> None:
 def test_status_id_naming_a_foreign_server_is_never_touched() -> None:
     """A restore from backup / a status writer names a server Kumo did not create."""
     world = World()
-    foreign = asyncio.run(
-        world.cloud.create_server(
-            name="db-1", metadata={"owner": "db-team"}, tags=["db"], description="theirs"
-        )
+    foreign = world.cloud.add_server(
+        "db-1", metadata={"owner": "db-team"}, tags=["db"], description="theirs"
     )
     world.cloud.settle()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)["status"] = {"id": foreign.id}
@@ -273,10 +263,10 @@ def test_status_id_naming_a_foreign_server_is_never_touched() -> None:
         ["db"],
         "theirs",
     )
-    assert len(world.cloud.servers) == 1, "nothing created beside it"
+    assert len(world.cloud.live()) == 1, "nothing created beside it"
     asyncio.run(world.kube.delete(VIRTUAL_MACHINE, "default", "vm"))
     reconcile(world)
-    assert foreign.id in world.cloud.servers, "deleting the object leaves it alone"
+    assert foreign.id in world.cloud.live(), "deleting the object leaves it alone"
     assert world.store.get("VirtualMachine", "default", "vm") is None, "and the object goes"
 
 
@@ -298,11 +288,7 @@ def test_duplicates_from_a_crashed_run_keep_one_and_delete_the_rest() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
     for _ in range(3):
-        asyncio.run(
-            world.cloud.create_server(
-                name="vm", tags=marker_tags("uid-vm"), metadata={}, description=None
-            )
-        )
+        world.cloud.add_server("vm", tags=marker_tags("uid-vm"))
     reconcile(world)
     owned = asyncio.run(world.cloud.list_owned_servers("uid-vm"))
     assert [s.id for s in owned] == [status(world)["id"]]

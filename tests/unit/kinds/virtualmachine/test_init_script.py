@@ -80,7 +80,7 @@ def test_a_changed_secret_replaces_the_server() -> None:
     world.store.put("Secret", secret("boot", script="echo two"))
     reconcile(world)  # the old server goes
     reconcile(world)  # the new one comes
-    (server,) = world.cloud.servers.values()
+    (server,) = world.cloud.live().values()
     assert server["attrs"]["user_data"] == "echo two"
 
 

@@ -1,0 +1,268 @@
+"""OpenStackCloud through its public async methods, on recorded REST responses: what
+comes back as values, what comes back as None, and which failures Kumo retries."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import pytest
+import requests
+import requests_mock as rm
+
+from kumo.cloud import model
+from kumo.cloud.adapter import OpenStackCloud
+from kumo.engine.errors import ReconcileError, TerminalError, TransientError
+from tests.unit.cloud.rest import DESIGNATE, NOVA, OCTAVIA, recorded
+
+T = TypeVar("T")
+
+SERVER_ID = "3f6b1c2e-8a4d-4e5f-9b0c-1d2e3f4a5b6c"
+GONE_ID = "6c9e4f5b-1d70-4b82-8e3f-4a5b6c7d8e9f"
+LB_ID = "8c1e5f6a-2b3c-4d4e-9f5a-6b7c8d9e0f1a"
+IMAGE_ID = "7e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
+ZONE_ID = "a86dba58-0043-4cc6-a1bb-69d5e86f3ca3"
+
+
+def run(coro: Awaitable[T]) -> T:
+    async def wrapped() -> T:
+        return await coro
+
+    return asyncio.run(wrapped())
+
+
+def fails(coro: Awaitable[Any]) -> ReconcileError:
+    with pytest.raises(ReconcileError) as caught:
+        run(coro)
+    return caught.value
+
+
+def create_server(cloud: OpenStackCloud) -> Awaitable[model.Server]:
+    return cloud.create_server(
+        name="web-1",
+        image_id=IMAGE_ID,
+        flavor_id="flv-1",
+        network_ids=["net-1"],
+        user_data=None,
+        description=None,
+        metadata={},
+        tags=model.marker_tags("uid-web-1"),
+        availability_zone=None,
+        key_name=None,
+        security_groups=[],
+        server_group_id=None,
+    )
+
+
+# -- values --------------------------------------------------------------------------
+
+
+def test_managed_servers_are_listed_by_tag_as_plain_values(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.get(f"{NOVA}/servers/detail", json=recorded("nova_servers_detail_tags_kumo.json"))
+    web1, web2 = run(cloud.list_managed_servers())
+    assert requests_mock.last_request.qs == {"tags": ["kumo"]}
+    assert web1 == model.Server(
+        id=SERVER_ID,
+        name="web-1",
+        status="ACTIVE",
+        tags=["kumo", "kumo-owner=uid-web-1"],
+        metadata={"kumo:object": "default/web-1", "kumo:spec-hash": "0d1e2f3a4b5c"},
+        description="web server",
+        addresses=[("kumo-demo-net", "10.0.0.12", 4), ("kumo-demo-net", "fd00::12", 6)],
+        host_id="b8f4c1d2e3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6",
+        fault=None,
+    )
+    assert (web2.status, web2.addresses) == ("ERROR", [])
+    assert web2.fault == "No valid host was found. There are not enough hosts available."
+    assert model.owner_of(web2.tags) == "uid-web-2"
+
+
+def test_get_server_of_a_missing_server_is_none(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.get(
+        f"{NOVA}/servers/{GONE_ID}", status_code=404, json=recorded("nova_server_not_found.json")
+    )
+    assert run(cloud.get_server(GONE_ID)) is None
+
+
+def test_get_server_of_a_deleted_server_is_none(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """Nova may still show a server it is deleting (status DELETED) for a moment."""
+    body = recorded("nova_server_deleted.json")
+    requests_mock.get(f"{NOVA}/servers/{body['server']['id']}", json=body)
+    assert run(cloud.get_server(body["server"]["id"])) is None
+
+
+def test_deleting_a_missing_server_succeeds(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.delete(
+        f"{NOVA}/servers/{GONE_ID}", status_code=404, json=recorded("nova_server_not_found.json")
+    )
+    run(cloud.delete_server(GONE_ID))
+    assert requests_mock.last_request.method == "DELETE"
+
+
+def test_get_load_balancer_of_a_missing_one_is_none(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.get(
+        f"{OCTAVIA}/lbaas/loadbalancers/{LB_ID}",
+        status_code=404,
+        json=recorded("octavia_lb_not_found.json"),
+    )
+    assert run(cloud.get_load_balancer(LB_ID)) is None
+
+
+def test_get_recordset_of_a_missing_one_is_none(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.get(
+        f"{DESIGNATE}/v2/zones/{ZONE_ID}/recordsets/rs-1",
+        status_code=404,
+        json=recorded("designate_recordset_not_found.json"),
+    )
+    assert run(cloud.get_recordset(ZONE_ID, "rs-1")) is None
+
+
+# -- failures: transient (Kumo retries) or terminal (the user must act) ----------------
+
+
+def test_octavia_409_pending_update_is_busy_and_retried_soon(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.put(
+        f"{OCTAVIA}/lbaas/loadbalancers/{LB_ID}",
+        status_code=409,
+        json=recorded("octavia_pending_update_409.json"),
+    )
+    error = fails(cloud.update_load_balancer(LB_ID, description="new"))
+    assert isinstance(error, TransientError)
+    assert error.reason == "CloudBusy"
+    assert "PENDING_UPDATE" in error.message
+    assert error.retry_after == 2.0
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "retry_after"),
+    [(429, "nova_over_limit_429.json", 7.0), (413, "nova_over_limit_413.json", 3.0)],
+)
+def test_rate_limits_are_transient_and_honour_retry_after(
+    cloud: OpenStackCloud,
+    requests_mock: rm.Mocker,
+    status: int,
+    body: str,
+    retry_after: float,
+) -> None:
+    requests_mock.get(
+        f"{NOVA}/servers/detail",
+        status_code=status,
+        json=recorded(body),
+        headers={"Retry-After": str(int(retry_after))},
+    )
+    error = fails(cloud.list_managed_servers())
+    assert isinstance(error, TransientError)
+    assert error.reason == "CloudUnavailable"
+    assert error.retry_after == retry_after
+
+
+@pytest.mark.parametrize("retry_after", [None, "30"])
+def test_503_is_transient(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker, retry_after: str | None
+) -> None:
+    requests_mock.get(
+        f"{OCTAVIA}/lbaas/loadbalancers/{LB_ID}",
+        status_code=503,
+        text=recorded("service_unavailable.html"),
+        headers={
+            "Content-Type": "text/html",
+            **({"Retry-After": retry_after} if retry_after else {}),
+        },
+    )
+    error = fails(cloud.get_load_balancer(LB_ID))
+    assert isinstance(error, TransientError)
+    assert error.reason == "CloudUnavailable"
+    assert error.retry_after == (float(retry_after) if retry_after else None)
+
+
+def test_quota_is_terminal(cloud: OpenStackCloud, requests_mock: rm.Mocker) -> None:
+    requests_mock.post(
+        f"{NOVA}/servers", status_code=403, json=recorded("nova_quota_exceeded.json")
+    )
+    error = fails(create_server(cloud))
+    assert isinstance(error, TerminalError)
+    assert error.reason == "QuotaExceeded"
+    assert "Quota exceeded for instances" in error.message
+
+
+def test_quota_413_is_terminal_too(cloud: OpenStackCloud, requests_mock: rm.Mocker) -> None:
+    """Older Nova answered an exceeded quota with 413 (OverQuota), without Retry-After."""
+    body = {"overLimit": {"code": 413, "message": "Quota exceeded for resources: ['cores']"}}
+    requests_mock.post(f"{NOVA}/servers", status_code=413, json=body)
+    error = fails(create_server(cloud))
+    assert (type(error), error.reason) == (TerminalError, "QuotaExceeded")
+
+
+def test_403_without_quota_is_forbidden(cloud: OpenStackCloud, requests_mock: rm.Mocker) -> None:
+    body = {"forbidden": {"code": 403, "message": "Policy doesn't allow os_compute_api:servers"}}
+    requests_mock.get(f"{NOVA}/servers/detail", status_code=403, json=body)
+    error = fails(cloud.list_managed_servers())
+    assert (type(error), error.reason) == (TerminalError, "CloudForbidden")
+
+
+def test_400_is_rejected_and_names_nothing_cached_as_stale(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.post(
+        f"{NOVA}/servers", status_code=400, json=recorded("nova_image_not_found_400.json")
+    )
+    error = fails(create_server(cloud))
+    assert (type(error), error.reason) == (TerminalError, "CloudRejected")
+    assert f"Image {IMAGE_ID} could not be found" in error.message
+
+
+def test_400_naming_a_cached_id_forgets_it_and_retries_soon(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """An image rotated under its name: the cached ID is dropped, not kept until the TTL."""
+    cloud._names.put(("image", "centos79"), IMAGE_ID)
+    requests_mock.post(
+        f"{NOVA}/servers", status_code=400, json=recorded("nova_image_not_found_400.json")
+    )
+    error = fails(create_server(cloud))
+    assert (type(error), error.reason) == (TransientError, "StaleReference")
+    assert cloud._names.get(("image", "centos79")) is None
+
+
+def test_missing_zone_on_listing_forgets_the_zone(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    cloud._names.put(("zone", "example.test."), (ZONE_ID, "example.test."))
+    requests_mock.get(
+        f"{DESIGNATE}/v2/zones/{ZONE_ID}/recordsets",
+        status_code=404,
+        json=recorded("designate_zone_not_found.json"),
+    )
+    error = fails(cloud.list_zone_recordsets(ZONE_ID))
+    assert (type(error), error.reason) == (TerminalError, "NotFound")
+    assert cloud._names.get(("zone", "example.test.")) is None
+
+
+@pytest.mark.parametrize(
+    "raised", [requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout]
+)
+def test_no_answer_is_transient(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker, raised: type[Exception]
+) -> None:
+    requests_mock.get(f"{NOVA}/servers/detail", exc=raised)
+    error = fails(cloud.list_managed_servers())
+    assert (type(error), error.reason) == (TransientError, "CloudUnreachable")
+
+
+def test_the_region_comes_from_clouds_yaml(cloud: OpenStackCloud) -> None:
+    assert cloud.region == "tokyo1"
