@@ -10,6 +10,8 @@ log "lint (ruff)"
 .venv/bin/ruff format --check src tests bench
 log "types (mypy)"
 .venv/bin/mypy src
+log "import boundaries (import-linter)"
+.venv/bin/lint-imports
 log "unit tests"
 .venv/bin/pytest tests/unit -q
 log "starting the local Kubernetes API and OpenStack (first run installs and builds)"

@@ -305,11 +305,7 @@ def test_a_second_server_from_a_retried_create_is_found_by_drift_and_deleted() -
     world.cloud.settle()
     reconcile(world)
     recorded = status(world)["id"]
-    extra = asyncio.run(
-        world.cloud.create_server(
-            name="vm", tags=marker_tags("uid-vm"), metadata={}, description=None
-        )
-    )
+    extra = world.cloud.add_server("vm", tags=marker_tags("uid-vm"))
     reconcile(world)  # a plain pass goes by status.id and lists nothing
     assert extra.id in world.cloud.servers
     drifted = asyncio.run(
@@ -318,5 +314,5 @@ def test_a_second_server_from_a_retried_create_is_found_by_drift_and_deleted() -
     assert drifted == [world.obj(VIRTUAL_MACHINE, "vm").key]
     ctx = replace(world.ctx(), audit=True)
     asyncio.run(Engine().run(VirtualMachineActuator(), ctx, world.obj(VIRTUAL_MACHINE, "vm")))
-    assert list(world.cloud.servers) == [recorded]
+    assert list(world.cloud.live()) == [recorded]
     assert "DuplicateDeleted" in world.events.reasons()
