@@ -12,7 +12,9 @@ path the SDK would otherwise find: the lab's Nova is ``/v2.1`` in the catalog, a
 Neutron and Octavia the SDK appends ``v2.0`` to the catalog URL itself — which it skips
 when an override is given. :func:`override_url` keeps the path of the endpoint the SDK
 actually uses (``proxy.get_endpoint()`` on a direct connection) and adds those version
-paths if the endpoint lacks them.
+paths if the endpoint lacks them — except for Octavia, whose override must be its root.
+(Checked against the lab: compute /v2.1, network /v2.0, image /v2 with
+``image_api_version: 2``, dns /v2 and load-balancer's root all route.)
 """
 
 from __future__ import annotations
@@ -32,8 +34,16 @@ SERVICES: dict[str, str] = {
     "load-balancer": "load_balancer",
     "dns": "dns",
 }
+#: Services the SDK knows in several major versions: with an override and no version
+#: it runs discovery on the override URL, which Glance answers only at its root. Saying
+#: the version (``image_api_version``) makes the SDK trust the override as it is.
+API_VERSION = {"image": "2"}
 #: Version paths an override must carry when the endpoint has none.
-DEFAULT_VERSION = {"compute": "v2.1", "network": "v2.0", "load-balancer": "v2.0"}
+DEFAULT_VERSION = {"compute": "v2.1", "network": "v2.0"}
+#: Services whose override must be the bare root: the SDK's Octavia proxy fails on a
+#: versioned override (it reads the version document at /v2 as a root document) and
+#: finds /v2 itself from the root's.
+ROOT_ONLY = {"load-balancer"}
 VERSIONED = re.compile(r"/v\d+(\.\d+)?/?$")
 
 
@@ -46,7 +56,7 @@ def override_url(service_type: str, endpoint: str, proxy_base: str) -> str:
     version path the SDK would add, when missing)."""
     parts = urlsplit(endpoint)
     proxy = urlsplit(proxy_base)
-    path = parts.path.rstrip("/")
+    path = "" if service_type in ROOT_ONLY else parts.path.rstrip("/")
     version = DEFAULT_VERSION.get(service_type)
     if version and not VERSIONED.search(path):
         path = f"{path}/{version}"
@@ -80,4 +90,6 @@ def proxied_entry(
         proxied[override_key(service_type)] = override_url(
             service_type, endpoint, proxies[service_type]
         )
+        if service_type in API_VERSION:
+            proxied[f"{service_type.replace('-', '_')}_api_version"] = API_VERSION[service_type]
     return proxied

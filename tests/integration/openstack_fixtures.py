@@ -58,7 +58,8 @@ def lab_connect(clouds_yaml: str | Path, cloud: str):
     import openstack.config
     import openstack.connection
 
-    config = openstack.config.OpenStackConfig(config_files=[str(clouds_yaml)])
+    # load_envvars=False: OS_CLIENT_CONFIG_FILE (set for the lab) would replace the file given
+    config = openstack.config.OpenStackConfig(config_files=[str(clouds_yaml)], load_envvars=False)
     region = config.get_one(cloud=cloud, region_name=LAB_REGION)
     return openstack.connection.Connection(config=region)
 

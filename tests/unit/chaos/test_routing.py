@@ -26,7 +26,7 @@ PROXY = "http://127.0.0.1:40001"
         ("compute", "http://127.0.0.1:8774", f"{PROXY}/v2.1"),
         ("network", "http://127.0.0.1:9696/v2.0", f"{PROXY}/v2.0"),
         ("network", "http://127.0.0.1:9696/", f"{PROXY}/v2.0"),
-        ("load-balancer", "http://127.0.0.1:9876", f"{PROXY}/v2.0"),
+        ("load-balancer", "http://127.0.0.1:9876/v2", PROXY),  # the root: see ROOT_ONLY
         ("image", "http://127.0.0.1:9292/v2/", f"{PROXY}/v2"),
         ("dns", "http://127.0.0.1:9001/v2", f"{PROXY}/v2"),
         ("dns", "http://127.0.0.1:9001/", PROXY),  # unversioned: the SDK discovers
@@ -75,7 +75,7 @@ def test_overrides_are_what_openstacksdk_uses() -> None:
     region = openstack.config.OpenStackConfig(
         config_files=[], vendor_files=[], secure_files=[], load_envvars=False
     ).get_one(**entry)
-    assert region.get_endpoint("load-balancer") == f"{PROXY}/v2.0"
+    assert region.get_endpoint("load-balancer") == PROXY
     assert region.get_endpoint("compute") == f"{PROXY}/v2.1"
     assert region.get_endpoint("dns") == PROXY
 
