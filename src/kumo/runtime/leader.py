@@ -20,7 +20,6 @@ against a :class:`LeaseAPI` (the real client in ``runtime/kube.py``, a fake in t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -138,30 +137,38 @@ class LeaderElector:
         return time.monotonic() - self.last_contact < self.lease_seconds
 
     async def try_acquire_or_renew(self) -> bool:
+        """One attempt, bounded in time; any failure (API down, hung, 409) is a "no"."""
         try:
-            current = await self.api.get_lease()
-            now = time.monotonic()
-            self.last_contact = now
-            if current is None or not current.same_as(self._observed):
-                self._observed, self._observed_at = current, now
-            self.holder = current.holder if current else None
-            wanted = next_record(
-                current,
-                self.identity,
-                self.lease_seconds,
-                observed_for=now - self._observed_at,
-                now=micro_time(),
-            )
-            if wanted is None:
-                return False
-            if current is None:
-                written = await self.api.create_lease(wanted)
-            else:
-                written = await self.api.update_lease(wanted)
+            async with asyncio.timeout(self.renew_deadline - self.renew_seconds):
+                return await self._attempt()
         except ReconcileError as error:  # 409: someone else wrote first; 5xx: try again
             level = logging.DEBUG if error.reason == "KubernetesConflict" else logging.WARNING
             log.log(level, "lease: %s", error)
+        except Exception as error:  # connection refused, timeout, …: the API is not there
+            log.warning("lease: %s: %s", type(error).__name__, error)
+        return False
+
+    async def _attempt(self) -> bool:
+        """Read the lease, decide, write: True when this process holds it now."""
+        current = await self.api.get_lease()
+        now = time.monotonic()
+        self.last_contact = now
+        if current is None or not current.same_as(self._observed):
+            self._observed, self._observed_at = current, now
+        self.holder = current.holder if current else None
+        wanted = next_record(
+            current,
+            self.identity,
+            self.lease_seconds,
+            observed_for=now - self._observed_at,
+            now=micro_time(),
+        )
+        if wanted is None:
             return False
+        if current is None:
+            written = await self.api.create_lease(wanted)
+        else:
+            written = await self.api.update_lease(wanted)
         self._observed, self._observed_at = written, time.monotonic()
         self.last_contact = self._observed_at
         self.holder = self.identity
@@ -193,10 +200,13 @@ class LeaderElector:
         if not self.leading:
             return
         self.leading = False
-        with contextlib.suppress(ReconcileError):
-            current = await self.api.get_lease()
-            if current is not None and current.holder == self.identity:
-                await self.api.update_lease(
-                    replace(current, holder="", lease_seconds=1, renew_time=micro_time())
-                )
-                log.info("released the lease")
+        try:
+            async with asyncio.timeout(self.renew_deadline - self.renew_seconds):
+                current = await self.api.get_lease()
+                if current is not None and current.holder == self.identity:
+                    await self.api.update_lease(
+                        replace(current, holder="", lease_seconds=1, renew_time=micro_time())
+                    )
+                    log.info("released the lease")
+        except Exception as error:  # best effort: the lease then simply expires
+            log.warning("could not release the lease: %s: %s", type(error).__name__, error)

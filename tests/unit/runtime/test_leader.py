@@ -20,11 +20,17 @@ class FakeLeaseAPI:
         self.record: LeaseRecord | None = None
         self.version = 0
         self.down = False
+        self.unreachable: BaseException | None = None  # raised as is: not a ReconcileError
+        self.hang = False
         self.writes: list[str] = []  # holders written, in order
 
-    def _check(self) -> None:
+    async def _check(self) -> None:
         if self.down:
             raise TransientError("KubernetesConflict", "503 from the API server")
+        if self.unreachable is not None:
+            raise self.unreachable
+        if self.hang:
+            await asyncio.Event().wait()  # an API server that accepts and never answers
 
     def _store(self, record: LeaseRecord) -> LeaseRecord:
         self.version += 1
@@ -33,17 +39,17 @@ class FakeLeaseAPI:
         return self.record
 
     async def get_lease(self) -> LeaseRecord | None:
-        self._check()
+        await self._check()
         return self.record
 
     async def create_lease(self, record: LeaseRecord) -> LeaseRecord:
-        self._check()
+        await self._check()
         if self.record is not None:
             raise TransientError("KubernetesConflict", "409 already exists")
         return self._store(record)
 
     async def update_lease(self, record: LeaseRecord) -> LeaseRecord:
-        self._check()
+        await self._check()
         assert self.record is not None
         if record.resource_version != self.record.resource_version:
             raise TransientError("KubernetesConflict", "409 stale resourceVersion")
@@ -163,3 +169,23 @@ def test_leader_that_cannot_renew_stops_before_the_lease_expires() -> None:
 def test_lease_timings_must_fence() -> None:
     with pytest.raises(ValueError):
         LeaderElector(FakeLeaseAPI(), "a", lease_seconds=5, renew_seconds=2, renew_deadline=6)
+
+
+@pytest.mark.parametrize("outage", ["refused", "hung"])
+def test_leader_stops_when_the_api_server_is_gone_or_hangs(outage: str) -> None:
+    """Not a ReconcileError: a refused connection or a request that never returns must
+    fence the leader just the same (found by the chaos suite's API-server outage)."""
+
+    async def scenario() -> list[str]:
+        api, events = FakeLeaseAPI(), []
+        a = fast(api, "a")
+        task = asyncio.create_task(_run(a, events))
+        await asyncio.sleep(0.1)
+        if outage == "refused":
+            api.unreachable = ConnectionRefusedError("connect call failed")
+        else:
+            api.hang = True
+        await asyncio.wait_for(task, 2)
+        return events
+
+    assert asyncio.run(scenario()) == ["a leads", "a lost"]
