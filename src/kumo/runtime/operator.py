@@ -71,8 +71,6 @@ class Lifecycle:
         self.elector: LeaderElector | None = None
         self.synced = False
         self.stopping = False
-        self.exit_code = 0
-        self.stop_flag = asyncio.Event()
         self._election: asyncio.Task[None] | None = None
 
     def health(self) -> Health:
@@ -128,6 +126,11 @@ class Lifecycle:
             lease.namespace,
             lease.name,
         )
+        self._elect()
+
+    def _elect(self) -> None:
+        """Stand by until this process holds the lease, then lead (see runtime/leader.py)."""
+        assert self.elector is not None
         self._election = asyncio.create_task(self.elector.run(self._lead, self._lost))
 
     async def _lead(self) -> None:
@@ -141,8 +144,7 @@ class Lifecycle:
         if self.controller is not None:
             await self.controller.stop(grace=0)
         if not self.stopping:
-            assert self.elector is not None
-            self._election = asyncio.create_task(self.elector.run(self._lead, self._lost))
+            self._elect()
 
     async def cleanup(self) -> None:
         """SIGTERM: finish in-flight reconciles while still renewing, then release the lease."""
@@ -250,9 +252,8 @@ async def _serve(options: OperatorOptions) -> int:
             standalone=True,  # no kopf peering: leader election is Kumo's own (runtime/leader.py)
             clusterwide=not namespaces,
             namespaces=namespaces,
-            stop_flag=lifecycle.stop_flag,
         )
     finally:
         if runner is not None:
             await runner.cleanup()
-    return lifecycle.exit_code
+    return 0
