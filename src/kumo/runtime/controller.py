@@ -91,18 +91,17 @@ class Controller:
     def observe(self, kind: str, event_type: str | None, raw: Mapping[str, Any]) -> None:
         """Take one watch event: update the cache, enqueue what it concerns."""
         body: Body = copy.deepcopy(dict(raw))
-        meta = body["metadata"]
-        namespace, name = meta.get("namespace", "default"), meta["name"]
-        self._unconfirmed.discard(Key(kind, namespace, name))
+        key = key_of(kind, body)
+        self._unconfirmed.discard(key)
         if event_type == "DELETED":
-            old = self.store.remove(kind, namespace, name)
+            old = self.store.remove(kind, key.namespace, key.name)
         else:
             old = self.store.put(kind, body)
         if kind in self.actuators and (event_type == "DELETED" or _worth_reconciling(old, body)):
-            self.queue.add(Key(kind, namespace, name))
+            self.queue.add(key)
         for actuator in self.actuators.values():
-            for key in actuator.dependents(kind, body, self.store):
-                self.queue.add(key)
+            for dependent in actuator.dependents(kind, body, self.store):
+                self.queue.add(dependent)
         metrics.QUEUE_DEPTH.set(len(self.queue))
 
     def enqueue_script_users(self, source_kind: str, namespace: str, name: str) -> None:
@@ -123,10 +122,7 @@ class Controller:
         for info in INFO_BY_KIND.values():
             for body in await self.kube.list(info, namespace):
                 self.store.put(info.kind, body)
-                meta = body["metadata"]
-                self._unconfirmed.add(
-                    Key(info.kind, meta.get("namespace", "default"), meta["name"])
-                )
+                self._unconfirmed.add(key_of(info.kind, body))
 
     # -- workers -------------------------------------------------------------------------
 
@@ -136,8 +132,7 @@ class Controller:
         self._stopping = False
         for kind in self.actuators:
             for body in self.store.list(kind):
-                meta = body["metadata"]
-                self.queue.add(Key(kind, meta.get("namespace", "default"), meta["name"]))
+                self.queue.add(key_of(kind, body))
         self._tasks = [loop.create_task(self._worker()) for _ in range(self.workers)]
         self._tasks.append(loop.create_task(self._drift_loop()))
 
@@ -279,6 +274,12 @@ class Controller:
         if left is not None:
             log.debug("drift on %s ignored: permanent error held for %.0fs", key, left)
         return left is not None
+
+
+def key_of(kind: str, body: Body) -> Key:
+    """The work-queue key of an object body (namespace ``default`` when absent)."""
+    meta = body["metadata"]
+    return Key(kind, meta.get("namespace", "default"), meta["name"])
 
 
 def _worth_reconciling(old: Body | None, new: Body) -> bool:

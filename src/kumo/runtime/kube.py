@@ -86,8 +86,10 @@ class KubeClient:
     # -- custom objects ------------------------------------------------------------------
 
     @staticmethod
-    def _path(info: KindInfo, namespace: str, name: str | None = None) -> str:
-        base = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{info.plural}"
+    def _path(info: KindInfo, namespace: str | None, name: str | None = None) -> str:
+        """A kind's collection in one namespace (or, with None, in all), or one object."""
+        where = f"namespaces/{namespace}/" if namespace else ""
+        base = f"/apis/{GROUP}/{VERSION}/{where}{info.plural}"
         return f"{base}/{name}" if name else base
 
     async def patch_status(self, obj: Obj, status: Body) -> Body:
@@ -121,10 +123,7 @@ class KubeClient:
 
     async def list(self, info: KindInfo, namespace: str | None = None) -> list[Body]:
         """Every object of a kind (in one namespace or all), each with kind and apiVersion."""
-        base = f"/apis/{GROUP}/{VERSION}"
-        path = (
-            f"{base}/namespaces/{namespace}/{info.plural}" if namespace else f"{base}/{info.plural}"
-        )
+        path = self._path(info, namespace)
         items: list[Body] = []
         token = ""
         while True:
