@@ -37,6 +37,7 @@ def _run(args: argparse.Namespace) -> int:
         namespace=args.namespace,
         resync_seconds=args.resync_seconds,
         drift_seconds=args.drift_seconds,
+        relist_seconds=args.relist_seconds,
         workers=args.workers,
         cloud_concurrency=args.cloud_concurrency,
         cloud_rate=args.cloud_rate,
@@ -81,7 +82,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--drift-seconds",
         type=float,
         default=10.0,
-        help="list the cloud this often to catch out-of-band changes",
+        help="look for changes in the cloud this often (one incremental listing per "
+        "service and project; faster while something is building or pending)",
+    )
+    run.add_argument(
+        "--relist-seconds",
+        type=float,
+        default=600.0,
+        help="full listing of every watched resource type this often (the safety net "
+        "for changes the incremental listings cannot show)",
     )
     run.add_argument("--workers", type=int, default=8, help="objects reconciled concurrently")
     run.add_argument(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
@@ -154,14 +156,20 @@ class FakeKube:
         return self.store.get("Secret", namespace, name)
 
 
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class FakeNova:
     """Servers and server groups with tags, answering like ``ComputeCalls`` over Nova.
 
     Nova works asynchronously, and so does this fake: a new server is BUILD until
-    ``settle()``; a deleted server stays listed as DELETED (task_state ``deleting``)
-    until the next ``settle()``, and only then disappears. As in the real adapter,
-    ``get_server`` and ``list_owned_servers`` do not return DELETED servers, while
-    ``list_managed_servers`` returns them as Nova lists them.
+    ``settle()``; a deleted server stays listed as DELETING (Nova's task_state
+    ``deleting``) until the next ``settle()``, and only then disappears. As in the real
+    adapter, ``get_server`` returns a DELETING server and ``list_owned_servers`` does
+    not. ``list_servers_since`` answers like ``changes-since``: every server changed at
+    or after the time given, deleted ones as DELETED, with Nova's clock (``now``, moved
+    by ``tick``; a compute node's clock may lag it by ``node_lag`` seconds).
     """
 
     region = "tokyo1"
@@ -172,6 +180,15 @@ class FakeNova:
         self.images = {"centos79": "img-1"}
         self.flavors = {"n3-1vcpu-2gb": "flv-1"}
         self.calls: list[str] = []
+        self.now = datetime(2026, 11, 1, tzinfo=UTC)
+        self.node_lag = 0.0
+        self.deleted: dict[str, datetime] = {}  # gone servers, as changes-since shows them
+
+    def tick(self, seconds: float = 1.0) -> None:
+        self.now += timedelta(seconds=seconds)
+
+    def _touch(self, s: dict[str, Any]) -> None:
+        s["updated"] = self.now - timedelta(seconds=self.node_lag)
 
     def _server(self, s: dict[str, Any]) -> model.Server:
         return model.Server(
@@ -184,19 +201,41 @@ class FakeNova:
             addresses=[("kumo-demo-net", s["ip"], 4)] if s["status"] == "ACTIVE" else [],
             host_id="host-a",
             fault=s.get("fault"),
+            updated=_iso(s["updated"]),
         )
 
     def settle(self, status: str = "ACTIVE") -> None:
         """Let Nova finish: deleted servers go, building servers become ``status``."""
         for sid, s in list(self.servers.items()):
-            if s["status"] == "DELETED":
+            if s["status"] == "DELETING":
                 del self.servers[sid]
+                self.deleted[sid] = self.now - timedelta(seconds=self.node_lag)
             elif s["status"] == "BUILD":
                 s.update(status=status, task_state=None)
+                self._touch(s)
 
     def live(self) -> dict[str, dict[str, Any]]:
         """The servers that are not being deleted."""
-        return {k: s for k, s in self.servers.items() if s["status"] != "DELETED"}
+        return {k: s for k, s in self.servers.items() if s["status"] != "DELETING"}
+
+    async def list_servers_since(self, since: str | None) -> tuple[list[model.Server], str | None]:
+        self.calls.append("list_servers_since" if since else "list_servers")
+        date = format_datetime(self.now, usegmt=True)
+        if since is None:
+            tagged = [s for s in self.servers.values() if model.MANAGED_TAG in s["tags"]]
+            return [self._server(s) for s in tagged], date
+        start = datetime.fromisoformat(since.replace("Z", "+00:00"))
+        changed = [self._server(s) for s in self.servers.values() if s["updated"] >= start]
+        gone = [
+            model.Server(id=sid, name="", status="DELETED", updated=_iso(at))
+            for sid, at in self.deleted.items()
+            if at >= start
+        ]
+        return changed + gone, date
+
+    async def fetch_server_groups(self) -> list[model.ServerGroup]:
+        self.calls.append("fetch_server_groups")
+        return list(self.groups.values())
 
     async def image_id(self, ref: str, field: str = "spec.image") -> str:
         if ref not in self.images:
@@ -215,16 +254,12 @@ class FakeNova:
         return "net-public" if external else "net-private"
 
     async def get_server(self, server_id: str) -> model.Server | None:
-        s = self.live().get(server_id)
+        s = self.servers.get(server_id)
         return self._server(s) if s else None
 
     async def list_owned_servers(self, uid: str) -> list[model.Server]:
         owner = model.owner_tag(uid)
         return [self._server(s) for s in self.live().values() if owner in s["tags"]]
-
-    async def list_managed_servers(self) -> list[model.Server]:
-        self.calls.append("list_managed_servers")
-        return [self._server(s) for s in self.servers.values() if model.MANAGED_TAG in s["tags"]]
 
     def add_server(
         self,
@@ -270,10 +305,12 @@ class FakeNova:
             "ip": f"10.0.0.{len(self.servers) + 10}",
             "attrs": attrs,
         }
+        self._touch(self.servers[sid])
         return self._server(self.servers[sid])
 
     async def update_server(self, server_id: str, *, description: str | None) -> None:
         self.servers[server_id]["description"] = description
+        self._touch(self.servers[server_id])
 
     async def set_server_metadata(
         self, server_id: str, metadata: dict[str, str], remove: list[str]
@@ -282,6 +319,7 @@ class FakeNova:
         md.update(metadata)
         for key in remove:
             md.pop(key, None)
+        self._touch(self.servers[server_id])
 
     async def set_server_tags(self, server_id: str, tags: list[str]) -> None:
         self.servers[server_id]["tags"] = list(tags)
@@ -291,13 +329,14 @@ class FakeNova:
         self.calls.append("delete_server")
         s = self.servers.get(server_id)
         if s is not None:
-            s.update(status="DELETED", task_state="deleting")
+            s.update(status="DELETING", task_state="deleting")
+            self._touch(s)
 
     async def list_server_groups(self) -> list[model.ServerGroup]:
         return list(self.groups.values())
 
     async def list_owned_server_groups(self, uid: str) -> list[model.ServerGroup]:
-        return [g for g in self.groups.values() if model.owner_tag(uid) in g.name]
+        return [g for g in self.groups.values() if model.owner_tag(uid) in g.name.split()]
 
     async def get_server_group(self, group_id: str) -> model.ServerGroup | None:
         return self.groups.get(group_id)

@@ -21,7 +21,7 @@ from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 #: Fake-only helpers that tests call to play the cloud or a user; everything else a fake
 #: defines must exist on the adapter class with the same signature.
 FAKES = [
-    (FakeNova, ComputeCalls, {"settle", "live", "add_server"}),
+    (FakeNova, ComputeCalls, {"settle", "live", "add_server", "tick"}),
     (
         FakeOctavia,
         OctaviaCalls,
@@ -58,16 +58,19 @@ def test_a_deleted_server_stays_listed_until_the_next_settle() -> None:
     nova.settle()
 
     asyncio.run(nova.delete_server(server.id))
-    assert nova.servers[server.id]["status"] == "DELETED"
+    assert nova.servers[server.id]["status"] == "DELETING"
     assert nova.servers[server.id]["task_state"] == "deleting"
-    assert asyncio.run(nova.get_server(server.id)) is None, "like the adapter"
+    deleting = asyncio.run(nova.get_server(server.id))
+    assert deleting is not None and deleting.status == "DELETING", "like the adapter"
     assert asyncio.run(nova.list_owned_servers("uid-vm")) == [], "like the adapter"
-    (listed,) = asyncio.run(nova.list_managed_servers())
-    assert (listed.id, listed.status, listed.addresses) == (server.id, "DELETED", [])
+    (listed,), _ = asyncio.run(nova.list_servers_since(None))
+    assert (listed.id, listed.status, listed.addresses) == (server.id, "DELETING", [])
 
     nova.settle()
     assert nova.servers == {}
-    assert asyncio.run(nova.list_managed_servers()) == []
+    assert asyncio.run(nova.list_servers_since(None))[0] == []
+    (gone,), _ = asyncio.run(nova.list_servers_since("2026-01-01T00:00:00Z"))
+    assert (gone.id, gone.status) == (server.id, "DELETED"), "changes-since shows deletions"
 
 
 def test_deleting_twice_or_a_missing_server_is_fine() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import openstack.connection
 from openstack import exceptions as os_exc
@@ -19,6 +19,7 @@ from openstack import exceptions as os_exc
 from kumo.cloud.errors import classify, missing_ids
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
+from kumo.cloud.watch import CloudWatch, Lister
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 
 T = TypeVar("T")
@@ -31,15 +32,20 @@ class CloudBase:
         *,
         concurrency: int = 8,
         rate: float = 20.0,
+        watch_seconds: float = 10.0,
+        relist_seconds: float = 600.0,
     ) -> None:
         self.conn = conn
         self.region = conn.config.get_region_name()
         self._slots = asyncio.Semaphore(concurrency)
         self._bucket = TokenBucket(rate, burst=max(concurrency, int(rate)))
         self._names = NameCache()
+        #: The cloud-side cache; reads use it once the controller has synced it.
+        self.watch = CloudWatch(cast(Lister, self), interval=watch_seconds, relist=relist_seconds)
 
     async def close(self) -> None:
         """Release the connection's sessions (the credentials were replaced or removed)."""
+        self.watch.close()
         await asyncio.to_thread(self.conn.close)
 
     async def _call(

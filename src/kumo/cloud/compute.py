@@ -3,31 +3,64 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 from typing import Any
+
+from openstack import exceptions
+from openstack.compute.v2 import server as _server_resource
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
+from kumo.cloud.cache import GONE
 
 
 class ComputeCalls(CloudBase):
-    # -- Nova servers -------------------------------------------------------------------
+    # -- Nova servers (reads from the watch's cache once synced; see watch.py) -----------
 
     async def get_server(self, server_id: str) -> model.Server | None:
+        """The server, or None when it is gone (deleted servers count as gone)."""
+        hit = self.watch.servers.lookup(server_id)
+        if isinstance(hit, model.Server):
+            return hit if hit.status != "DELETED" else None
+        if hit is GONE:
+            return None
         found = await self._get("get server", self.conn.compute.get_server, server_id)
         return _server(found) if found is not None and found.status != "DELETED" else None
 
     async def list_owned_servers(self, uid: str) -> list[model.Server]:
-        """Servers carrying the ownership marker of ``uid`` (for adoption)."""
-        found = await self._call(
-            "list servers", lambda: list(self.conn.compute.servers(tags=model.owner_tag(uid)))
-        )
-        return [_server(s) for s in found if s.status != "DELETED"]
+        """Servers carrying the ownership marker of ``uid`` and not on their way out."""
+        if self.watch.servers.synced:
+            found = self.watch.servers.owned_by(uid)
+        else:
+            listed = await self._call(
+                "list servers", lambda: list(self.conn.compute.servers(tags=model.owner_tag(uid)))
+            )
+            found = [_server(s) for s in listed]
+        return [s for s in found if s.status not in ("DELETED", "DELETING")]
 
-    async def list_managed_servers(self) -> list[model.Server]:
-        found = await self._call(
-            "list servers", lambda: list(self.conn.compute.servers(tags=model.MANAGED_TAG))
-        )
-        return [_server(s) for s in found]
+    async def list_servers_since(self, since: str | None) -> tuple[list[model.Server], str | None]:
+        """Servers changed since ``since`` (deleted ones included, status DELETED), or with
+        ``since`` None every server carrying Kumo's tag; and the API's ``Date``."""
+        params: dict[str, Any] = {"changes-since": since} if since else {"tags": model.MANAGED_TAG}
+
+        def page_through() -> tuple[list[Any], str | None]:
+            found: list[Any] = []
+            date = None
+            url: str | None = "/servers/detail"
+            query: dict[str, Any] | None = params
+            while url:
+                response = self.conn.compute.get(url, params=query, microversion="2.26")
+                exceptions.raise_from_response(response)
+                date = date or response.headers.get("Date")
+                body = response.json()
+                found += body.get("servers") or []
+                links = [x for x in body.get("servers_links") or [] if x.get("rel") == "next"]
+                url = links[0]["href"] if links else None
+                query = None  # the next link carries the query
+            return found, date
+
+        listed, date = await self._call("list servers", page_through)
+        return [_server(_server_resource.Server.existing(**raw)) for raw in listed], date
 
     async def create_server(
         self,
@@ -71,11 +104,25 @@ class ComputeCalls(CloudBase):
             resolved=[image_id, flavor_id, *network_ids],
             **attrs,
         )
-        return _server(created)
+        # Nova answers a create with little more than the ID: cache what was asked for.
+        server = dataclasses.replace(
+            _server(created),
+            name=name,
+            status="BUILD",
+            tags=list(tags),
+            metadata=dict(metadata),
+            description=description,
+        )
+        self.watch.servers.put(server)
+        self.watch.nudge("nova")
+        return server
 
     async def update_server(self, server_id: str, *, description: str | None) -> None:
         await self._call(
             "update server", self.conn.compute.update_server, server_id, description=description
+        )
+        self.watch.servers.update(
+            server_id, lambda s: dataclasses.replace(s, description=description)
         )
 
     async def set_server_metadata(
@@ -96,32 +143,51 @@ class ComputeCalls(CloudBase):
                 remove,
             )
 
+        def merged(server: model.Server) -> model.Server:
+            kept = {k: v for k, v in server.metadata.items() if k not in remove}
+            return dataclasses.replace(server, metadata={**kept, **metadata})
+
+        self.watch.servers.update(server_id, merged)
+
     async def set_server_tags(self, server_id: str, tags: list[str]) -> None:
         def put() -> None:
             server = self.conn.compute.get_server(server_id)
             server.set_tags(self.conn.compute, tags)
 
         await self._call("set server tags", put)
+        self.watch.servers.update(server_id, lambda s: dataclasses.replace(s, tags=list(tags)))
 
     async def delete_server(self, server_id: str) -> None:
         await self._call(
             "delete server", self.conn.compute.delete_server, server_id, ignore_missing=True
         )
+        self.watch.servers.update(server_id, lambda s: dataclasses.replace(s, status="DELETING"))
+        self.watch.nudge("nova")
 
     # -- Nova server groups (no tags: the owner marker is in the name) ------------------
 
-    async def list_server_groups(self) -> list[model.ServerGroup]:
+    async def fetch_server_groups(self) -> list[model.ServerGroup]:
         groups = await self._call(
             "list server groups", lambda: list(self.conn.compute.server_groups())
         )
         return [_server_group(g) for g in groups]
 
+    async def list_server_groups(self) -> list[model.ServerGroup]:
+        if self.watch.server_groups.synced:
+            return self.watch.server_groups.items()
+        return await self.fetch_server_groups()
+
     async def list_owned_server_groups(self, uid: str) -> list[model.ServerGroup]:
         """Server groups whose name carries the ownership marker of ``uid``."""
         marker = model.owner_tag(uid)
-        return [g for g in await self.list_server_groups() if marker in g.name]
+        return [g for g in await self.list_server_groups() if marker in g.name.split()]
 
     async def get_server_group(self, group_id: str) -> model.ServerGroup | None:
+        hit = self.watch.server_groups.lookup(group_id)
+        if isinstance(hit, model.ServerGroup):
+            return hit
+        if hit is GONE:
+            return None
         found = await self._get("get server group", self.conn.compute.get_server_group, group_id)
         return _server_group(found) if found is not None else None
 
@@ -133,7 +199,9 @@ class ComputeCalls(CloudBase):
             policy=policy,
             field="spec.haPolicy",
         )
-        return _server_group(created)
+        group = _server_group(created)
+        self.watch.server_groups.put(group)
+        return group
 
     async def delete_server_group(self, group_id: str) -> None:
         await self._call(
@@ -142,6 +210,7 @@ class ComputeCalls(CloudBase):
             group_id,
             ignore_missing=True,
         )
+        self.watch.server_groups.forget(group_id)
 
 
 def _server(s: Any) -> model.Server:
@@ -150,16 +219,20 @@ def _server(s: Any) -> model.Server:
         for entry in entries:
             addresses.append((network, entry.get("addr"), int(entry.get("version", 4))))
     fault = s.fault.get("message") if isinstance(s.fault, dict) else None
+    status = s.status or "UNKNOWN"
+    if getattr(s, "task_state", None) == "deleting" and status != "DELETED":
+        status = "DELETING"  # still listed while Nova deletes it: on its way out
     return model.Server(
         id=s.id,
         name=s.name or "",
-        status=s.status or "UNKNOWN",
+        status=status,
         tags=list(s.tags or []),
         metadata=dict(s.metadata or {}),
         description=s.description,
         addresses=addresses,
         host_id=s.host_id,
         fault=fault,
+        updated=getattr(s, "updated_at", None),
     )
 
 

@@ -154,6 +154,8 @@ class CloudRegistry:
         *,
         concurrency: int = 8,
         rate: float = 20.0,
+        watch_seconds: float = 10.0,
+        relist_seconds: float = 600.0,
         connector: Callable[[CloudSource], Any] = connect,
         cloud_factory: Callable[[Any], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -164,6 +166,7 @@ class CloudRegistry:
         self._factory = cloud_factory or self._adapter
         self._concurrency = concurrency
         self._rate = rate
+        self._watch = {"watch_seconds": watch_seconds, "relist_seconds": relist_seconds}
         self._clock = clock
         self._clouds: dict[str, Any] = {}  # fingerprint → adapter
         self._used_by: dict[str, str] = {}  # namespace → fingerprint of its adapter
@@ -174,7 +177,7 @@ class CloudRegistry:
     def _adapter(self, conn: Any) -> Any:
         from kumo.cloud.adapter import OpenStackCloud
 
-        return OpenStackCloud(conn, concurrency=self._concurrency, rate=self._rate)
+        return OpenStackCloud(conn, concurrency=self._concurrency, rate=self._rate, **self._watch)
 
     async def source_for(self, namespace: str) -> CloudSource:
         cached = self._namespace_sources.get(namespace)

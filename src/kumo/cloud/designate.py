@@ -8,6 +8,7 @@ from openstack.dns.v2 import recordset as dns_recordset
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
+from kumo.cloud.cache import GONE
 from kumo.cloud.errors import missing_ids
 from kumo.engine.errors import ReconcileError, TerminalError
 
@@ -49,11 +50,21 @@ class DesignateCalls(CloudBase):
 
     async def get_recordset(self, zone_id: str, rs_id: str) -> model.Recordset | None:
         """The recordset, or None when it (or its zone) is gone."""
+        hit = self.watch.recordsets.lookup(rs_id)
+        if isinstance(hit, model.Recordset):
+            return hit
+        if hit is GONE:
+            return None
         found = await self._get("get recordset", self.conn.dns.get_recordset, rs_id, zone_id)
         return _recordset(found, zone_id) if found is not None else None
 
     async def list_zone_recordsets(self, zone_id: str) -> list[model.Recordset]:
-        """Every recordset of the zone, one listing (for adoption and drift)."""
+        """Every recordset of the zone (from the watch once it has listed the zone)."""
+        if self.watch.watches_zone(zone_id):
+            return [rs for rs in self.watch.recordsets.items() if rs.zone_id == zone_id]
+        return await self.fetch_zone_recordsets(zone_id)
+
+    async def fetch_zone_recordsets(self, zone_id: str) -> list[model.Recordset]:
         try:
             found = await self._call(
                 "list recordsets", lambda: list(self.conn.dns.recordsets(zone_id))
@@ -62,6 +73,12 @@ class DesignateCalls(CloudBase):
             self._names.forget_ids(missing_ids(error.__cause__, [zone_id]))
             raise
         return [_recordset(x, zone_id) for x in found]
+
+    async def zone_versions(self) -> dict[str, str]:
+        """``{zone id: "serial status updated_at"}``: a recordset created, changed,
+        deleted or pushed moves its zone's version (see watch.py)."""
+        zones = await self._call("list zones", lambda: list(self.conn.dns.zones()))
+        return {str(z.id): f"{z.serial} {z.status} {z.updated_at}" for z in zones}
 
     async def list_owned_recordsets(self, zone_id: str, uid: str) -> list[model.Recordset]:
         """Recordsets of the zone whose description carries the ownership marker of ``uid``."""
@@ -94,7 +111,10 @@ class DesignateCalls(CloudBase):
             description=description,
             field="spec",
         )
-        return _recordset(created, zone_id)
+        rs = _recordset(created, zone_id)
+        self.watch.recordsets.put(rs)
+        self.watch.nudge("dns")
+        return rs
 
     async def update_recordset(
         self, zone_id: str, rs_id: str, *, records: list[str], ttl: int, description: str
@@ -111,7 +131,10 @@ class DesignateCalls(CloudBase):
             description=description,
             field="spec",
         )
-        return _recordset(updated, zone_id)
+        rs = _recordset(updated, zone_id)
+        self.watch.recordsets.put(rs)
+        self.watch.nudge("dns")
+        return rs
 
     async def delete_recordset(self, zone_id: str, rs_id: str) -> None:
         # With a stub (not an ID plus zone) the proxy deletes without a GET first, so a
@@ -120,6 +143,8 @@ class DesignateCalls(CloudBase):
         await self._call(
             "delete recordset", self.conn.dns.delete_recordset, stub, ignore_missing=True
         )
+        self.watch.recordsets.forget(rs_id)
+        self.watch.nudge("dns")
 
     # -- end of Designate ---------------------------------------------------------------
 

@@ -40,6 +40,7 @@ class Server:
     addresses: list[tuple[str, str, int]] = field(default_factory=list)
     host_id: str | None = None
     fault: str | None = None
+    updated: str | None = None  # Nova's own clock: where the next changes-since starts
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class Listener:
     port: int
     default_pool_id: str | None
     tags: list[str] = field(default_factory=list)
+    lb_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Pool:
     health_monitor_id: str | None
     member_ids: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
+    lb_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ class HealthMonitor:
     type: str
     url_path: str | None
     tags: list[str] = field(default_factory=list)
+    pool_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
+
+from openstack import exceptions
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
+from kumo.cloud.cache import GONE
 
 LISTENER_PROTOCOL = {"http": "HTTP", "https": "HTTPS", "tcp": "TCP", "udp": "UDP"}
 MONITOR_TYPE = {
@@ -22,6 +26,11 @@ class OctaviaCalls(CloudBase):
     # -- Octavia ------------------------------------------------------------------------
 
     async def get_load_balancer(self, lb_id: str) -> model.LoadBalancer | None:
+        hit = self.watch.load_balancers.lookup(lb_id)
+        if isinstance(hit, model.LoadBalancer):
+            return hit if hit.provisioning_status != "DELETED" else None
+        if hit is GONE:
+            return None
         found = await self._get(
             "get load balancer", self.conn.load_balancer.get_load_balancer, lb_id
         )
@@ -30,18 +39,62 @@ class OctaviaCalls(CloudBase):
         return _lb(found)
 
     async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
+        if self.watch.load_balancers.synced:
+            owned = self.watch.load_balancers.owned_by(uid)
+            return [x for x in owned if x.provisioning_status != "DELETED"]
         found = await self._call(
             "list load balancers",
             lambda: list(self.conn.load_balancer.load_balancers(tags=model.owner_tag(uid))),
         )
         return [_lb(x) for x in found if x.provisioning_status != "DELETED"]
 
-    async def list_managed_load_balancers(self) -> list[model.LoadBalancer]:
-        found = await self._call(
+    async def load_balancer_versions(self) -> dict[str, str]:
+        """``{id: "updated_at status"}`` of Kumo's load balancers: one small listing
+        that moves whenever anything under one of them changed (see watch.py)."""
+
+        def probe() -> dict[str, str]:
+            versions: dict[str, str] = {}
+            params: dict[str, Any] | None = {
+                "tags": model.MANAGED_TAG,
+                "fields": ["id", "updated_at", "provisioning_status"],
+            }
+            url: str | None = "/lbaas/loadbalancers"
+            while url:
+                response = self.conn.load_balancer.get(url, params=params)
+                exceptions.raise_from_response(response)
+                body = response.json()
+                for lb in body.get("loadbalancers") or []:
+                    versions[lb["id"]] = f"{lb.get('updated_at')} {lb.get('provisioning_status')}"
+                links = [x for x in body.get("loadbalancers_links") or [] if x.get("rel") == "next"]
+                url, params = (links[0]["href"], None) if links else (None, None)
+            return versions
+
+        return await self._call("list load balancers", probe)
+
+    async def fetch_load_balancer_tree(
+        self,
+    ) -> tuple[
+        list[model.LoadBalancer], list[model.Listener], list[model.Pool], list[model.HealthMonitor]
+    ]:
+        """Kumo's load balancers, then every listener, pool and monitor of the project
+        (load balancers first: the children are at least as new as their status)."""
+        lbs = await self._call(
             "list load balancers",
             lambda: list(self.conn.load_balancer.load_balancers(tags=model.MANAGED_TAG)),
         )
-        return [_lb(x) for x in found]
+        listeners = await self._call(
+            "list listeners", lambda: list(self.conn.load_balancer.listeners())
+        )
+        pools = await self._call("list pools", lambda: list(self.conn.load_balancer.pools()))
+        monitors = await self._call(
+            "list health monitors", lambda: list(self.conn.load_balancer.health_monitors())
+        )
+        return (
+            [_lb(x) for x in lbs if x.provisioning_status != "DELETED"],
+            [_listener(x) for x in listeners],
+            [_pool(x) for x in pools],
+            [_monitor(x) for x in monitors],
+        )
 
     async def create_load_balancer(
         self,
@@ -66,7 +119,10 @@ class OctaviaCalls(CloudBase):
             resolved=[vip_network_id, flavor_id],
             **attrs,
         )
-        return _lb(created)
+        lb = _lb(created)
+        self.watch.load_balancers.put(lb)
+        self.watch.nudge("octavia")
+        return lb
 
     async def update_load_balancer(self, lb_id: str, *, description: str | None) -> None:
         await self._call(
@@ -75,6 +131,10 @@ class OctaviaCalls(CloudBase):
             lb_id,
             description=description or "",
         )
+        self.watch.load_balancers.update(
+            lb_id, lambda lb: dataclasses.replace(lb, description=description or "")
+        )
+        self.watch.lb_changing(lb_id)
 
     async def delete_load_balancer(self, lb_id: str) -> None:
         await self._call(
@@ -84,23 +144,16 @@ class OctaviaCalls(CloudBase):
             ignore_missing=True,
             cascade=True,
         )
+        self.watch.lb_changing(lb_id, "PENDING_DELETE")
 
     async def list_listeners(self, lb_id: str) -> list[model.Listener]:
+        if self.watch.listeners.synced:
+            return [x for x in self.watch.listeners.items() if x.lb_id == lb_id]
         found = await self._call(
             "list listeners",
             lambda: list(self.conn.load_balancer.listeners(load_balancer_id=lb_id)),
         )
-        return [
-            model.Listener(
-                id=x.id,
-                name=x.name or "",
-                protocol=x.protocol,
-                port=x.protocol_port,
-                default_pool_id=x.default_pool_id,
-                tags=list(x.tags or []),
-            )
-            for x in found
-        ]
+        return [dataclasses.replace(_listener(x), lb_id=lb_id) for x in found]
 
     async def create_listener(
         self, lb_id: str, *, name: str, protocol: str, port: int, tags: list[str]
@@ -114,25 +167,16 @@ class OctaviaCalls(CloudBase):
             protocol_port=port,
             tags=tags,
         )
+        self.watch.lb_changing(lb_id)
         return str(created.id)
 
-    async def list_pools(self, lb_id: str | None = None) -> list[model.Pool]:
-        filters = {"loadbalancer_id": lb_id} if lb_id else {}
+    async def list_pools(self, lb_id: str) -> list[model.Pool]:
+        if self.watch.pools.synced:
+            return [p for p in self.watch.pools.items() if p.lb_id == lb_id]
         found = await self._call(
-            "list pools", lambda: list(self.conn.load_balancer.pools(**filters))
+            "list pools", lambda: list(self.conn.load_balancer.pools(loadbalancer_id=lb_id))
         )
-        return [
-            model.Pool(
-                id=x.id,
-                name=x.name or "",
-                protocol=x.protocol,
-                listener_id=(x.listeners[0]["id"] if x.listeners else None),
-                health_monitor_id=x.health_monitor_id,
-                member_ids=[m["id"] for m in (x.members or [])],
-                tags=list(x.tags or []),
-            )
-            for x in found
-        ]
+        return [_pool(x) for x in found]
 
     async def create_pool(
         self, listener_id: str, *, name: str, protocol: str, tags: list[str]
@@ -146,23 +190,34 @@ class OctaviaCalls(CloudBase):
             lb_algorithm="ROUND_ROBIN",
             tags=tags,
         )
+        self.watch.lb_changing(self._lb_of_listener(listener_id))
         return str(created.id)
 
+    def _lb_of_listener(self, listener_id: str) -> str | None:
+        listener = self.watch.listeners.lookup(listener_id)
+        return listener.lb_id if isinstance(listener, model.Listener) else None
+
     async def list_members(self, pool_id: str) -> list[model.Member]:
+        """A pool's members: read again only when the pool lists other member IDs than
+        last time (or Kumo changed them)."""
+        pool = self.watch.pools.lookup(pool_id)
+        cached = self.watch.members.get(pool_id)
+        if isinstance(pool, model.Pool) and cached and cached[0] == frozenset(pool.member_ids):
+            return cached[1]
+        members = await self.fetch_members(pool_id)
+        if isinstance(pool, model.Pool):
+            self.watch.members[pool_id] = (frozenset(m.id for m in members), members)
+        return members
+
+    async def fetch_members(self, pool_id: str) -> list[model.Member]:
         found = await self._call(
             "list members", lambda: list(self.conn.load_balancer.members(pool_id))
         )
-        return [
-            model.Member(
-                id=x.id,
-                name=x.name or "",
-                address=x.address,
-                port=x.protocol_port,
-                monitor_port=x.monitor_port,
-                tags=list(x.tags or []),
-            )
-            for x in found
-        ]
+        return [_member(x) for x in found]
+
+    def _members_changing(self, pool_id: str) -> None:
+        self.watch.members.pop(pool_id, None)
+        self.watch.lb_changing(self.watch.pool_lb(pool_id))
 
     async def create_member(
         self,
@@ -185,6 +240,7 @@ class OctaviaCalls(CloudBase):
         created = await self._call(
             "create member", self.conn.load_balancer.create_member, pool_id, **attrs
         )
+        self._members_changing(pool_id)
         return str(created.id)
 
     async def delete_member(self, pool_id: str, member_id: str) -> None:
@@ -195,16 +251,18 @@ class OctaviaCalls(CloudBase):
             pool_id,
             ignore_missing=True,
         )
+        self._members_changing(pool_id)
 
     async def get_health_monitor(self, hm_id: str) -> model.HealthMonitor | None:
+        hit = self.watch.monitors.lookup(hm_id)
+        if isinstance(hit, model.HealthMonitor):
+            return hit
+        if hit is GONE:
+            return None
         found = await self._get(
             "get health monitor", self.conn.load_balancer.get_health_monitor, hm_id
         )
-        if found is None:
-            return None
-        return model.HealthMonitor(
-            id=found.id, type=found.type, url_path=found.url_path, tags=list(found.tags or [])
-        )
+        return _monitor(found) if found is not None else None
 
     async def create_health_monitor(
         self, pool_id: str, *, protocol: str, url_path: str | None, tags: list[str]
@@ -222,28 +280,36 @@ class OctaviaCalls(CloudBase):
         created = await self._call(
             "create health monitor", self.conn.load_balancer.create_health_monitor, **attrs
         )
+        self.watch.lb_changing(self.watch.pool_lb(pool_id))
         return str(created.id)
 
     async def delete_health_monitor(self, hm_id: str) -> None:
+        monitor = self.watch.monitors.lookup(hm_id)
+        pool_id = monitor.pool_id if isinstance(monitor, model.HealthMonitor) else None
         await self._call(
             "delete health monitor",
             self.conn.load_balancer.delete_health_monitor,
             hm_id,
             ignore_missing=True,
         )
+        self.watch.lb_changing(self.watch.pool_lb(pool_id) if pool_id else None)
 
     async def delete_listener(self, listener_id: str) -> None:
+        lb_id = self._lb_of_listener(listener_id)
         await self._call(
             "delete listener",
             self.conn.load_balancer.delete_listener,
             listener_id,
             ignore_missing=True,
         )
+        self.watch.lb_changing(lb_id)
 
     async def delete_pool(self, pool_id: str) -> None:
+        lb_id = self.watch.pool_lb(pool_id)
         await self._call(
             "delete pool", self.conn.load_balancer.delete_pool, pool_id, ignore_missing=True
         )
+        self.watch.lb_changing(lb_id)
 
 
 def _lb(x: Any) -> model.LoadBalancer:
@@ -258,4 +324,53 @@ def _lb(x: Any) -> model.LoadBalancer:
         availability_zone=x.availability_zone or None,
         flavor_id=x.flavor_id or None,
         vip_network_id=x.vip_network_id,
+    )
+
+
+def _listener(x: Any) -> model.Listener:
+    lbs = x.load_balancers or []
+    return model.Listener(
+        id=x.id,
+        name=x.name or "",
+        protocol=x.protocol,
+        port=x.protocol_port,
+        default_pool_id=x.default_pool_id,
+        tags=list(x.tags or []),
+        lb_id=lbs[0]["id"] if lbs else None,
+    )
+
+
+def _pool(x: Any) -> model.Pool:
+    lbs = x.loadbalancers or []
+    return model.Pool(
+        id=x.id,
+        name=x.name or "",
+        protocol=x.protocol,
+        listener_id=(x.listeners[0]["id"] if x.listeners else None),
+        health_monitor_id=x.health_monitor_id,
+        member_ids=[m["id"] for m in (x.members or [])],
+        tags=list(x.tags or []),
+        lb_id=lbs[0]["id"] if lbs else None,
+    )
+
+
+def _member(x: Any) -> model.Member:
+    return model.Member(
+        id=x.id,
+        name=x.name or "",
+        address=x.address,
+        port=x.protocol_port,
+        monitor_port=x.monitor_port,
+        tags=list(x.tags or []),
+    )
+
+
+def _monitor(x: Any) -> model.HealthMonitor:
+    pools = x.pools or []
+    return model.HealthMonitor(
+        id=x.id,
+        type=x.type,
+        url_path=x.url_path,
+        tags=list(x.tags or []),
+        pool_id=pools[0]["id"] if pools else None,
     )

@@ -1,9 +1,13 @@
-"""The controller loop: cache + work queue + workers + drift watchers.
+"""The controller loop: caches + work queue + workers.
 
-Watch events (from kopf) update the cache and enqueue the object and whatever
-depends on it; workers run the engine one key at a time; drift watchers list the
-cloud once per kind per interval and enqueue only objects whose resources drifted.
-Knows kinds only through the Actuator protocol, and kopf not at all.
+Two kinds of informer feed one queue. Kubernetes watch events (from kopf) update the
+object cache and enqueue the object and whatever depends on it. Each cloud's watch
+(:mod:`kumo.cloud.watch`: incremental lists per project and resource type) reports the
+owners of cloud resources that changed — out-of-band edits, a server turning ACTIVE, a
+load balancer leaving PENDING_UPDATE — and those objects are enqueued: that is drift
+detection, with no separate pass. Workers run the engine one key at a time; a key is
+reconciled only once its cloud's caches hold their first listing (the startup barrier's
+cloud half). Knows kinds only through the Actuator protocol, and kopf not at all.
 """
 
 from __future__ import annotations
@@ -68,7 +72,6 @@ class Controller:
         *,
         workers: int = 8,
         resync_seconds: float = 300.0,
-        drift_seconds: float = 10.0,
     ) -> None:
         self.actuators = {a.info.kind: a for a in actuators}
         self.kube = kube
@@ -79,7 +82,7 @@ class Controller:
         self.events = EventRecorder(kube)
         self.workers = workers
         self.resync_seconds = resync_seconds
-        self.drift_seconds = drift_seconds
+        self._watches: dict[int, asyncio.Task[None]] = {}  # id(cloud watch) → its loop
         self._tasks: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[Any]] = set()
         self._stopping = False
@@ -134,7 +137,6 @@ class Controller:
             for body in self.store.list(kind):
                 self.queue.add(key_of(kind, body))
         self._tasks = [loop.create_task(self._worker()) for _ in range(self.workers)]
-        self._tasks.append(loop.create_task(self._drift_loop()))
 
     async def stop(self, grace: float = 0.0) -> None:
         """Stop taking work; let reconciles in flight finish for up to ``grace`` seconds."""
@@ -148,8 +150,12 @@ class Controller:
             await asyncio.wait(busy, timeout=grace)
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        watches = list(self._watches.values())
+        for task in watches:  # a standby asks nothing of the cloud
+            task.cancel()
+        await asyncio.gather(*self._tasks, *watches, return_exceptions=True)
         self._tasks = []
+        self._watches.clear()
         self._busy.clear()
         self.queue.release_all()
 
@@ -181,6 +187,7 @@ class Controller:
         obj = Obj(INFO_BY_KIND[key.kind], copy.deepcopy(body))
         started = time.monotonic()
         cloud = await self._cloud_or_unavailable(key.namespace)
+        await self._watching(cloud)
         ctx = Context(
             cloud=cloud,
             kube=self.kube,
@@ -221,47 +228,41 @@ class Controller:
                 TransientError("CredentialsInvalid", f"credentials: {type(error).__name__}")
             )
 
-    # -- drift ---------------------------------------------------------------------------
+    # -- the clouds' watches ------------------------------------------------------------
 
-    async def _drift_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.drift_seconds)
-            try:
-                await self.detect_drift()
-            except Exception:
-                log.exception("drift detection failed")
+    async def _watching(self, cloud: Any) -> None:
+        """Start ``cloud``'s watch on first use and wait for its first listing, so no
+        reconcile acts on a cloud it has not seen yet."""
+        watch = getattr(cloud, "watch", None) if not isinstance(cloud, _Unavailable) else None
+        if watch is None or self._stopping:
+            return
+        if id(watch) not in self._watches:
+            task = asyncio.get_running_loop().create_task(watch.run(self.cloud_changed))
+            self._watches[id(watch)] = task
+            task.add_done_callback(lambda _: self._watches.pop(id(watch), None))
+        await watch.synced()
 
-    async def detect_drift(self) -> list[Key]:
-        """List each cloud once per kind; enqueue the objects whose resources drifted."""
+    def cloud_changed(self, owners: set[str], duplicated: set[str]) -> list[Key]:
+        """A cloud watch saw resources of ``owners`` change: look at those objects
+        (``duplicated``: also look for a second resource carrying the marker)."""
+        by_uid = {
+            body["metadata"].get("uid"): key_of(kind, body)
+            for kind in self.actuators
+            for body in self.store.list(kind)
+        }
         found: list[Key] = []
-        for kind, actuator in self.actuators.items():
-            drift = getattr(actuator, "drift", None)
-            if drift is None:
+        for uid in sorted(owners):
+            key = by_uid.get(uid)
+            if key is None or self._held(key):
                 continue
-            by_cloud: dict[int, tuple[Any, list[Obj]]] = {}
-            for body in self.store.list(kind):
-                obj = Obj(INFO_BY_KIND[kind], body)
-                cloud = await self._cloud_or_unavailable(obj.namespace)
-                if isinstance(cloud, _Unavailable):
-                    continue  # reported on the objects when they are reconciled
-                by_cloud.setdefault(id(cloud), (cloud, []))[1].append(obj)
-            for cloud, objs in by_cloud.values():
-                try:
-                    keys = await drift(cloud, objs)
-                except ReconcileError as error:
-                    log.warning("drift check of %s failed: %s", kind, error)
-                    continue
-                except Exception:  # one cloud's or kind's failure must not stop the rest
-                    log.exception("drift check of %s failed unexpectedly", kind)
-                    continue
-                for key in keys:
-                    if self._held(key):
-                        continue
-                    metrics.DRIFTED.labels(kind).inc()
-                    log.info("drift detected on %s", key)
-                    self._audit.add(key)
-                    self.queue.add(key)
-                    found.append(key)
+            metrics.DRIFTED.labels(key.kind).inc()
+            log.debug("cloud change concerns %s", key)
+            if uid in duplicated:
+                log.info("%s: its marker is on more than one resource", key)
+                self._audit.add(key)
+            self.queue.add(key)
+            found.append(key)
+        metrics.QUEUE_DEPTH.set(len(self.queue))
         return found
 
     def _held(self, key: Key) -> bool:

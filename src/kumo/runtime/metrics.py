@@ -5,4 +5,6 @@ from prometheus_client import Counter, Gauge, Histogram
 RECONCILES = Counter("kumo_reconciles_total", "Reconciles run", ["kind", "outcome"])
 RECONCILE_SECONDS = Histogram("kumo_reconcile_seconds", "Time per reconcile", ["kind"])
 QUEUE_DEPTH = Gauge("kumo_queue_depth", "Objects waiting to be reconciled")
-DRIFTED = Counter("kumo_drift_detected_total", "Objects enqueued by drift detection", ["kind"])
+DRIFTED = Counter(
+    "kumo_drift_detected_total", "Objects enqueued because their cloud resources changed", ["kind"]
+)

@@ -46,6 +46,7 @@ class OperatorOptions:
     namespace: str | None = None
     resync_seconds: float = 300.0
     drift_seconds: float = 10.0
+    relist_seconds: float = 600.0
     workers: int = 8
     cloud_concurrency: int = 8
     cloud_rate: float = 20.0
@@ -95,6 +96,8 @@ class Lifecycle:
             kube.get_secret_data,
             concurrency=options.cloud_concurrency,
             rate=options.cloud_rate,
+            watch_seconds=options.drift_seconds,
+            relist_seconds=options.relist_seconds,
         )
         self.controller = controller = Controller(
             [
@@ -107,7 +110,6 @@ class Lifecycle:
             clouds,
             workers=options.workers,
             resync_seconds=options.resync_seconds,
-            drift_seconds=options.drift_seconds,
         )
         await controller.prime(options.namespace)  # the startup barrier: all kinds listed
         self.synced = True

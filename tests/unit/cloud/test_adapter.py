@@ -62,7 +62,7 @@ def test_managed_servers_are_listed_by_tag_as_plain_values(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
     requests_mock.get(f"{NOVA}/servers/detail", json=recorded("nova_servers_detail_tags_kumo.json"))
-    web1, web2 = run(cloud.list_managed_servers())
+    (web1, web2), _date = run(cloud.list_servers_since(None))
     assert requests_mock.last_request.qs == {"tags": ["kumo"]}
     assert web1 == model.Server(
         id=SERVER_ID,
@@ -74,6 +74,7 @@ def test_managed_servers_are_listed_by_tag_as_plain_values(
         addresses=[("kumo-demo-net", "10.0.0.12", 4), ("kumo-demo-net", "fd00::12", 6)],
         host_id="b8f4c1d2e3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6",
         fault=None,
+        updated="2026-11-22T00:00:30Z",
     )
     assert (web2.status, web2.addresses) == ("ERROR", [])
     assert web2.fault == "No valid host was found. There are not enough hosts available."
@@ -165,7 +166,7 @@ def test_rate_limits_are_transient_and_honour_retry_after(
         json=recorded(body),
         headers={"Retry-After": str(int(retry_after))},
     )
-    error = fails(cloud.list_managed_servers())
+    error = fails(cloud.list_servers_since(None))
     assert isinstance(error, TransientError)
     assert error.reason == "CloudUnavailable"
     assert error.retry_after == retry_after
@@ -211,7 +212,7 @@ def test_quota_413_is_terminal_too(cloud: OpenStackCloud, requests_mock: rm.Mock
 def test_403_without_quota_is_forbidden(cloud: OpenStackCloud, requests_mock: rm.Mocker) -> None:
     body = {"forbidden": {"code": 403, "message": "Policy doesn't allow os_compute_api:servers"}}
     requests_mock.get(f"{NOVA}/servers/detail", status_code=403, json=body)
-    error = fails(cloud.list_managed_servers())
+    error = fails(cloud.list_servers_since(None))
     assert (type(error), error.reason) == (TerminalError, "CloudForbidden")
 
 
@@ -260,7 +261,7 @@ def test_no_answer_is_transient(
     cloud: OpenStackCloud, requests_mock: rm.Mocker, raised: type[Exception]
 ) -> None:
     requests_mock.get(f"{NOVA}/servers/detail", exc=raised)
-    error = fails(cloud.list_managed_servers())
+    error = fails(cloud.list_servers_since(None))
     assert (type(error), error.reason) == (TransientError, "CloudUnreachable")
 
 

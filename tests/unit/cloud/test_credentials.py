@@ -361,7 +361,7 @@ def test_a_namespace_secret_becomes_a_working_cloud(requests_mock: rm.Mocker) ->
         cloud = await clouds.for_namespace("team-a")
         assert isinstance(cloud, OpenStackCloud)
         try:
-            return await cloud.list_managed_servers()
+            return (await cloud.list_servers_since(None))[0]
         finally:
             await cloud.close()
 

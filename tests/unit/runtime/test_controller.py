@@ -145,7 +145,6 @@ def test_stop_lets_a_reconcile_in_flight_finish() -> None:
             steps.append(f"finished {key.name}")
 
         ctl.process = slow_process  # type: ignore[method-assign]
-        ctl.drift_seconds = 3600
         ctl.queue.add(Key("VirtualMachine", "default", "a"))
         ctl.start()
         await started.wait()
@@ -162,9 +161,9 @@ def _config_map(data: dict[str, str] | None) -> dict[str, Any]:
     return {"metadata": {"name": "boot", "namespace": "default"}, "data": data or {}}
 
 
-def test_drift_does_not_defeat_the_terminal_backoff() -> None:
-    """A VM stuck in a permanent error is not reconciled against the cloud at every
-    drift pass; a spec change (new generation) or the elapsed backoff lets it through."""
+def test_cloud_changes_do_not_defeat_the_terminal_backoff() -> None:
+    """A VM stuck in a permanent error is not reconciled again at every change its cloud
+    watch reports; a spec change (new generation) or the elapsed backoff lets it through."""
     ctl = controller()
     key = Key("VirtualMachine", "default", "vm")
     spec = {**SPEC, "initScript": {"configMapRef": {"name": "boot", "key": "s"}}}
@@ -180,12 +179,12 @@ def test_drift_does_not_defeat_the_terminal_backoff() -> None:
     asyncio.run(ctl.process(key))
     body = ctl.store.get("VirtualMachine", "default", "vm")
     assert body["status"]["conditions"][0]["reason"] == "ConfigMapNotFound"
-    # The server is ACTIVE but the object says Error: drift flags it every pass.
-    assert asyncio.run(ctl.detect_drift()) == []
-    assert ctl.queue._due[key] > time.monotonic() + 30, "drift moved the retry earlier"
+    uid = body["metadata"]["uid"]
+    assert ctl.cloud_changed({uid}, set()) == []
+    assert ctl.queue._due[key] > time.monotonic() + 30, "a cloud change moved the retry earlier"
 
     body["metadata"]["generation"] = 2  # the user changed the spec
-    assert asyncio.run(ctl.detect_drift()) == [key]
+    assert ctl.cloud_changed({uid}, set()) == [key]
 
 
 def test_terminal_hold_ends_when_its_backoff_elapses() -> None:
@@ -201,9 +200,22 @@ def test_terminal_hold_ends_when_its_backoff_elapses() -> None:
     asyncio.run(ctl.process(key))
     ctl.store.remove("ConfigMap", "default", "boot")
     asyncio.run(ctl.process(key))
-    assert asyncio.run(ctl.detect_drift()) == []
+    uid = ctl.store.get("VirtualMachine", "default", "vm")["metadata"]["uid"]
+    assert ctl.cloud_changed({uid}, set()) == []
     now[0] += ctl.engine.backoff.terminal_delay + 1
-    assert asyncio.run(ctl.detect_drift()) == [key]
+    assert ctl.cloud_changed({uid}, set()) == [key]
+
+
+def test_cloud_changes_enqueue_their_owners_and_duplicates_are_audited() -> None:
+    ctl = controller()
+    for name in ("a", "b"):
+        ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, name, SPEC))
+    ctl.queue = WorkQueue()
+    uid_a = ctl.store.get("VirtualMachine", "default", "a")["metadata"]["uid"]
+    key_a = Key("VirtualMachine", "default", "a")
+    assert ctl.cloud_changed({uid_a, "uid-of-nobody"}, {uid_a}) == [key_a]
+    assert list(ctl.queue._due) == [key_a], "only the owner, not b"
+    assert key_a in ctl._audit, "two resources carry a's marker: look for the second"
 
 
 class OneBrokenNamespace:
@@ -239,26 +251,11 @@ def two_namespaces(error: Exception) -> Controller:
 )
 def test_a_namespace_credentials_fault_stays_in_that_namespace(error: Exception) -> None:
     ctl = two_namespaces(error)
-    assert asyncio.run(ctl.detect_drift()) == [Key("VirtualMachine", "team-b", "vm")]
     asyncio.run(ctl.process(Key("VirtualMachine", "team-a", "vm")))
     status = ctl.store.get("VirtualMachine", "team-a", "vm")["status"]
     assert status["conditions"][0]["reason"] == "CredentialsInvalid"
     asyncio.run(ctl.process(Key("VirtualMachine", "team-b", "vm")))
     assert ctl.store.get("VirtualMachine", "team-b", "vm")["status"]["phase"] == "Building"
-
-
-def test_a_drift_check_blowing_up_does_not_stop_other_kinds() -> None:
-    ctl = controller()
-
-    async def broken(cloud: Any, objs: list[Any]) -> list[Key]:
-        raise RuntimeError("bug")
-
-    ctl.actuators["VirtualMachine"].drift = broken  # type: ignore[attr-defined]
-    group = make_body(VIRTUAL_MACHINE_GROUP, "g", {"template": SPEC})
-    group["status"] = {"serverGroupId": "sg-gone"}
-    ctl.observe("VirtualMachineGroup", "ADDED", group)
-    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
-    assert asyncio.run(ctl.detect_drift()) == [Key("VirtualMachineGroup", "default", "g")]
 
 
 def test_a_changed_script_source_enqueues_the_vms_using_it() -> None:
@@ -285,7 +282,6 @@ def test_a_controller_stopped_mid_reconcile_resumes_every_key_when_started_again
 
     async def scenario() -> list[str]:
         ctl = controller()
-        ctl.drift_seconds = 3600
         seen: list[str] = []
         block = asyncio.Event()
 

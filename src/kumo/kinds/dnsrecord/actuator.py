@@ -15,14 +15,13 @@ TargetNotFound) until the DNSRecord itself is deleted.
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from typing import Any
 
 from kumo.api import kinds
 from kumo.api.dnsrecord import DNSRecordSpec
 from kumo.cloud.model import Recordset
 from kumo.engine import ownership
-from kumo.engine.errors import ReconcileError, TerminalError
+from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds.dnsrecord import plan
@@ -132,29 +131,6 @@ class DNSRecordActuator:
             for record in store.list(self.info.kind, namespace)
             if wanted & set(plan.referenced(record.get("spec") or {}).items())
         ]
-
-    async def drift(self, cloud: Any, objs: list[Obj]) -> list[Key]:
-        """One list call per zone among the objects; enqueue only what drifted."""
-        by_zone: dict[str, list[Obj]] = {}
-        for obj in objs:
-            zone_id = obj.status.get("zoneId")
-            if not obj.deleting and obj.status.get("id") and zone_id:
-                by_zone.setdefault(zone_id, []).append(obj)
-        drifted: list[Key] = []
-        for zone_id, zone_objs in sorted(by_zone.items()):
-            try:
-                recordsets = await cloud.list_zone_recordsets(zone_id)
-            except ReconcileError:
-                continue  # this zone cannot be listed now; the others still can
-            listed = {rs.id: rs for rs in recordsets}
-            owners = Counter(plan.owner_of_recordset(rs) for rs in recordsets)
-            drifted += [
-                o.key
-                for o in zone_objs
-                if owners[o.uid] > 1
-                or plan.drifted(o.status, o.spec, o.uid, listed.get(o.status["id"]))
-            ]
-        return drifted
 
 
 # -- observe / create ------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """DNSRecord decisions, free of I/O: the record's name, the values its target stands for,
-whether the observed recordset needs an update or a replacement, and drift.
+whether the observed recordset needs an update or a replacement.
 
 Designate has no tags, so Kumo's ownership marker ``kumo-owner=<uid>`` is the last word
 of the recordset's description (after the user's own description, if any).
@@ -293,20 +293,3 @@ def status(rs: Recordset) -> dict[str, object]:
         "fqdn": rs.name,
         "records": sorted(rs.records),
     }
-
-
-# -- drift ------------------------------------------------------------------------------------
-
-
-def drifted(status: Body, spec: Body, uid: str, rs: Recordset | None) -> bool:
-    """Does a zone listing disagree with what status last recorded (or with the parts of
-    the spec a listing shows)? Cheap; the reconcile that follows decides exactly."""
-    if rs is None or not is_owned(rs, uid):
-        return True
-    if not same_records(rs.type, list(status.get("records") or []), rs.records):
-        return True
-    if rs.ttl != spec.get("ttl", 300):
-        return True
-    if (rs.description or "") != _describe(spec.get("description"), uid):
-        return True
-    return rs.status == ERROR and status.get("phase") != "Error"

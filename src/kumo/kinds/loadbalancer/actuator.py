@@ -11,7 +11,6 @@ what was observed, so VirtualMachines can see when they have been drained.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from typing import Any
 
 from kumo.api import kinds
@@ -99,21 +98,6 @@ class LoadBalancerActuator:
             Key(self.info.kind, namespace, lb["metadata"]["name"])
             for lb in store.list(self.info.kind, namespace)
             if group in plan.referenced_groups(lb.get("spec") or {})
-        ]
-
-    async def drift(self, cloud: Any, objs: list[Obj]) -> list[Key]:
-        """Two list calls for the whole fleet of one cloud; enqueue only what drifted."""
-        live = [o for o in objs if not o.deleting and o.status.get("id")]
-        if not live:
-            return []
-        managed = await cloud.list_managed_load_balancers()
-        lbs = {lb.id: lb for lb in managed}
-        owners = Counter(owner_of(lb.tags) for lb in managed if lb.provisioning_status != "DELETED")
-        pools = {p.id: p for p in await cloud.list_pools()}
-        return [
-            o.key
-            for o in live
-            if owners[o.uid] > 1 or plan.drifted(o.status, lbs.get(o.status["id"]), pools)
         ]
 
 

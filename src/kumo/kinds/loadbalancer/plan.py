@@ -1,5 +1,5 @@
 """LoadBalancer decisions, free of I/O: who should be a member, what the next cloud
-change is, what status reports, and whether a listed fleet has drifted.
+change is and what status reports.
 
 Octavia locks a load balancer while it applies a change (``PENDING_*``; another
 change meanwhile gets 409), so the actuator makes ONE change per pass.
@@ -411,27 +411,3 @@ def monitors_warning(old_status: Body, new_ports: list[dict[str, Any]]) -> str |
         "Octavia runs one health monitor per pool; Kumo applies the first monitor of "
         f"each port. Not applied: {detail}"
     )
-
-
-# -- drift -----------------------------------------------------------------------------------
-
-
-def drifted(status: Body, lb: LoadBalancer | None, pools: dict[str, Pool]) -> bool:
-    """Does a listing disagree with what status last recorded? Cheap, list-based: the
-    reconcile that follows does the exact comparison."""
-    if lb is None or lb.provisioning_status != ACTIVE:
-        return True
-    for port in status.get("ports") or []:
-        pool_id = port.get("poolId")
-        if not pool_id:
-            continue
-        pool = pools.get(pool_id)
-        if pool is None:
-            return True
-        if len(pool.member_ids) != len(port.get("members") or []):
-            return True
-        if pool.health_monitor_id != port.get("healthMonitorId"):
-            return True
-        if port.get("listenerId") and pool.listener_id != port["listenerId"]:
-            return True
-    return False

@@ -59,6 +59,15 @@ class VirtualMachineActuator:
                 "Building", "Building", "server is building", **_status(obj, server, spec, hash_)
             )
 
+        if server.status == "DELETING":  # deleted behind Kumo's back: build another now
+            obj.body = await ctx.kube.patch_status(obj, {"id": None})
+            ctx.events.emit(
+                obj,
+                "Warning",
+                "ServerDeleted",
+                f"server {server.id} is being deleted; replacing it",
+            )
+            return Result.waiting("Replacing", "Replacing", f"server {server.id} is being deleted")
         if server.status == "ERROR":
             return await _errored(ctx, obj, spec, server, hash_)
         if server.status in ("BUILD", "REBUILD"):
@@ -112,37 +121,6 @@ class VirtualMachineActuator:
             for vm in store.list(self.info.kind, namespace)
             if vm["metadata"].get("deletionTimestamp")
         ]
-
-    async def drift(self, cloud: Any, objs: list[Obj]) -> list[Key]:
-        """One list call for the whole fleet; enqueue only VMs whose server drifted, or
-        that own more than one (a create retried after its answer was lost)."""
-        by_owner: dict[str | None, list[Server]] = {}
-        for s in await cloud.list_managed_servers():
-            by_owner.setdefault(owner_of(s.tags), []).append(s)
-        drifted = []
-        for obj in objs:
-            if obj.deleting or not obj.status.get("id"):
-                continue
-            mine = by_owner.get(obj.uid, [])
-            server = next((s for s in mine if s.id == obj.status["id"]), None)
-            duplicated = len([s for s in mine if s.status != "DELETED"]) > 1
-            if server is None or duplicated or _looks_drifted(obj, server):
-                drifted.append(obj.key)
-        return drifted
-
-
-def _looks_drifted(obj: Obj, server: Server) -> bool:
-    if server.status != "ACTIVE" and obj.status.get("phase") == "Running":
-        return True
-    if server.status == "ACTIVE" and obj.status.get("phase") != "Running":
-        return True
-    spec = obj.spec
-    if (server.description or "") != (spec.get("description") or ""):
-        return True
-    if server.metadata.get(plan.HASH_KEY) != obj.status.get("specHash"):
-        return True
-    wanted = spec.get("metadata") or {}
-    return any(server.metadata.get(k) != v for k, v in wanted.items())
 
 
 async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | None:
@@ -213,7 +191,8 @@ def _servers(ctx: Context, obj: Obj) -> ownership.Owned[Server]:
     cloud = ctx.cloud
 
     async def delete(server: Server) -> None:
-        await cloud.delete_server(server.id)
+        if server.status != "DELETING":  # already on its way: asking again is a write
+            await cloud.delete_server(server.id)
 
     return ownership.Owned(
         noun="server",

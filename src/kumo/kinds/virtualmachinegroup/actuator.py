@@ -134,13 +134,6 @@ class VirtualMachineGroupActuator:
             if ref.get("kind") == self.info.kind
         ]
 
-    async def drift(self, cloud: Any, objs: list[Obj]) -> list[Key]:
-        wanted = [o for o in objs if not o.deleting and o.status.get("serverGroupId")]
-        if not wanted:
-            return []
-        existing = {g.id for g in await cloud.list_server_groups()}
-        return [o.key for o in wanted if o.status["serverGroupId"] not in existing]
-
     # -- helpers -----------------------------------------------------------------------
 
     async def _ensure_server_group(

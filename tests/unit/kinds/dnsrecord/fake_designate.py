@@ -103,6 +103,16 @@ class FakeDesignate:
             raise TerminalError("NotFound", f"list recordsets: zone {zone_id} not found")
         return [rs for rs in self.recordsets.values() if rs.zone_id == zone_id]
 
+    async def fetch_zone_recordsets(self, zone_id: str) -> list[model.Recordset]:
+        return await self.list_zone_recordsets(zone_id)
+
+    async def zone_versions(self) -> dict[str, str]:
+        self.calls.append("zone_versions")
+        return {
+            zone_id: repr([rs for rs in self.recordsets.values() if rs.zone_id == zone_id])
+            for zone_id in self.zones
+        }
+
     async def list_owned_recordsets(self, zone_id: str, uid: str) -> list[model.Recordset]:
         marker = model.owner_tag(uid)
         return [

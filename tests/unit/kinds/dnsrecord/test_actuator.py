@@ -3,7 +3,6 @@ objects and cloud state in and check recordsets and status out."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kumo.api.kinds import DNS_RECORD, LOAD_BALANCER, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
@@ -433,43 +432,3 @@ def test_dependents_follow_references() -> None:
     elsewhere = make_body(LOAD_BALANCER, "web", {}, namespace="team-b")
     assert actuator.dependents("LoadBalancer", elsewhere, world.store) == []
     assert actuator.dependents("DNSRecord", lb, world.store) == []
-
-
-def test_drift_lists_each_zone_once_and_flags_what_changed() -> None:
-    world = World(cloud=FakeDesignate())
-    for name, zone in (("api", ZONE), ("www", ZONE), ("other", "other.test.")):
-        world.add(DNS_RECORD, name, {"zone": zone, "name": name, "values": ["192.0.2.10"]})
-        for _ in range(2):  # create, then ACTIVE
-            asyncio.run(Engine().run(DNSRecordActuator(), world.ctx(), world.obj(DNS_RECORD, name)))
-    objs = [world.obj(DNS_RECORD, n) for n in ("api", "www", "other")]
-    actuator = DNSRecordActuator()
-    cloud(world).calls.clear()
-    assert asyncio.run(actuator.drift(world.cloud, objs)) == []
-    assert sorted(cloud(world).calls) == [
-        f"list_zone_recordsets:{ZONE_ID}",
-        f"list_zone_recordsets:{OTHER_ZONE_ID}",
-    ]
-
-    cloud(world).delete_out_of_band(objs[0].status["id"])
-    cloud(world).edit_out_of_band(objs[2].status["id"], records=["203.0.113.9"])
-    drifted = asyncio.run(actuator.drift(world.cloud, objs))
-    assert sorted(drifted) == [Key("DNSRecord", "default", n) for n in ("api", "other")]
-
-    # The reconciles drift triggers put things back.
-    engine = Engine()
-    for name in ("api", "other"):
-        for _ in range(3):
-            asyncio.run(engine.run(DNSRecordActuator(), world.ctx(), world.obj(DNS_RECORD, name)))
-    assert cloud(world).recordsets[status(world)["id"]].records == ["192.0.2.10"]
-    objs = [world.obj(DNS_RECORD, n) for n in ("api", "www", "other")]
-    assert asyncio.run(actuator.drift(world.cloud, objs)) == []
-
-
-def test_drift_skips_objects_being_deleted_or_without_id() -> None:
-    world = new_world(values=["192.0.2.10"])
-    fresh = world.obj(DNS_RECORD, "api")
-    going = world.obj(DNS_RECORD, "api")
-    going.body["status"] = {"id": "rs-gone", "zoneId": ZONE_ID}
-    going.body["metadata"]["deletionTimestamp"] = DELETING
-    assert asyncio.run(DNSRecordActuator().drift(world.cloud, [fresh, going])) == []
-    assert cloud(world).calls == []

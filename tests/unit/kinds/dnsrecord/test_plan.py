@@ -206,16 +206,3 @@ def test_conflicting_ignores_ours_and_other_names_and_compatible_types() -> None
     assert plan.conflicting([foreign], name, "CNAME", UID) == foreign
     cname = replace(foreign, type="CNAME")
     assert plan.conflicting([cname], name, "TXT", UID) == cname
-
-
-def test_drifted() -> None:
-    st = {"records": ["192.0.2.10"], "phase": "Active"}
-    sp = {"ttl": 300}
-    assert not plan.drifted(st, sp, UID, RS)
-    assert plan.drifted(st, sp, UID, None)
-    assert plan.drifted(st, sp, UID, replace(RS, records=["192.0.2.99"]))
-    assert plan.drifted(st, sp, UID, replace(RS, ttl=60))
-    assert plan.drifted(st, sp, UID, replace(RS, description="edited"))
-    assert plan.drifted(st, {"ttl": 300, "description": "API"}, UID, RS)
-    assert plan.drifted(st, sp, UID, replace(RS, status="ERROR"))
-    assert not plan.drifted({**st, "phase": "Error"}, sp, UID, replace(RS, status="ERROR"))

@@ -109,10 +109,6 @@ class FakeOctavia:
     async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
         return [f.lb for f in self.lbs.values() if model.owner_tag(uid) in f.lb.tags]
 
-    async def list_managed_load_balancers(self) -> list[model.LoadBalancer]:
-        self.calls.append("list_managed_load_balancers")
-        return [f.lb for f in self.lbs.values() if model.MANAGED_TAG in f.lb.tags]
-
     async def create_load_balancer(
         self,
         *,
@@ -175,10 +171,7 @@ class FakeOctavia:
             raise TerminalError("CloudRejected", "listener still has a default pool")
         del fake.listeners[listener_id]
 
-    async def list_pools(self, lb_id: str | None = None) -> list[model.Pool]:
-        if lb_id is None:
-            self.calls.append("list_pools")
-            return [p for f in self.lbs.values() for p in f.pools.values()]
+    async def list_pools(self, lb_id: str) -> list[model.Pool]:
         return list(self.lbs[lb_id].pools.values())
 
     async def create_pool(
@@ -260,6 +253,35 @@ class FakeOctavia:
                 for pool in fake.pools.values():
                     if pool.health_monitor_id == hm_id:
                         fake.pools[pool.id] = replace(pool, health_monitor_id=None)
+
+    # -- what a cloud watch lists --------------------------------------------------------------
+
+    async def load_balancer_versions(self) -> dict[str, str]:
+        self.calls.append("load_balancer_versions")
+        # Like updated_at: moves whenever anything under the load balancer changed.
+        return {
+            f.lb.id: repr((f.lb, f.listeners, f.pools, f.members, f.monitors))
+            for f in self.lbs.values()
+            if model.MANAGED_TAG in f.lb.tags
+        }
+
+    async def fetch_load_balancer_tree(
+        self,
+    ) -> tuple[
+        list[model.LoadBalancer], list[model.Listener], list[model.Pool], list[model.HealthMonitor]
+    ]:
+        self.calls.append("fetch_load_balancer_tree")
+        fakes = [f for f in self.lbs.values() if model.MANAGED_TAG in f.lb.tags]
+        return (
+            [f.lb for f in fakes],
+            [replace(x, lb_id=f.lb.id) for f in fakes for x in f.listeners.values()],
+            [replace(p, lb_id=f.lb.id) for f in fakes for p in f.pools.values()],
+            [m for f in fakes for m in f.monitors.values()],
+        )
+
+    async def fetch_members(self, pool_id: str) -> list[model.Member]:
+        self.calls.append("fetch_members")
+        return list(self._by_pool(pool_id).members[pool_id].values())
 
     # -- internals ---------------------------------------------------------------------------------
 

@@ -3,8 +3,6 @@ feed objects and cloud state in and check cloud state and status out."""
 
 from __future__ import annotations
 
-import asyncio
-import copy
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,7 +11,7 @@ import yaml
 
 from kumo.api.kinds import LOAD_BALANCER, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.cloud.model import marker_tags
-from kumo.engine.objects import Key, Obj
+from kumo.engine.objects import Key
 from kumo.engine.reconciler import Engine
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
@@ -297,6 +295,22 @@ def test_finalize_deletes_and_is_done_only_when_gone() -> None:
     assert world.store.get("LoadBalancer", "default", "web") is None  # finalizer released
 
 
+def test_a_removed_member_and_a_deleted_load_balancer_come_back() -> None:
+    """What a cloud watch's change triggers: the next reconcile repairs it."""
+    world = new_world(vms=2)
+    converge(world)
+    pool_id = status(world)["ports"][1]["poolId"]
+    member_id = next(iter(cloud(world).only().members[pool_id]))
+    cloud(world).remove_member_out_of_band(pool_id, member_id)
+    converge(world)
+    assert len(cloud(world).only().members[pool_id]) == 2
+
+    cloud(world).delete_out_of_band(status(world)["id"])
+    converge(world)  # Kumo's LB deleted by hand comes back, members and all
+    assert status(world)["id"] == cloud(world).only().lb.id
+    assert len(members(world, 80)) == 2
+
+
 def test_finalize_with_nothing_in_the_cloud_is_done() -> None:
     world = new_world(vms=1)
     body = stored(world, "LoadBalancer", "web")
@@ -305,40 +319,6 @@ def test_finalize_with_nothing_in_the_cloud_is_done() -> None:
     )
     assert run(world) is None
     assert world.store.get("LoadBalancer", "default", "web") is None
-
-
-def test_drift_flags_removed_member_and_deleted_load_balancer() -> None:
-    world = new_world(vms=2)
-    converge(world)
-    actuator = LoadBalancerActuator()
-    objs = [world.obj(LOAD_BALANCER, "web")]
-    cloud(world).calls.clear()
-    assert asyncio.run(actuator.drift(world.cloud, objs)) == []
-    assert cloud(world).calls == ["list_managed_load_balancers", "list_pools"]
-
-    pool_id = status(world)["ports"][1]["poolId"]
-    member_id = next(iter(cloud(world).only().members[pool_id]))
-    cloud(world).remove_member_out_of_band(pool_id, member_id)
-    assert asyncio.run(actuator.drift(world.cloud, objs)) == [Key("LoadBalancer", "default", "web")]
-    converge(world)  # the reconcile drift triggers puts it back
-    assert len(cloud(world).only().members[pool_id]) == 2
-
-    cloud(world).delete_out_of_band(status(world)["id"])
-    objs = [world.obj(LOAD_BALANCER, "web")]
-    assert asyncio.run(actuator.drift(world.cloud, objs)) == [Key("LoadBalancer", "default", "web")]
-    converge(world)  # Kumo's LB deleted by hand comes back, members and all
-    assert status(world)["id"] == cloud(world).only().lb.id
-    assert len(members(world, 80)) == 2
-
-
-def test_drift_skips_objects_being_deleted_or_without_id() -> None:
-    world = new_world(vms=1)
-    body = copy.deepcopy(stored(world, "LoadBalancer", "web"))
-    fresh = Obj(LOAD_BALANCER, body)
-    going = Obj(LOAD_BALANCER, copy.deepcopy(body))
-    going.body["status"] = {"id": "lb-gone"}
-    going.body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
-    assert asyncio.run(LoadBalancerActuator().drift(world.cloud, [fresh, going])) == []
 
 
 def test_dependents_follow_group_references() -> None:

@@ -215,27 +215,3 @@ def test_monitor_warning_only_when_the_list_changes() -> None:
     assert message is not None and "port 80: https:80/health/ready" in message
     assert plan.monitors_warning({"ports": ports}, ports) is None
     assert plan.monitors_warning({"ports": ports}, [{"port": 80, "unappliedMonitors": []}]) is None
-
-
-def test_drifted() -> None:
-    recorded = {
-        "id": "lb-1",
-        "ports": [
-            {
-                "port": 80,
-                "listenerId": "lis-1",
-                "poolId": "pool-1",
-                "healthMonitorId": "hm-1",
-                "members": [{"name": "a"}],
-            },
-        ],
-    }
-    pool = Pool("pool-1", "p", "HTTP", "lis-1", "hm-1", ["m1"], OURS)
-    assert not plan.drifted(recorded, LB, {"pool-1": pool})
-    assert plan.drifted(recorded, None, {"pool-1": pool})
-    pending = LoadBalancer("lb-1", "n", "PENDING_UPDATE", "ONLINE", None)
-    assert plan.drifted(recorded, pending, {"pool-1": pool})
-    assert plan.drifted(recorded, LB, {})
-    assert plan.drifted(recorded, LB, {"pool-1": Pool("pool-1", "p", "HTTP", "lis-1", "hm-1")})
-    no_monitor = Pool("pool-1", "p", "HTTP", "lis-1", None, ["m1"], OURS)
-    assert plan.drifted(recorded, LB, {"pool-1": no_monitor})

@@ -90,10 +90,6 @@ def test_out_of_band_changes_are_put_back() -> None:
     server["description"] = "changed in the web UI"
     server["tags"] = ["kumo-owner=uid-vm", "extra"]  # the marker stays: still Kumo's
     server["metadata"]["intruder"] = "1"
-    drifted = asyncio.run(
-        VirtualMachineActuator().drift(world.cloud, [world.obj(VIRTUAL_MACHINE, "vm")])
-    )
-    assert drifted == [world.obj(VIRTUAL_MACHINE, "vm").key]
     reconcile(world)
     assert server["description"] == "generated operator"
     assert set(marker_tags("uid-vm")) <= set(server["tags"]), "the managed tag is put back"
@@ -108,12 +104,26 @@ def test_deleted_server_is_recreated() -> None:
     reconcile(world)
     old_id = status(world)["id"]
     world.cloud.servers.clear()
-    assert asyncio.run(
-        VirtualMachineActuator().drift(world.cloud, [world.obj(VIRTUAL_MACHINE, "vm")])
-    )
     reconcile(world)
     assert status(world)["id"] not in (None, old_id)
     assert len(world.cloud.servers) == 1
+
+
+def test_a_server_being_deleted_behind_kumos_back_is_replaced_at_once() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    world.cloud.settle()
+    reconcile(world)
+    old_id = status(world)["id"]
+    asyncio.run(world.cloud.delete_server(old_id))  # someone else; Nova is still at it
+    reconcile(world)
+    assert "ServerDeleted" in world.events.reasons()
+    assert status(world).get("id") is None
+    reconcile(world)
+    new_id = status(world)["id"]
+    assert new_id not in (None, old_id), "a new server without waiting for the old to go"
+    assert world.cloud.calls.count("delete_server") == 1, "Kumo did not delete it again"
 
 
 def test_immutable_change_replaces_the_server() -> None:
@@ -126,7 +136,7 @@ def test_immutable_change_replaces_the_server() -> None:
     body = world.store.get("VirtualMachine", "default", "vm")
     body["spec"] = {**SPEC, "initScript": {"value": "echo new"}}
     reconcile(world)  # deletes the old one
-    assert world.cloud.servers[old_id]["status"] == "DELETED"
+    assert world.cloud.servers[old_id]["status"] == "DELETING"
     reconcile(world)  # creates the new one while Nova still lists the old one
     (server,) = world.cloud.live().values()
     assert server["attrs"]["user_data"] == "echo new"
@@ -174,7 +184,11 @@ def test_finalize_deletes_every_owned_server_and_only_those() -> None:
     body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
     reconcile(world)
     assert list(world.cloud.live()) == [foreign.id]
-    reconcile(world)  # the deleted server is still listed as DELETED: that is gone enough
+    reconcile(world)  # Nova is still deleting it: the finalizer waits, asking nothing more
+    assert world.store.get("VirtualMachine", "default", "vm") is not None
+    assert world.cloud.calls.count("delete_server") == 1
+    world.cloud.settle()
+    reconcile(world)
     assert world.store.get("VirtualMachine", "default", "vm") is None
 
 
@@ -297,8 +311,9 @@ def test_duplicates_from_a_crashed_run_keep_one_and_delete_the_rest() -> None:
 
 def test_a_second_server_from_a_retried_create_is_found_by_drift_and_deleted() -> None:
     """The create's answer was lost and the call retried: status names one server, a
-    second carries the same marker. Drift notices two owners; the audited pass deletes
-    the one status does not name."""
+    second carries the same marker. The cloud watch notices two (tests/unit/cloud/
+    test_watch.py) and asks for an audited pass, which deletes the one status does not
+    name."""
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
     reconcile(world)
@@ -308,10 +323,6 @@ def test_a_second_server_from_a_retried_create_is_found_by_drift_and_deleted() -
     extra = world.cloud.add_server("vm", tags=marker_tags("uid-vm"))
     reconcile(world)  # a plain pass goes by status.id and lists nothing
     assert extra.id in world.cloud.servers
-    drifted = asyncio.run(
-        VirtualMachineActuator().drift(world.cloud, [world.obj(VIRTUAL_MACHINE, "vm")])
-    )
-    assert drifted == [world.obj(VIRTUAL_MACHINE, "vm").key]
     ctx = replace(world.ctx(), audit=True)
     asyncio.run(Engine().run(VirtualMachineActuator(), ctx, world.obj(VIRTUAL_MACHINE, "vm")))
     assert list(world.cloud.live()) == [recorded]

@@ -1,0 +1,178 @@
+"""ResourceCache: what Kumo last saw of one resource type in one cloud project.
+
+The cloud-side half of an informer (see watch.py for how it is kept fresh). Reads are
+answered from here instead of a GET per object; a cache may answer three ways:
+
+- the resource, as last listed or as Kumo's own write returned it;
+- :data:`GONE`: there is positive evidence it no longer exists (a listing that started
+  after Kumo's last write to it did not contain it, or showed it deleted);
+- ``None``: unknown (never listed, or outside what the lists cover, e.g. a resource
+  without Kumo's marker) — the caller falls back to one GET.
+
+Absence alone never counts as gone: a server Kumo created a moment ago is not in a
+listing that started before the create. Every write bumps a sequence number; a listing
+remembers the number it started at and never overrides or deletes what was written
+after it began (``begin`` → ``replace``/``apply``).
+
+Pure data structure: no I/O, no asyncio, no openstacksdk.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+R = TypeVar("R")
+
+#: How many deleted IDs are remembered (enough for any scale-in; old ones fall back to a GET).
+MAX_TOMBSTONES = 20_000
+
+
+class _Gone:
+    def __repr__(self) -> str:
+        return "GONE"
+
+
+GONE = _Gone()
+
+
+@dataclass(frozen=True)
+class Change(Generic[R]):
+    """One resource that changed between two observations: ``old`` None means it
+    appeared, ``new`` None that it went."""
+
+    old: R | None
+    new: R | None
+
+
+class ResourceCache(Generic[R]):
+    def __init__(
+        self,
+        name: str,
+        id_of: Callable[[R], str],
+        owner_of: Callable[[R], str | None],
+        live: Callable[[R], bool] = lambda _: True,
+    ) -> None:
+        self.name = name
+        self._id_of = id_of
+        self._owner_of = owner_of
+        self._live = live  # False for a resource on its way out (counted as no duplicate)
+        self._items: dict[str, R] = {}
+        self._gone: OrderedDict[str, int] = OrderedDict()
+        self._written: dict[str, int] = {}
+        self._seq = 0
+        self.synced = False
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def lookup(self, resource_id: str) -> R | _Gone | None:
+        """The resource, GONE, or None when the cache cannot tell."""
+        if resource_id in self._items:
+            return self._items[resource_id]
+        if resource_id in self._gone:
+            return GONE
+        return None
+
+    def items(self) -> list[R]:
+        return list(self._items.values())
+
+    def owned_by(self, uid: str) -> list[R]:
+        return [r for r in self._items.values() if self._owner_of(r) == uid]
+
+    def owner(self, resource: R) -> str | None:
+        return self._owner_of(resource)
+
+    def live_count(self, uid: str) -> int:
+        return sum(1 for r in self.owned_by(uid) if self._live(r))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    # -- Kumo's own writes -----------------------------------------------------------------
+
+    def put(self, resource: R) -> None:
+        """Kumo created or changed it: this is the freshest view until a later listing."""
+        self._seq += 1
+        rid = self._id_of(resource)
+        self._items[rid] = resource
+        self._gone.pop(rid, None)
+        self._written[rid] = self._seq
+
+    def update(self, resource_id: str, change: Callable[[R], R]) -> None:
+        """Apply a write Kumo made to a cached resource (no-op when not cached)."""
+        current = self._items.get(resource_id)
+        if current is not None:
+            self.put(change(current))
+
+    def forget(self, resource_id: str) -> None:
+        """Kumo deleted it and the cloud confirmed it is gone at once."""
+        self._seq += 1
+        self._items.pop(resource_id, None)
+        self._written[resource_id] = self._seq
+        self._tombstone(resource_id)
+
+    # -- listings ------------------------------------------------------------------------
+
+    def begin(self) -> int:
+        """Call before issuing a listing; pass the token to replace/apply."""
+        return self._seq
+
+    def replace(
+        self, token: int, listed: Iterable[R], scope: Callable[[R], bool] | None = None
+    ) -> list[Change[R]]:
+        """A complete listing of ``scope`` (default: everything): what it holds is
+        current; cached resources within scope that it lacks are gone — unless written
+        after it began. Resources outside scope are left as they are."""
+        fresh = {self._id_of(r): r for r in listed}
+        changes = self._merge(token, fresh.values())
+        for rid, old in list(self._items.items()):
+            if rid in fresh or self._written.get(rid, 0) > token:
+                continue
+            if scope is None or scope(old):
+                del self._items[rid]
+                self._tombstone(rid)
+                changes.append(Change(old, None))
+        self.synced = True
+        self._settle(token)
+        return changes
+
+    def apply(
+        self, token: int, listed: Iterable[R], deleted: Iterable[str] = ()
+    ) -> list[Change[R]]:
+        """An incremental listing: ``listed`` changed, ``deleted`` IDs went."""
+        changes = self._merge(token, listed)
+        for rid in deleted:
+            if self._written.get(rid, 0) > token:
+                continue
+            old = self._items.pop(rid, None)
+            self._tombstone(rid)
+            if old is not None:
+                changes.append(Change(old, None))
+        self._settle(token)
+        return changes
+
+    def _merge(self, token: int, listed: Iterable[R]) -> list[Change[R]]:
+        changes: list[Change[R]] = []
+        for resource in listed:
+            rid = self._id_of(resource)
+            if self._written.get(rid, 0) > token:
+                continue  # Kumo wrote it after this listing began: ours is newer
+            old = self._items.get(rid)
+            self._gone.pop(rid, None)
+            if old != resource:
+                self._items[rid] = resource
+                changes.append(Change(old, resource))
+        return changes
+
+    def _settle(self, token: int) -> None:
+        """Writes older than a listing that has been applied need no protection any more."""
+        if self._written:
+            self._written = {k: v for k, v in self._written.items() if v > token}
+
+    def _tombstone(self, resource_id: str) -> None:
+        self._gone[resource_id] = self._seq
+        self._gone.move_to_end(resource_id)
+        while len(self._gone) > MAX_TOMBSTONES:
+            self._gone.popitem(last=False)

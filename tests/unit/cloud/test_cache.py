@@ -1,0 +1,83 @@
+"""ResourceCache: listings vs Kumo's own writes, gone vs unknown."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kumo.cloud.cache import GONE, Change, ResourceCache
+from kumo.cloud.model import Server, marker_tags, owner_of
+
+
+def server(sid: str, owner: str = "uid-a", status: str = "ACTIVE") -> Server:
+    return Server(id=sid, name=sid, status=status, tags=marker_tags(owner))
+
+
+def cache() -> ResourceCache[Server]:
+    return ResourceCache("servers", lambda s: s.id, lambda s: owner_of(s.tags))
+
+
+def test_a_listing_reports_what_appeared_changed_and_went() -> None:
+    c = cache()
+    assert c.replace(c.begin(), [server("s1"), server("s2")]) == [
+        Change(None, server("s1")),
+        Change(None, server("s2")),
+    ]
+    building = server("s1", status="BUILD")
+    changes = c.replace(c.begin(), [building])
+    assert changes == [Change(server("s1"), building), Change(server("s2"), None)]
+    assert c.lookup("s1") == building
+    assert c.lookup("s2") is GONE, "absent from a complete listing: gone"
+    assert c.lookup("never-seen") is None, "unknown: the caller asks the API"
+    assert c.replace(c.begin(), [building]) == [], "nothing changed, nothing reported"
+
+
+def test_a_listing_begun_before_a_write_neither_removes_nor_overwrites_it() -> None:
+    c = cache()
+    c.replace(c.begin(), [server("s1")])
+    token = c.begin()  # the listing is on its way...
+    c.put(server("new", status="BUILD"))  # ...while Kumo creates a server
+    c.update("s1", lambda s: replace(s, description="fixed"))
+    changes = c.replace(token, [server("s1")])  # the listing knows neither
+    assert changes == []
+    assert c.lookup("new") == server("new", status="BUILD"), "not taken for gone"
+    assert c.lookup("s1").description == "fixed", "not overwritten by the older view"  # type: ignore[union-attr]
+    later = c.begin()
+    assert c.replace(later, [server("s1")]) == [
+        Change(replace(server("s1"), description="fixed"), server("s1")),
+        Change(server("new", status="BUILD"), None),
+    ], "a listing begun after the writes is believed"
+
+
+def test_a_listing_of_one_scope_leaves_the_rest_alone() -> None:
+    c = cache()
+    c.replace(c.begin(), [server("s1", owner="a"), server("s2", owner="b")])
+    changes = c.replace(c.begin(), [], scope=lambda s: owner_of(s.tags) == "a")
+    assert changes == [Change(server("s1", owner="a"), None)]
+    assert c.lookup("s2") == server("s2", owner="b")
+
+
+def test_incremental_changes_and_deletions() -> None:
+    c = cache()
+    c.replace(c.begin(), [server("s1"), server("s2")])
+    changes = c.apply(c.begin(), [server("s1", status="ERROR")], deleted=["s2", "s3"])
+    assert changes == [
+        Change(server("s1"), server("s1", status="ERROR")),
+        Change(server("s2"), None),
+    ]
+    assert c.lookup("s3") is GONE, "a deletion the cache never saw still counts"
+    c.forget("s1")
+    assert c.lookup("s1") is GONE
+
+
+def test_owners_and_live_counts() -> None:
+    c = ResourceCache(
+        "servers",
+        lambda s: s.id,
+        lambda s: owner_of(s.tags),
+        live=lambda s: s.status != "DELETING",
+    )
+    c.replace(c.begin(), [server("s1"), server("s2", status="DELETING"), server("s3", "b")])
+    assert [s.id for s in c.owned_by("uid-a")] == ["s1", "s2"]
+    assert c.live_count("uid-a") == 1, "one on its way out is no duplicate"
+    c.put(server("s4"))
+    assert c.live_count("uid-a") == 2

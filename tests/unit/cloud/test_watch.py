@@ -1,0 +1,238 @@
+"""CloudWatch over the in-process fakes: what it asks of the cloud, what it reports.
+
+The fakes answer the watch's list calls the way the services do (FakeNova's
+``list_servers_since`` has changes-since semantics: deleted servers included, times
+from Nova's own clock). The real services are exercised by the integration tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from kumo.cloud import model
+from kumo.cloud.cache import GONE
+from kumo.cloud.watch import CloudWatch, format_since, next_since, parse_updated, server_time
+from kumo.engine.errors import TransientError
+from tests.unit.fakes import FakeNova
+from tests.unit.kinds.dnsrecord.fake_designate import ZONE_ID, FakeDesignate
+from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+
+
+class Lists:
+    """One project's services for a watch; a service left out answers 503."""
+
+    def __init__(self, nova: Any = None, octavia: Any = None, dns: Any = None) -> None:
+        self.parts = [p for p in (nova, octavia, dns) if p is not None]
+
+    def __getattr__(self, name: str) -> Any:
+        for part in self.parts:
+            if hasattr(part, name):
+                return getattr(part, name)
+
+        async def missing(*args: Any) -> Any:
+            raise TransientError("ServiceUnavailable", f"{name}: no such service here")
+
+        return missing
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.owners: list[set[str]] = []
+        self.duplicated: set[str] = set()
+
+    def __call__(self, owners: set[str], duplicated: set[str]) -> None:
+        self.owners.append(owners)
+        self.duplicated |= duplicated
+
+
+def refresh(watch: CloudWatch, service: str, full: bool = False) -> None:
+    asyncio.run(watch._refresh(watch._services[service], full))
+
+
+def synced(lists: Lists) -> tuple[CloudWatch, Recorder]:
+    watch = CloudWatch(lists)  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    seen = Recorder()
+    watch._notify = seen
+    return watch, seen
+
+
+# -- Nova: changes-since -------------------------------------------------------------------------
+
+
+def test_a_building_server_is_seen_active_by_the_next_incremental_list_not_a_poll() -> None:
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    watch, seen = synced(Lists(nova))
+    assert watch.servers.lookup(server.id).status == "BUILD"  # type: ignore[union-attr]
+    nova.calls.clear()
+
+    nova.tick(5)
+    nova.settle()
+    refresh(watch, "nova")
+    assert watch.servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
+    assert seen.owners == [{"uid-vm"}]
+    assert nova.calls == ["list_servers_since"], "one list for the fleet, no per-server GET"
+
+
+def test_a_deleted_server_is_reported_gone_from_changes_since() -> None:
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    nova.settle()
+    watch, seen = synced(Lists(nova))
+    nova.tick(5)
+    asyncio.run(nova.delete_server(server.id))  # someone deletes it; Nova finishes later
+    nova.settle()
+    assert nova.servers == {}
+    refresh(watch, "nova")
+    assert watch.servers.lookup(server.id) is GONE
+    assert seen.owners == [{"uid-vm"}]
+
+
+def test_changes_since_is_asked_from_novas_clock_with_a_margin_for_lagging_nodes() -> None:
+    nova = FakeNova()
+    nova.node_lag = 20.0  # a compute node stamps changes 20 s behind the API's clock
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    asked: list[str | None] = []
+    real = nova.list_servers_since
+
+    async def spy(since: str | None) -> Any:
+        asked.append(since)
+        return await real(since)
+
+    nova.list_servers_since = spy  # type: ignore[method-assign]
+    watch, _ = synced(Lists(nova))
+    nova.tick(10)
+    nova.settle()  # ACTIVE, stamped 20 s before Nova's "now"
+    refresh(watch, "nova")
+    assert asked[1] == format_since(nova.now - timedelta(seconds=10 + 30)), (
+        "from the Date of the previous answer minus the margin — never the local clock"
+    )
+    assert watch.servers.lookup(server.id).status == "ACTIVE", "the lagging stamp is not missed"  # type: ignore[union-attr]
+
+
+def test_next_since_never_goes_back_and_falls_back_to_updated_stamps() -> None:
+    t0 = parse_updated("2026-11-01T00:00:00Z")
+    assert t0 is not None
+    date = server_time("Sun, 01 Nov 2026 00:01:00 GMT")
+    assert next_since(None, date, [], skew=30) == t0 + timedelta(seconds=30)
+    later = t0 + timedelta(seconds=50)
+    assert next_since(later, date, [], skew=30) == later, "never backwards"
+    stamped = [model.Server("s", "s", "ACTIVE", updated="2026-11-01T00:02:00Z")]
+    assert next_since(None, None, stamped, skew=30) == t0 + timedelta(seconds=90)
+
+
+def test_an_idle_fleet_costs_one_list_per_interval_and_reports_nothing() -> None:
+    nova = FakeNova()
+    for i in range(50):
+        nova.add_server(f"vm-{i}", tags=model.marker_tags(f"uid-{i}"))
+    nova.settle()
+    watch, seen = synced(Lists(nova))
+    nova.calls.clear()
+    for _ in range(5):
+        nova.tick(60)
+        refresh(watch, "nova")
+    assert nova.calls == ["list_servers_since"] * 5
+    assert seen.owners == []
+
+
+def test_foreign_servers_are_not_cached_and_a_removed_marker_is_seen() -> None:
+    nova = FakeNova()
+    ours = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    watch, seen = synced(Lists(nova))
+    nova.tick(5)
+    foreign = nova.add_server("theirs", tags=[])
+    nova.servers[ours.id]["metadata"]["edited"] = "1"
+    nova._touch(nova.servers[ours.id])
+    refresh(watch, "nova")
+    assert watch.servers.lookup(foreign.id) is None, "not Kumo's: unknown, read by ID if named"
+    assert seen.owners == [{"uid-vm"}]
+
+
+def test_two_servers_with_one_marker_are_reported_as_duplicates() -> None:
+    nova = FakeNova()
+    nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    watch, seen = synced(Lists(nova))
+    nova.tick(5)
+    nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # a retried create
+    refresh(watch, "nova")
+    assert seen.duplicated == {"uid-vm"}
+
+
+def test_a_failing_service_does_not_stop_the_others() -> None:
+    nova = FakeNova()
+    nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    watch, _ = synced(Lists(nova))  # no Octavia, no Designate in this cloud
+    assert watch.servers.synced
+    assert not watch.load_balancers.synced, "reads of load balancers go to the API"
+    assert watch._services["octavia"].failures == 1
+
+
+# -- Octavia: a cheap probe, then the whole tree at once ---------------------------------------
+
+
+def octavia_with_pool() -> tuple[FakeOctavia, str, str]:
+    octavia = FakeOctavia()
+    fake = octavia.add_lb(model.marker_tags("uid-lb"))
+    asyncio.run(octavia.create_listener(fake.lb.id, name="l", protocol="http", port=80, tags=[]))
+    fake.lb = model.LoadBalancer(fake.lb.id, "lb", "ACTIVE", "ONLINE", "10.9.0.5", fake.lb.tags)
+    (listener_id,) = fake.listeners
+    asyncio.run(octavia.create_pool(listener_id, name="p", protocol="http", tags=[]))
+    fake.lb = model.LoadBalancer(fake.lb.id, "lb", "ACTIVE", "ONLINE", "10.9.0.5", fake.lb.tags)
+    (pool_id,) = fake.pools
+    return octavia, fake.lb.id, pool_id
+
+
+def test_an_unchanged_octavia_costs_one_probe() -> None:
+    octavia, _, _ = octavia_with_pool()
+    watch, seen = synced(Lists(octavia=octavia))
+    octavia.calls.clear()
+    refresh(watch, "octavia")
+    refresh(watch, "octavia")
+    assert octavia.calls == ["load_balancer_versions"] * 2
+    assert seen.owners == []
+
+
+def test_a_member_removed_by_hand_reaches_the_load_balancers_owner() -> None:
+    octavia, lb_id, pool_id = octavia_with_pool()
+    octavia.add_member(pool_id, "vm", "10.0.0.5", 8080)
+    watch, seen = synced(Lists(octavia=octavia))
+    (pool,) = [p for p in watch.pools.items() if p.id == pool_id]
+    assert pool.lb_id == lb_id and len(pool.member_ids) == 1
+    (member_id,) = pool.member_ids
+    octavia.remove_member_out_of_band(pool_id, member_id)
+    octavia.calls.clear()
+    refresh(watch, "octavia")
+    assert octavia.calls == ["load_balancer_versions", "fetch_load_balancer_tree"]
+    assert seen.owners == [{"uid-lb"}], "the pool has no marker: its load balancer's owner"
+    assert watch.pools.lookup(pool_id).member_ids == []  # type: ignore[union-attr]
+
+
+def test_a_pending_load_balancer_is_listed_fast_until_it_settles() -> None:
+    octavia, lb_id, _ = octavia_with_pool()
+    watch, _ = synced(Lists(octavia=octavia))
+    watch.lb_changing(lb_id)
+    assert watch.load_balancers.lookup(lb_id).provisioning_status == "PENDING_UPDATE"  # type: ignore[union-attr]
+    refresh(watch, "octavia")  # the probe did not move, but Kumo knows it is pending
+    assert watch.load_balancers.lookup(lb_id).provisioning_status == "ACTIVE"  # type: ignore[union-attr]
+
+
+# -- Designate: zones first ---------------------------------------------------------------------
+
+
+def test_only_a_zone_that_changed_is_listed_again() -> None:
+    dns = FakeDesignate()
+    description = f"web {model.owner_tag('uid-rec')}"
+    rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], description)
+    watch, seen = synced(Lists(dns=dns))
+    assert watch.watches_zone(ZONE_ID)
+    dns.calls.clear()
+    refresh(watch, "dns")
+    assert dns.calls == ["zone_versions"], "nothing moved: no recordset listing"
+    dns.delete_out_of_band(rs.id)
+    refresh(watch, "dns")
+    assert dns.calls == ["zone_versions", "zone_versions", f"list_zone_recordsets:{ZONE_ID}"]
+    assert watch.recordsets.lookup(rs.id) is GONE
+    assert seen.owners == [{"uid-rec"}]
