@@ -149,7 +149,13 @@ def scratch_namespace(crds: KubeEnv) -> Iterator[str]:
 
 def test_crds_are_established(crds: KubeEnv) -> None:
     names = kubectl("get", "crd", "-o", "name").stdout.split()
-    for plural in ("virtualmachines", "virtualmachinegroups", "loadbalancers", "dnsrecords"):
+    for plural in (
+        "virtualmachines",
+        "virtualmachinegroups",
+        "loadbalancers",
+        "dnsrecords",
+        "shares",
+    ):
         assert f"customresourcedefinition.apiextensions.k8s.io/{plural}.kumo.dev" in names
 
 
