@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lab.sh up|down|status|wipe|start-service SVC — a real OpenStack Zed (Debian bookworm packages) on
+# lab.sh up|down|status|wipe|start-service SVC|add-service SVC — a real OpenStack Zed (Debian bookworm packages) on
 # 127.0.0.1 with fake hypervisors, for Kumo's integration tests and benchmarks.
 #
 # Why this shape: every service lives in services/<svc>.sh with the same six functions
@@ -14,7 +14,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/common.sh"
 
 # Dependency order; a service whose file does not exist (yet) is skipped.
-LAB_ORDER=(mariadb rabbitmq keystone placement glance neutron nova octavia designate)
+LAB_ORDER=(mariadb rabbitmq keystone placement glance neutron nova octavia designate manila)
 # Services every later bootstrap needs running before it starts.
 LAB_CORE=(mariadb rabbitmq keystone)
 LAB_SERVICES=()
@@ -35,12 +35,14 @@ lab_preseed() {
   for p in keystone glance-common glance-api nova-common nova-api nova-conductor nova-scheduler \
     neutron-common neutron-server placement-common placement-api octavia-common octavia-api \
     octavia-worker octavia-health-manager octavia-housekeeping designate-common designate \
-    designate-api designate-central; do
+    designate-api designate-central manila manila-common manila-api; do
     for q in configure_db dbconfig-install register-endpoint configure_rabbit configure_ksat; do
       sel+="$p $p/$q boolean false"$'\n'
     done
   done
   sel+="keystone keystone/create-admin-tenant boolean false"$'\n'
+  # Manila's questions are all named manila/… (owned by manila-common and manila-api).
+  sel+="manila-api manila/configure_api-endpoint boolean false"$'\n'
   printf '%s' "$sel" | debconf-set-selections
 }
 
@@ -170,6 +172,24 @@ lab_start_service() {
   log "$svc ready"
 }
 
+# lab_add_service SVC — bring one service into a running lab without touching the others:
+# install its packages, configure, bootstrap (stamp-guarded), start, wait until ready, run
+# its <svc>_cloud. For a service added to LAB_ORDER after the lab was first `up` (e.g.
+# manila); a later `up` finds it all done.
+lab_add_service() {
+  local svc="$1" t0=$SECONDS
+  in_list "$svc" "${LAB_SERVICES[@]}" || die "unknown service '$svc' (one of: ${LAB_SERVICES[*]})"
+  lab_preseed
+  DEBIAN_FRONTEND=noninteractive apt_install $("${svc}_packages")
+  log "$svc: packages in $((SECONDS - t0))s"
+  "${svc}_configure"
+  "${svc}_bootstrap"
+  "${svc}_start"
+  wait_for "$svc" 300 "${svc}_ready"
+  if declare -F "${svc}_cloud" >/dev/null; then "${svc}_cloud"; fi
+  log "$svc added in $((SECONDS - t0))s"
+}
+
 # lab_lock — one up/down/wipe/start-service at a time: test sessions and developers may run `up`
 # concurrently (a second `up` waits, then finds everything running and returns fast).
 lab_lock() {
@@ -187,5 +207,6 @@ case "${1:-}" in
   rss) lab_rss ;;
   wipe) lab_lock; lab_down; rm -rf "$LAB_ROOT" "$OS_CLIENT_CONFIG_FILE"; log "lab wiped" ;;
   start-service) [ -n "${2:-}" ] || die "usage: $0 start-service SVC"; lab_lock; lab_start_service "$2" ;;
-  *) echo "usage: $0 up|down|status|wipe|start-service SVC" >&2; exit 2 ;;
+  add-service) [ -n "${2:-}" ] || die "usage: $0 add-service SVC"; lab_lock; lab_add_service "$2" ;;
+  *) echo "usage: $0 up|down|status|wipe|start-service SVC|add-service SVC" >&2; exit 2 ;;
 esac

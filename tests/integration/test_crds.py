@@ -149,7 +149,13 @@ def scratch_namespace(crds: KubeEnv) -> Iterator[str]:
 
 def test_crds_are_established(crds: KubeEnv) -> None:
     names = kubectl("get", "crd", "-o", "name").stdout.split()
-    for plural in ("virtualmachines", "virtualmachinegroups", "loadbalancers", "dnsrecords"):
+    for plural in (
+        "virtualmachines",
+        "virtualmachinegroups",
+        "loadbalancers",
+        "dnsrecords",
+        "shares",
+    ):
         assert f"customresourcedefinition.apiextensions.k8s.io/{plural}.kumo.dev" in names
 
 
@@ -160,12 +166,15 @@ def test_every_example_applies(namespace: str) -> None:
         assert "created" in out, out
         manifest = yaml.safe_load(path.read_text())
         applied.append(f"{manifest['kind'].lower()}.kumo.dev/{manifest['metadata']['name']}")
-    # Short names and the `kumo` category find them (a running Kumo may add group members).
-    by_short_name = kubectl("get", "vm,vmg,lb,dns", "-n", namespace, "-o", "name").stdout.split()
+    # Short names (Share's singular is short already) and the `kumo` category find them (a
+    # running Kumo may add group members).
+    by_short_name = kubectl(
+        "get", "vm,vmg,lb,dns,share", "-n", namespace, "-o", "name"
+    ).stdout.split()
     by_category = kubectl("get", "kumo", "-n", namespace, "-o", "name").stdout.split()
     for name in applied:
         assert name in by_short_name and name in by_category, name
-    assert len(applied) == 4
+    assert len(applied) == 5
 
 
 @pytest.mark.parametrize(("case", "manifest", "field"), INVALID, ids=[c[0] for c in INVALID])

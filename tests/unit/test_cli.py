@@ -16,6 +16,7 @@ def test_crds_prints_every_kind(capsys: pytest.CaptureFixture[str]) -> None:
         "VirtualMachineGroup",
         "LoadBalancer",
         "DNSRecord",
+        "Share",
     ]
 
 

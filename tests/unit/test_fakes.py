@@ -13,10 +13,12 @@ from kumo.cloud import model
 from kumo.cloud.compute import ComputeCalls
 from kumo.cloud.designate import DesignateCalls
 from kumo.cloud.octavia import OctaviaCalls
+from kumo.cloud.shares import ManilaCalls
 from kumo.engine.errors import TransientError
 from tests.unit.fakes import FakeNova, World
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+from tests.unit.kinds.share.fake_manila import FakeManila
 
 #: Fake-only helpers that tests call to play the cloud or a user; everything else a fake
 #: defines must exist on the adapter class with the same signature.
@@ -28,6 +30,7 @@ FAKES = [
         {"only", "add_lb", "add_member", "remove_member_out_of_band", "delete_out_of_band"},
     ),
     (FakeDesignate, DesignateCalls, {"only", "add", "edit_out_of_band", "delete_out_of_band"}),
+    (FakeManila, ManilaCalls, {"only", "add_rule", "active"}),
 ]
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from kumo.api import dnsrecord, loadbalancer, virtualmachine, virtualmachinegroup
+from kumo.api import dnsrecord, loadbalancer, share, virtualmachine, virtualmachinegroup
 from kumo.api.common import GROUP
 
 READY = '.status.conditions[?(@.type=="Ready")].status'
@@ -128,4 +128,30 @@ DNS_RECORD = KindInfo(
     ),
 )
 
-KINDS: tuple[KindInfo, ...] = (VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP, LOAD_BALANCER, DNS_RECORD)
+SHARE = KindInfo(
+    kind="Share",
+    plural="shares",
+    short_names=(),
+    spec_model=share.ShareSpec,
+    status_model=share.ShareStatus,
+    description="A Manila share whose access rules follow VirtualMachines and groups.",
+    printer_columns=(
+        PrinterColumn("Size", ".status.size", "integer", "GiB"),
+        PrinterColumn("Protocol", ".spec.protocol"),
+        PrinterColumn("Export", ".status.exportLocation"),
+        PrinterColumn("Rules", ".status.rules", description="access rules active/desired"),
+        PrinterColumn("Ready", READY),
+        PrinterColumn("Exports", ".status.exportLocations", priority=1),
+        PrinterColumn("ID", ".status.id", priority=1),
+        STALLED_COLUMN,
+        AGE,
+    ),
+)
+
+KINDS: tuple[KindInfo, ...] = (
+    VIRTUAL_MACHINE,
+    VIRTUAL_MACHINE_GROUP,
+    LOAD_BALANCER,
+    DNS_RECORD,
+    SHARE,
+)

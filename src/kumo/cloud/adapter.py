@@ -12,10 +12,11 @@ from __future__ import annotations
 from kumo.cloud.compute import ComputeCalls
 from kumo.cloud.designate import DesignateCalls
 from kumo.cloud.octavia import LISTENER_PROTOCOL, MONITOR_TYPE, OctaviaCalls
+from kumo.cloud.shares import ManilaCalls
 
 __all__ = ["LISTENER_PROTOCOL", "MONITOR_TYPE", "OpenStackCloud"]
 
 
-class OpenStackCloud(ComputeCalls, OctaviaCalls, DesignateCalls):
+class OpenStackCloud(ComputeCalls, OctaviaCalls, DesignateCalls, ManilaCalls):
     """The adapter the kinds are given: one per cloud (credentials), shared by the
     namespaces that use it. See base.py for how calls are made."""

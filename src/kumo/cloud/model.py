@@ -117,3 +117,52 @@ class Recordset:
     ttl: int | None
     description: str | None
     status: str
+
+
+# -- Manila: shares carry metadata (no tags); so do access rules (API ≥ 2.45) ----------------
+
+#: Share and access-rule metadata keys of Kumo's marker: ``kumo: managed`` (for the
+#: fleet listing) and ``kumo-owner: <uid>`` (the owning object).
+SHARE_MANAGED_KEY = "kumo"
+SHARE_MANAGED_VALUE = "managed"
+SHARE_OWNER_KEY = "kumo-owner"
+#: On an access rule: the VirtualMachine it is for (informative; status is derived from it).
+RULE_VM_KEY = "kumo-vm"
+
+
+def marker_metadata(uid: str) -> dict[str, str]:
+    return {SHARE_MANAGED_KEY: SHARE_MANAGED_VALUE, SHARE_OWNER_KEY: uid}
+
+
+def metadata_owner(metadata: dict[str, str] | None) -> str | None:
+    """The owning object's UID from a share's or access rule's metadata, if marked."""
+    return (metadata or {}).get(SHARE_OWNER_KEY) or None
+
+
+@dataclass(frozen=True)
+class Share:
+    id: str
+    name: str
+    status: str
+    size: int
+    protocol: str
+    share_type_id: str | None = None
+    availability_zone: str | None = None
+    description: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AccessRule:
+    id: str
+    access_type: str
+    access_to: str
+    access_level: str
+    state: str
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExportLocation:
+    path: str
+    preferred: bool = False

@@ -28,6 +28,7 @@ from kumo.api.kinds import KINDS
 from kumo.cloud.credentials import CloudRegistry, CloudSource
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
+from kumo.kinds.share.actuator import ShareActuator
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
 from kumo.runtime.controller import Controller
@@ -105,6 +106,7 @@ class Lifecycle:
                 VirtualMachineGroupActuator(),
                 LoadBalancerActuator(),
                 DNSRecordActuator(),
+                ShareActuator(),
             ],
             kube,
             clouds,

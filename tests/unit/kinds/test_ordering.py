@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 
 from kumo.api.kinds import DNS_RECORD, VIRTUAL_MACHINE
-from kumo.engine.objects import Key
+from kumo.engine.objects import Key, Obj
 from kumo.engine.reconciler import Engine
+from kumo.kinds import ordering
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
+from kumo.runtime.store import MemoryStore
 from tests.unit.fakes import World
 
 SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
@@ -62,3 +64,41 @@ def test_record_events_resume_the_target() -> None:
     assert VirtualMachineActuator().dependents("DNSRecord", body, world.store) == [
         Key("VirtualMachine", "default", "vm")
     ]
+
+
+# -- LoadBalancer → Share → server ---------------------------------------------------------
+
+
+def test_shares_holding_names_the_shares_whose_status_lists_the_vm() -> None:
+    store = MemoryStore()
+    for name, vms in (("data", ["web-1", None]), ("logs", ["web-2"]), ("other", [])):
+        store.put(
+            "Share",
+            {
+                "metadata": {"name": name, "namespace": "default"},
+                "status": {"accessRules": [{"accessTo": "x", "virtualMachine": v} for v in vms]},
+            },
+        )
+    vm = {
+        "metadata": {
+            "name": "web-1",
+            "namespace": "default",
+            "deletionTimestamp": "2099-01-01T00:00:00Z",
+        }
+    }
+    assert ordering.shares_holding(store, Obj(VIRTUAL_MACHINE, vm)) == ["data"]
+    vm["metadata"]["deletionTimestamp"] = "2000-01-01T00:00:00Z"  # waited long enough
+    assert ordering.shares_holding(store, Obj(VIRTUAL_MACHINE, vm)) == []
+
+
+def test_load_balancers_holding_reads_pool_members_from_status() -> None:
+    store = MemoryStore()
+    store.put(
+        "LoadBalancer",
+        {
+            "metadata": {"name": "lb", "namespace": "default"},
+            "status": {"ports": [{"members": [{"name": "web-1"}]}, {"members": []}]},
+        },
+    )
+    assert ordering.load_balancers_holding(store, "default", "web-1") == ["lb"]
+    assert ordering.load_balancers_holding(store, "default", "web-2") == []

@@ -4,7 +4,8 @@ Order of a pass: find the server (the engine's ownership routine: status.id only
 carries the marker, else adopt by marker, else create and record its ID at once) →
 replace it if an immutable field changed → wait while it builds → correct
 description/metadata/tags in place → report addresses.
-Deletion drains the VM from every LoadBalancer first (members before servers).
+Deletion drains the VM from every LoadBalancer first, then from every Share's access
+rules (members, then storage, then servers).
 """
 
 from __future__ import annotations
@@ -103,17 +104,24 @@ class VirtualMachineActuator:
                 "Draining",
                 f"waiting for LoadBalancer(s) {', '.join(draining)} to drop it",
             )
+        shares = ordering.shares_holding(ctx.store, obj)
+        if shares:
+            return Result.waiting(
+                "Draining",
+                "WaitingForShares",
+                f"Share(s) {', '.join(shares)} revoke its access first",
+            )
         going = await ownership.delete_owned(ctx, obj, _servers(ctx, obj))
         if not going:
             return Result(phase="Deleted", done=True)
         return Result.waiting("Deleting", "Deleting", f"deleting {len(going)} server(s)")
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
-        """An LB that changed its members may unblock VMs waiting to drain; a DNSRecord
-        going away may unblock the VM it pointed at."""
+        """An LB that changed its members or a Share that revoked a rule may unblock VMs
+        waiting to drain; a DNSRecord going away may unblock the VM it pointed at."""
         if kind == "DNSRecord":
             return ordering.dns_target(body, self.info.kind)
-        if kind != "LoadBalancer":
+        if kind not in ("LoadBalancer", "Share"):  # a drained member, a revoked rule
             return []
         namespace = body["metadata"].get("namespace", "default")
         return [

@@ -1,0 +1,1 @@
+"""Share: a Manila share whose access rules follow VirtualMachines and groups."""

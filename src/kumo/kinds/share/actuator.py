@@ -1,0 +1,318 @@
+"""Share actuator: observe the Manila share and its access rules, diff, act, report.
+
+Order of a pass: work out the wanted addresses from the referenced VMs and groups (a
+dangling reference is an error, never a reason to revoke) → find the share (status.id,
+else adopt by marker, else create and record its ID at once) → wait while Manila works
+on it (creating, extending) → extend if the spec grew → revoke Kumo's rules that are no
+longer wanted, grant the missing ones → wait until every rule is active → report, with
+the export locations. A smaller size is never applied: it is reported (`ShrinkRefused`)
+once the rules are in place.
+
+Rules follow membership: events of VirtualMachines, groups and LoadBalancers enqueue the
+Shares they concern (:meth:`ShareActuator.dependents`). Status lists which VM each of
+Kumo's rules is for; a VM's deletion waits until no Share lists it (kinds/ordering.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from typing import Any
+
+from kumo.api import kinds
+from kumo.api.share import ShareSpec
+from kumo.cloud.model import AccessRule, Share, marker_metadata, metadata_owner
+from kumo.engine import ownership
+from kumo.engine.errors import ReconcileError, TerminalError
+from kumo.engine.objects import Body, Context, Key, Obj, Store
+from kumo.engine.result import Result
+from kumo.kinds.labels import GROUP_LABEL
+from kumo.kinds.share import plan
+
+#: Seconds between passes while Manila works (a share or a rule takes about a second).
+STEP_SECONDS = 1.0
+#: Seconds between finalize passes while Manila deletes.
+DELETE_SECONDS = 2.0
+
+
+class ShareActuator:
+    info = kinds.SHARE
+
+    async def reconcile(self, ctx: Context, obj: Obj, spec: ShareSpec) -> Result:
+        wanted = plan.wanted_rules(spec, obj.namespace, ctx.store)
+        type_id = await ctx.cloud.share_type_id(spec.share_type) if spec.share_type else None
+        owned = _shares(ctx, obj)
+        share = await ownership.find_owned(ctx, obj, owned)
+        if share is None:
+            share = await ownership.create_owned(
+                ctx, obj, owned, lambda: _create(ctx, obj, spec, type_id), "after-share-create"
+            )
+            return _waiting(share, [], wanted, obj.uid, "share is being created")
+        if share.status == plan.ERROR or share.status.endswith("_error"):
+            raise TerminalError(
+                "ShareError", f"Manila put share {share.id} in {share.status}", field="spec"
+            )
+        rules = await ctx.cloud.list_access_rules(share.id)
+        if share.status != plan.AVAILABLE:
+            return _waiting(share, rules, wanted, obj.uid, f"share is {share.status}")
+
+        if spec.size > share.size:
+            await ctx.cloud.extend_share(share.id, spec.size)
+            ctx.events.emit(
+                obj, "Normal", "Extending", f"extending share {share.id} to {spec.size} GiB"
+            )
+            return _waiting(share, rules, wanted, obj.uid, f"extending to {spec.size} GiB")
+        if (spec.description or None) != (share.description or None):
+            await ctx.cloud.update_share(share.id, description=spec.description)
+
+        changes = plan.plan_rules(wanted, rules, obj.uid)
+        if changes.add or changes.remove:
+            rules = await _apply(ctx, obj, share, changes)
+            return _waiting(share, rules, wanted, obj.uid, _describe(changes))
+        status = await _report(ctx, obj, spec, share, rules, wanted, type_id)
+        pending = [r for r in rules if plan.is_mine(r, obj.uid) and r.state != plan.ACTIVE]
+        failed = [r for r in pending if r.state == plan.ERROR]
+        if failed or "spec.size" in status["unappliedChanges"]:
+            obj.body = await ctx.kube.patch_status(obj, status)  # rules stay listed for VMs
+            if failed:
+                raise TerminalError(
+                    "AccessRuleError",
+                    "Manila could not apply access rule(s) "
+                    + ", ".join(f"{r.access_to} ({r.id})" for r in failed),
+                    field="spec.access",
+                )
+            raise TerminalError(
+                "ShrinkRefused",
+                f"{spec.size} GiB is smaller than the share's {share.size} GiB: Kumo does "
+                "not shrink shares (data could be lost); set size back to at least "
+                f"{share.size}",
+                field="spec.size",
+            )
+        if pending:
+            return Result.waiting(
+                "Provisioning",
+                "Provisioning",
+                f"access rule(s) {', '.join(r.access_to for r in pending)} being applied",
+                after=STEP_SECONDS,
+                **status,
+            )
+        return Result(
+            phase="Available",
+            ready=True,
+            reason="Ready",
+            message=f"share {share.id} ({share.size} GiB) is available at "
+            f"{status.get('exportLocation') or 'no export location'}",
+            status=status,
+        )
+
+    async def finalize(self, ctx: Context, obj: Obj, spec: ShareSpec | None) -> Result:
+        """Delete the share (Manila removes its access rules with it); done when neither
+        the recorded ID nor the marker finds one."""
+        going = await ownership.delete_owned(ctx, obj, _shares(ctx, obj))
+        if not going:
+            return Result(phase="Deleted", done=True)
+        return Result.waiting(
+            "Deleting",
+            "Deleting",
+            f"deleting share(s) {', '.join(sorted(s.id for s in going))}",
+            after=DELETE_SECONDS,
+        )
+
+    def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
+        """Shares whose rules change with this object: a VM (named, of a named group, or
+        listed in status), a group, or a LoadBalancer that let go of a VM being deleted."""
+        meta = body.get("metadata") or {}
+        namespace = meta.get("namespace", "default")
+        name = meta.get("name", "")
+        shares = store.list(self.info.kind, namespace)
+        if kind == "VirtualMachine":
+            group = (meta.get("labels") or {}).get(GROUP_LABEL)
+            hit = [
+                s
+                for s in shares
+                if ("virtualMachineRef", name) in _refs(s)
+                or (group and ("virtualMachineGroupRef", group) in _refs(s))
+                or name in _rule_vms(s)
+            ]
+        elif kind == "VirtualMachineGroup":
+            hit = [s for s in shares if ("virtualMachineGroupRef", name) in _refs(s)]
+        elif kind == "LoadBalancer":
+            deleting = {
+                vm["metadata"]["name"]
+                for vm in store.list("VirtualMachine", namespace)
+                if vm["metadata"].get("deletionTimestamp")
+            }
+            hit = [s for s in shares if _rule_vms(s) & deleting]
+        else:
+            return []
+        return [Key(self.info.kind, namespace, s["metadata"]["name"]) for s in hit]
+
+    async def drift(self, cloud: Any, objs: list[Obj]) -> list[Key]:
+        """One share listing for the fleet, then each share's rules (Manila has no
+        cross-share rule listing; Shares are few): enqueue only what drifted."""
+        live = [o for o in objs if not o.deleting and o.status.get("id")]
+        if not live:
+            return []
+        managed = await cloud.list_managed_shares()
+        shares = {s.id: s for s in managed}
+        owners = Counter(metadata_owner(s.metadata) for s in managed)
+        drifted = []
+        for o in live:
+            share = shares.get(o.status["id"])
+            rules = None
+            if share is not None:
+                # This share's rules may not be readable now; the others still are.
+                with contextlib.suppress(ReconcileError):
+                    rules = await cloud.list_access_rules(share.id)
+            if owners[o.uid] > 1 or plan.drifted(o.status, share, rules, o.uid):
+                drifted.append(o.key)
+        return drifted
+
+
+def _refs(share: Body) -> set[tuple[str, str]]:
+    return {
+        (key, value)
+        for entry in (share.get("spec") or {}).get("access") or []
+        for key, value in entry.items()
+        if key in ("virtualMachineRef", "virtualMachineGroupRef")
+    }
+
+
+def _rule_vms(share: Body) -> set[str]:
+    return {
+        r["virtualMachine"]
+        for r in (share.get("status") or {}).get("accessRules") or []
+        if r.get("virtualMachine")
+    }
+
+
+# -- observe / create ----------------------------------------------------------------------
+
+
+def _shares(ctx: Context, obj: Obj) -> ownership.Owned[Share]:
+    """The object's Manila share as the ownership routine sees it (metadata
+    ``kumo-owner: <uid>``). One Manila is still working on is left for the next pass."""
+    cloud = ctx.cloud
+
+    async def delete(share: Share) -> None:
+        if share.status not in plan.BUSY:
+            await cloud.delete_share(share.id)
+
+    return ownership.Owned(
+        noun="share",
+        id_of=lambda s: s.id,
+        owner_of=lambda s: metadata_owner(s.metadata),
+        get_by_id=cloud.get_share,
+        list_owned=lambda: cloud.list_owned_shares(obj.uid),
+        delete=delete,
+    )
+
+
+async def _create(ctx: Context, obj: Obj, spec: ShareSpec, type_id: str | None) -> Share:
+    share: Share = await ctx.cloud.create_share(
+        name=plan.share_name(obj.namespace, obj.name),
+        size=spec.size,
+        protocol=spec.protocol,
+        share_type_id=type_id,
+        description=spec.description,
+        availability_zone=spec.availability_zone,
+        metadata=marker_metadata(obj.uid),
+    )
+    return share
+
+
+# -- act / report ----------------------------------------------------------------------------
+
+
+async def _apply(ctx: Context, obj: Obj, share: Share, changes: plan.RulePlan) -> list[AccessRule]:
+    """Revoke, then grant (Manila queues both); the rules as they now stand — revoked
+    ones are still listed until Manila has removed them, so VMs keep waiting."""
+    for rule in changes.remove:
+        await ctx.cloud.delete_access_rule(share.id, rule.id)
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "AccessRevoked",
+            f"revoked {rule.access_level} access of {rule.access_to}",
+        )
+    for wish in changes.add:
+        await ctx.cloud.create_access_rule(
+            share.id,
+            access_to=wish.access_to,
+            access_level=wish.access_level,
+            metadata=plan.rule_metadata(obj.uid, wish),
+        )
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "AccessGranted",
+            f"granted {wish.access_level} access to {wish.access_to}"
+            + (f" (VirtualMachine {wish.vm})" if wish.vm else ""),
+        )
+    rules: list[AccessRule] = await ctx.cloud.list_access_rules(share.id)
+    return rules
+
+
+def _describe(changes: plan.RulePlan) -> str:
+    parts = []
+    if changes.remove:
+        parts.append("revoking " + ", ".join(r.access_to for r in changes.remove))
+    if changes.add:
+        parts.append("granting " + ", ".join(w.access_to for w in changes.add))
+    return "; ".join(parts)
+
+
+def _observed(
+    share: Share, rules: list[AccessRule], wanted: list[plan.WantedRule], uid: str
+) -> dict[str, Any]:
+    return {
+        "shareStatus": share.status,
+        "size": share.size,
+        "protocol": share.protocol,
+        "shareTypeId": share.share_type_id,
+        "accessRules": plan.rules_status(rules, uid),
+        "rules": plan.rules_summary(rules, wanted),
+        "foreignRules": plan.foreign_rules(rules, uid),
+    }
+
+
+def _waiting(
+    share: Share, rules: list[AccessRule], wanted: list[plan.WantedRule], uid: str, message: str
+) -> Result:
+    return Result.waiting(
+        "Provisioning",
+        "Provisioning",
+        message,
+        after=STEP_SECONDS,
+        **_observed(share, rules, wanted, uid),
+    )
+
+
+async def _report(
+    ctx: Context,
+    obj: Obj,
+    spec: ShareSpec,
+    share: Share,
+    rules: list[AccessRule],
+    wanted: list[plan.WantedRule],
+    type_id: str | None,
+) -> dict[str, Any]:
+    """Status of an available share: the observation, export locations, what cannot be
+    applied (one warning when that list changes)."""
+    locations = await ctx.cloud.list_export_locations(share.id)
+    paths = [x.path for x in sorted(locations, key=lambda x: (not x.preferred, x.path))]
+    unapplied = plan.unapplied_changes(spec, share, type_id)
+    if unapplied and unapplied != (obj.status.get("unappliedChanges") or []):
+        ctx.events.emit(
+            obj,
+            "Warning",
+            "ImmutableFieldChanged",
+            f"{', '.join(unapplied)} cannot be applied to the existing share "
+            "(a share is never shrunk; protocol, share type and zone are fixed at creation)",
+        )
+    return {
+        **_observed(share, rules, wanted, obj.uid),
+        "exportLocation": paths[0] if paths else None,
+        "exportLocations": paths,
+        "unappliedChanges": unapplied,
+    }
