@@ -13,6 +13,7 @@ share is listed by its owner with Manila's metadata filter; rules are read per s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -20,6 +21,7 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
+from kumo.cloud.cache import GONE
 from kumo.engine.errors import TerminalError
 
 MICROVERSION = "2.45"
@@ -58,11 +60,18 @@ class ManilaCalls(CloudBase):
         return cached
 
     async def get_share(self, share_id: str) -> model.Share | None:
+        hit = self.watch.shares.lookup(share_id)
+        if isinstance(hit, model.Share):
+            return hit
+        if hit is GONE:
+            return None
         found = await self._get("get share", self._manila, "get", f"/shares/{share_id}")
         return _share(found["share"]) if found is not None else None
 
     async def list_owned_shares(self, uid: str) -> list[model.Share]:
         """Shares whose metadata carries the ownership marker of ``uid``."""
+        if self.watch.shares.synced:
+            return self.watch.shares.owned_by(uid)
         return await self._list_shares({model.SHARE_OWNER_KEY: uid})
 
     async def list_managed_shares(self) -> list[model.Share]:
@@ -110,7 +119,10 @@ class ManilaCalls(CloudBase):
             json={"share": body},
             field="spec",
         )
-        return _share(created["share"])
+        share = _share(created["share"])
+        self.watch.shares.put(share)
+        self.watch.nudge("manila")
+        return share
 
     async def extend_share(self, share_id: str, new_size: int) -> None:
         await self._call(
@@ -121,6 +133,7 @@ class ManilaCalls(CloudBase):
             json={"extend": {"new_size": new_size}},
             field="spec.size",
         )
+        self._share_changing(share_id, status="extending")
 
     async def update_share(self, share_id: str, *, description: str | None) -> None:
         await self._call(
@@ -131,6 +144,9 @@ class ManilaCalls(CloudBase):
             json={"share": {"display_description": description}},
             field="spec.description",
         )
+        self.watch.shares.update(
+            share_id, lambda s: dataclasses.replace(s, description=description)
+        )
 
     async def delete_share(self, share_id: str) -> None:
         """Delete; a share already gone is fine (Manila removes its access rules with it)."""
@@ -139,10 +155,24 @@ class ManilaCalls(CloudBase):
         except TerminalError as error:
             if not isinstance(error.__cause__, os_exc.NotFoundException):
                 raise
+        self._share_changing(share_id, status="deleting")
+
+    def _share_changing(self, share_id: str, status: str | None = None) -> None:
+        """Kumo changed the share or its rules: what the cache holds is stale."""
+        if status:
+            self.watch.shares.update(share_id, lambda s: dataclasses.replace(s, status=status))
+        self.watch.share_rules.pop(share_id, None)
+        self.watch.nudge("manila")
 
     # -- access rules and export locations --------------------------------------------------
 
     async def list_access_rules(self, share_id: str) -> list[model.AccessRule]:
+        cached = self.watch.share_rules.get(share_id)
+        if cached is not None:
+            return cached
+        return await self.fetch_access_rules(share_id)
+
+    async def fetch_access_rules(self, share_id: str) -> list[model.AccessRule]:
         found = await self._call(
             "list access rules",
             self._manila,
@@ -169,6 +199,7 @@ class ManilaCalls(CloudBase):
             json={"allow_access": body},
             field="spec.access",
         )
+        self._share_changing(share_id)
         return _rule(created["access"])
 
     async def delete_access_rule(self, share_id: str, rule_id: str) -> None:
@@ -184,15 +215,24 @@ class ManilaCalls(CloudBase):
         except TerminalError as error:
             if not isinstance(error.__cause__, os_exc.NotFoundException):
                 raise
+        self._share_changing(share_id)
 
     async def list_export_locations(self, share_id: str) -> list[model.ExportLocation]:
+        """Read once per share (they do not move while it is available)."""
+        cached = self.watch.export_locations.get(share_id)
+        if cached is not None:
+            return cached
         found = await self._call(
             "list export locations", self._manila, "get", f"/shares/{share_id}/export_locations"
         )
-        return [
+        locations = [
             model.ExportLocation(path=x["path"], preferred=bool(x.get("preferred")))
             for x in found["export_locations"]
         ]
+        share = self.watch.shares.lookup(share_id)
+        if locations and isinstance(share, model.Share) and share.status == "available":
+            self.watch.export_locations[share_id] = locations
+        return locations
 
 
 def _share(x: dict[str, Any]) -> model.Share:

@@ -17,6 +17,8 @@ list calls whose cost does not grow with the fleet while nothing changes:
   old children. Members are read per pool only when the pool's member IDs changed.
 - **Designate**: one zone listing per interval; a zone whose serial, status or
   ``updated_at`` moved has its recordsets listed again.
+- **Manila**: Kumo's shares (one listing filtered by Kumo's metadata), then each of
+  those shares' access rules (Manila cannot list rules across shares; Shares are few).
 - **Nova server groups**: at start and every ``relist_seconds`` (they change only by
   Kumo's own writes, which update the cache directly).
 
@@ -71,6 +73,8 @@ class Lister(Protocol):
     ]: ...
     async def fetch_members(self, pool_id: str) -> list[model.Member]: ...
     async def zone_versions(self) -> dict[str, str]: ...
+    async def list_managed_shares(self) -> list[model.Share]: ...
+    async def fetch_access_rules(self, share_id: str) -> list[model.AccessRule]: ...
     async def fetch_zone_recordsets(self, zone_id: str) -> list[model.Recordset]: ...
 
 
@@ -139,6 +143,8 @@ def server_group_owner(group: model.ServerGroup) -> str | None:
     return None
 
 
+TRANSITIONAL_SHARE = {"creating", "extending", "deleting", "shrinking"}
+TRANSITIONAL_RULE = {"queued_to_apply", "applying", "queued_to_deny", "denying"}
 TRANSITIONAL_SERVER = {"BUILD", "REBUILD", "DELETING", "RESIZE", "MIGRATING", "REBOOT"}
 
 
@@ -202,13 +208,25 @@ class CloudWatch:
         self.recordsets: ResourceCache[model.Recordset] = ResourceCache(
             "recordsets", lambda r: r.id, recordset_owner
         )
+        self.shares: ResourceCache[model.Share] = ResourceCache(
+            "shares",
+            lambda s: s.id,
+            lambda s: model.metadata_owner(s.metadata),
+            live=lambda s: s.status != "deleting",
+        )
+        #: Share ID → its access rules, as last listed (dropped when Kumo changes them).
+        self.share_rules: dict[str, list[model.AccessRule]] = {}
+        #: Share ID → its export locations (read once; dropped when the share changes).
+        self.export_locations: dict[str, list[model.ExportLocation]] = {}
         #: Pool ID → (the member IDs the pool listed, those members).
         self.members: dict[str, tuple[frozenset[str], list[model.Member]]] = {}
         self.stats = WatchStats()
         self._since: datetime | None = None
         self._lb_versions: dict[str, str] | None = None
         self._zone_versions: dict[str, str] = {}
-        self._services = {n: _Service(n) for n in ("nova", "server-groups", "octavia", "dns")}
+        self._services = {
+            n: _Service(n) for n in ("nova", "server-groups", "octavia", "dns", "manila")
+        }
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
         self._closed = False
@@ -267,6 +285,7 @@ class CloudWatch:
             "server-groups": self._refresh_server_groups,
             "octavia": self._refresh_octavia,
             "dns": self._refresh_dns,
+            "manila": self._refresh_manila,
         }[service.name]
         busy = False
         try:
@@ -384,6 +403,27 @@ class CloudWatch:
         self.recordsets.synced = True
         return changes
 
+    async def _refresh_manila(self, full: bool) -> list[tuple[ResourceCache[Any], Change[Any]]]:
+        token = self.shares.begin()
+        self.stats.count("shares")
+        listed = await self._lister.list_managed_shares()
+        rules = {}
+        for share in listed:
+            self.stats.count("share-access-rules")
+            rules[share.id] = await self._lister.fetch_access_rules(share.id)
+        changes: list[tuple[ResourceCache[Any], Change[Any]]] = [
+            (self.shares, c) for c in self.shares.replace(token, listed)
+        ]
+        for change in changes:
+            gone = change[1].old or change[1].new
+            if gone is not None:
+                self.export_locations.pop(gone.id, None)
+        for share in listed:
+            if self.share_rules.get(share.id) != rules[share.id]:
+                changes.append((self.shares, Change(share, share)))  # its rules moved
+        self.share_rules = rules
+        return changes
+
     def _transitional(self, service: str) -> bool:
         if service == "nova":
             return any(s.status in TRANSITIONAL_SERVER for s in self.servers.items())
@@ -393,6 +433,10 @@ class CloudWatch:
             )
         if service == "dns":
             return any(rs.status == "PENDING" for rs in self.recordsets.items())
+        if service == "manila":
+            return any(s.status in TRANSITIONAL_SHARE for s in self.shares.items()) or any(
+                r.state in TRANSITIONAL_RULE for rules in self.share_rules.values() for r in rules
+            )
         return False
 
     # -- who is concerned ------------------------------------------------------------------
@@ -409,7 +453,7 @@ class CloudWatch:
                         owners.add(uid)
         # An object owns one server, load balancer or recordset: two mean a create
         # whose answer was lost was retried.
-        singles = (self.servers, self.load_balancers, self.recordsets)
+        singles = (self.servers, self.load_balancers, self.recordsets, self.shares)
         duplicated = {uid for uid in owners if any(cache.live_count(uid) > 1 for cache in singles)}
         return owners, duplicated
 

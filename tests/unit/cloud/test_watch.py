@@ -18,13 +18,16 @@ from kumo.engine.errors import TransientError
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import ZONE_ID, FakeDesignate
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+from tests.unit.kinds.share.fake_manila import FakeManila
 
 
 class Lists:
     """One project's services for a watch; a service left out answers 503."""
 
-    def __init__(self, nova: Any = None, octavia: Any = None, dns: Any = None) -> None:
-        self.parts = [p for p in (nova, octavia, dns) if p is not None]
+    def __init__(
+        self, nova: Any = None, octavia: Any = None, dns: Any = None, manila: Any = None
+    ) -> None:
+        self.parts = [p for p in (nova, octavia, dns, manila) if p is not None]
 
     def __getattr__(self, name: str) -> Any:
         for part in self.parts:
@@ -236,3 +239,30 @@ def test_only_a_zone_that_changed_is_listed_again() -> None:
     assert dns.calls == ["zone_versions", "zone_versions", f"list_zone_recordsets:{ZONE_ID}"]
     assert watch.recordsets.lookup(rs.id) is GONE
     assert seen.owners == [{"uid-rec"}]
+
+
+# -- Manila: Kumo's shares, then their rules ----------------------------------------------------
+
+
+def test_a_rule_removed_by_hand_reaches_the_shares_owner() -> None:
+    manila = FakeManila()
+    share = asyncio.run(
+        manila.create_share(
+            name="data",
+            size=1,
+            protocol="NFS",
+            share_type_id=None,
+            description=None,
+            availability_zone=None,
+            metadata=model.marker_metadata("uid-share"),
+        )
+    )
+    rule = manila.add_rule(share.id, "10.0.0.5")
+    watch, seen = synced(Lists(manila=manila))
+    assert watch.share_rules[share.id] == [rule]
+    refresh(watch, "manila")
+    assert seen.owners == [], "nothing moved"
+    del manila.rules[share.id][rule.id]
+    refresh(watch, "manila")
+    assert seen.owners == [{"uid-share"}]
+    assert watch.share_rules[share.id] == []

@@ -15,15 +15,13 @@ Kumo's rules is for; a VM's deletion waits until no Share lists it (kinds/orderi
 
 from __future__ import annotations
 
-import contextlib
-from collections import Counter
 from typing import Any
 
 from kumo.api import kinds
 from kumo.api.share import ShareSpec
 from kumo.cloud.model import AccessRule, Share, marker_metadata, metadata_owner
 from kumo.engine import ownership
-from kumo.engine.errors import ReconcileError, TerminalError
+from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds.labels import GROUP_LABEL
@@ -146,27 +144,6 @@ class ShareActuator:
         else:
             return []
         return [Key(self.info.kind, namespace, s["metadata"]["name"]) for s in hit]
-
-    async def drift(self, cloud: Any, objs: list[Obj]) -> list[Key]:
-        """One share listing for the fleet, then each share's rules (Manila has no
-        cross-share rule listing; Shares are few): enqueue only what drifted."""
-        live = [o for o in objs if not o.deleting and o.status.get("id")]
-        if not live:
-            return []
-        managed = await cloud.list_managed_shares()
-        shares = {s.id: s for s in managed}
-        owners = Counter(metadata_owner(s.metadata) for s in managed)
-        drifted = []
-        for o in live:
-            share = shares.get(o.status["id"])
-            rules = None
-            if share is not None:
-                # This share's rules may not be readable now; the others still are.
-                with contextlib.suppress(ReconcileError):
-                    rules = await cloud.list_access_rules(share.id)
-            if owners[o.uid] > 1 or plan.drifted(o.status, share, rules, o.uid):
-                drifted.append(o.key)
-        return drifted
 
 
 def _refs(share: Body) -> set[tuple[str, str]]:

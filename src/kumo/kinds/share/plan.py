@@ -215,20 +215,3 @@ def rules_summary(rules: list[AccessRule], wanted: list[WantedRule]) -> str:
     """``active/desired``: wanted addresses whose rule (Kumo's or foreign) is active."""
     active = {r.access_to for r in rules if r.state == ACTIVE}
     return f"{sum(1 for w in wanted if w.access_to in active)}/{len(wanted)}"
-
-
-def drifted(status: Body, share: Share | None, rules: list[AccessRule] | None, uid: str) -> bool:
-    """Does a listing disagree with what status last recorded? ``rules`` None: not read.
-    Cheap: the reconcile that follows does the exact comparison."""
-    if share is None:
-        return True
-    if status.get("size") is not None and share.size != status["size"]:
-        return True
-    if share.status != status.get("shareStatus"):
-        return True
-    if rules is None:
-        return False
-    recorded = {(r.get("id"), r.get("state")) for r in status.get("accessRules") or []}
-    listed = {(r.id, r.state) for r in rules if is_mine(r, uid)}
-    foreign = set(status.get("foreignRules") or [])
-    return recorded != listed or foreign != set(foreign_rules(rules, uid))

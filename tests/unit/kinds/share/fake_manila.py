@@ -130,6 +130,9 @@ class FakeManila:
         self.shares.pop(share_id, None)
         self.rules.pop(share_id, None)
 
+    async def fetch_access_rules(self, share_id: str) -> list[model.AccessRule]:
+        return await self.list_access_rules(share_id)
+
     async def list_access_rules(self, share_id: str) -> list[model.AccessRule]:
         self.calls.append("list_access_rules")
         rules = self.rules[share_id]

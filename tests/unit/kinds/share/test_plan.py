@@ -194,20 +194,3 @@ def test_unapplied_changes_name_shrink_and_fixed_fields() -> None:
         "spec.shareType",
         "spec.availabilityZone",
     ]
-
-
-def test_drift_compares_the_listing_with_the_recorded_status() -> None:
-    share = Share("s1", "n", "available", 1, "NFS", metadata={"kumo-owner": UID})
-    rules = [rule("r1", "10.0.0.1"), rule("r9", "10.9.9.9", mine=False)]
-    status = {
-        "size": 1,
-        "shareStatus": "available",
-        "accessRules": [{"id": "r1", "state": "active"}],
-        "foreignRules": ["ip:10.9.9.9 rw"],
-    }
-    assert not plan.drifted(status, share, rules, UID)
-    assert plan.drifted(status, None, None, UID), "share deleted out of band"
-    assert plan.drifted(status, share, rules[1:], UID), "Kumo's rule removed out of band"
-    assert plan.drifted(status, share, [*rules, rule("r5", "10.0.0.5")], UID), "a Kumo rule added"
-    assert plan.drifted(status, share, rules[:1], UID), "a foreign rule went: recount"
-    assert not plan.drifted(status, share, None, UID), "rules not readable: no verdict on them"
