@@ -396,3 +396,111 @@ def test_fields_octavia_cannot_change_are_reported_not_recreated() -> None:
     assert status(world)["unappliedChanges"] == ["spec.zone"]
     warnings = [e for e in world.events.events if e[2] == "ImmutableFieldChanged"]
     assert len(warnings) == 1 and "spec.zone" in warnings[0][3]
+
+
+# -- batch membership and graceful drain ---------------------------------------------------
+
+
+def weights(world: LBWorld, port: int = 80) -> dict[str, int]:
+    """VM name → weight of its member in the pool of ``port``, read from the fake cloud."""
+    (entry,) = [p for p in status(world)["ports"] if p["port"] == port]
+    pool = cloud(world).only().members[entry["poolId"]]
+    return {m.name: m.weight for m in pool.values()}
+
+
+def test_a_scale_out_is_one_member_update_per_pool() -> None:
+    world = new_world(vms=1)
+    converge(world)
+    cloud(world).calls.clear()
+    for i in range(1, 6):
+        add_vm(world, f"vm-{i}", f"10.0.0.{10 + i}")
+    converge(world)
+    assert cloud(world).calls == ["replace_owned_members"] * 2, "one change per pool"
+    assert members(world, 80) == members(world, 443) == [f"vm-{i}" for i in range(6)]
+
+
+def test_a_deleting_vm_drains_for_drain_seconds_before_it_is_removed() -> None:
+    spec = seed_spec()
+    spec["ports"][0]["realServers"]["drainSeconds"] = 30
+    world = new_world(vms=2, spec=spec)
+    converge(world)
+    start = world.clock.now
+    assert start.microsecond == 0
+    stored(world, "VirtualMachine", "vm-1")["metadata"]["deletionTimestamp"] = (
+        "2026-11-22T12:00:00Z"
+    )
+    run(world)  # port 80: weight 0
+    assert weights(world, 80) == {"vm-0": 1, "vm-1": 0}
+    (m80,) = [m for m in status(world)["ports"][0]["members"] if m["name"] == "vm-1"]
+    assert m80["drainingSince"] == start.strftime("%Y-%m-%dT%H:%M:%SZ")
+    drains = [e[3] for e in world.events.events if e[2] == "Draining"]
+    assert drains == ["member vm-1 (10.0.0.11:80) of port 80: weight 0 for 30s, then removed"]
+    world.clock.advance(1)
+    run(world)  # port 443: weight 0, for the default 10s
+    assert weights(world, 443) == {"vm-0": 1, "vm-1": 0}
+    world.clock.advance(1)
+    delay = run(world)  # nothing to do before the first drain (port 443's) ends
+    assert delay == 9.0
+    assert ready(world)["status"] == "True" and "draining vm-1" in ready(world)["message"]
+    world.clock.advance(delay - 0.5)
+    assert run(world) == 0.5 and weights(world, 443)["vm-1"] == 0, "not a moment early"
+
+    world.clock.advance(0.5)
+    run(world)
+    assert "vm-1" not in weights(world, 443)
+    assert world.events.reasons().count("MemberRemoved") == 1
+    assert weights(world, 80)["vm-1"] == 0, "port 80 drains for 30s"
+    converge(world)
+    assert weights(world, 80) == weights(world, 443) == {"vm-0": 1}
+    assert "vm-1" not in members(world, 80) + members(world, 443)
+    assert world.events.reasons().count("MemberRemoved") == 2
+    assert world.clock.now >= start + datetime.timedelta(seconds=30)
+
+
+def test_the_drain_clock_survives_a_restart() -> None:
+    """A new operator process (new actuator, new engine) continues from status."""
+    world = new_world(vms=2)
+    converge(world)
+    stored(world, "VirtualMachine", "vm-1")["metadata"]["deletionTimestamp"] = (
+        "2026-11-22T12:00:00Z"
+    )
+    run(world)
+    world.clock.advance(9)
+    for _ in range(3):  # restarts: fresh actuator and engine each pass
+        world.run(LoadBalancerActuator(clock=world.clock), "web", Engine())
+    assert weights(world, 80)["vm-1"] == 0, "not removed before its 10s"
+    world.clock.advance(1)
+    world.run(LoadBalancerActuator(clock=world.clock), "web", Engine())
+    assert "vm-1" not in weights(world, 80)
+
+
+def test_a_weight_zero_member_without_a_recorded_start_drains_in_full() -> None:
+    world = new_world(vms=2)
+    converge(world)
+    stored(world, "VirtualMachine", "vm-1")["metadata"]["deletionTimestamp"] = (
+        "2026-11-22T12:00:00Z"
+    )
+    run(world)
+    world.clock.advance(60)
+    for port in stored(world, "LoadBalancer", "web")["status"]["ports"]:  # status lost
+        for m in port["members"]:
+            m.pop("drainingSince", None)
+    run(world)
+    assert weights(world, 80)["vm-1"] == 0, "the clock restarted rather than guessing"
+    world.clock.advance(10)
+    run(world)
+    assert "vm-1" not in weights(world, 80)
+
+
+def test_a_vm_no_longer_deleted_goes_back_to_weight_one() -> None:
+    world = new_world(vms=2)
+    converge(world)
+    vm = stored(world, "VirtualMachine", "vm-1")
+    vm["metadata"]["deletionTimestamp"] = "2026-11-22T12:00:00Z"
+    run(world)
+    assert weights(world, 80)["vm-1"] == 0
+    del vm["metadata"]["deletionTimestamp"]  # (a VM turning Ready again, really)
+    world.clock.advance(1)
+    converge(world)
+    assert weights(world, 80) == weights(world, 443) == {"vm-0": 1, "vm-1": 1}
+    assert all("drainingSince" not in m for p in status(world)["ports"] for m in p["members"])
