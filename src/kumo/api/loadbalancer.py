@@ -23,6 +23,10 @@ class RealServers(KumoModel):
     """Port the backends listen on."""
     virtual_machine_group_ref: str = Field(min_length=1)
     """Name of a VirtualMachineGroup in the same namespace."""
+    drain_seconds: int = Field(default=10, ge=0, le=3600)
+    """Seconds a leaving member (its VM is being deleted or is no longer Ready) stays in
+    the pool at weight 0, so open connections can finish, before it is removed; its
+    server is deleted only after that. 0 removes it at once."""
 
 
 class Monitor(KumoModel):
@@ -72,12 +76,18 @@ class LoadBalancerSpec(ManagedSpec):
 class Member(KumoModel):
     """A backend registered in a pool."""
 
+    id: str | None = None
+    """Octavia member ID."""
     name: str
     """VirtualMachine name."""
     address: str
     """Backend IP."""
     port: int
     """Backend port."""
+    weight: int | None = None
+    """Octavia weight: 1 while the member takes traffic, 0 while it drains."""
+    draining_since: str | None = None
+    """When the member went to weight 0 (RFC 3339); it is removed drainSeconds later."""
 
 
 class PortStatus(KumoModel):

@@ -96,6 +96,20 @@ class Member:
     port: int
     monitor_port: int | None = None
     tags: list[str] = field(default_factory=list)
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class MemberSpec:
+    """One of Kumo's pool members as it should be (a batch update's entry). Octavia
+    matches it to an existing member by ``address`` + ``port``."""
+
+    name: str
+    address: str
+    port: int
+    monitor_port: int | None = None
+    weight: int = 1
+    tags: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

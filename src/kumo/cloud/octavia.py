@@ -1,4 +1,9 @@
-"""Octavia calls: load balancers, listeners, pools, members, health monitors (tagged)."""
+"""Octavia calls: load balancers, listeners, pools, members, health monitors (tagged).
+
+Pool membership changes in one batch call per pool (:meth:`OctaviaCalls.replace_owned_members`):
+Octavia locks the load balancer for seconds after every change, so a scale event of N
+members must be one change, not N.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import dataclasses
 from typing import Any
 
 from openstack import exceptions
+from openstack import exceptions as os_exc
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
@@ -219,38 +225,35 @@ class OctaviaCalls(CloudBase):
         self.watch.members.pop(pool_id, None)
         self.watch.lb_changing(self.watch.pool_lb(pool_id))
 
-    async def create_member(
-        self,
-        pool_id: str,
-        *,
-        name: str,
-        address: str,
-        port: int,
-        monitor_port: int | None,
-        tags: list[str],
-    ) -> str:
-        attrs: dict[str, Any] = {
-            "name": name,
-            "address": address,
-            "protocol_port": port,
-            "tags": tags,
-        }
-        if monitor_port:
-            attrs["monitor_port"] = monitor_port
-        created = await self._call(
-            "create member", self.conn.load_balancer.create_member, pool_id, **attrs
-        )
-        self._members_changing(pool_id)
-        return str(created.id)
+    async def replace_owned_members(
+        self, pool_id: str, uid: str, members: list[model.MemberSpec]
+    ) -> None:
+        """Make ``members`` the pool's members tagged ``kumo-owner=<uid>``, in ONE change.
 
-    async def delete_member(self, pool_id: str, member_id: str) -> None:
-        await self._call(
-            "delete member",
-            self.conn.load_balancer.delete_member,
-            member_id,
-            pool_id,
-            ignore_missing=True,
-        )
+        Octavia's batch update (``PUT /v2/lbaas/pools/{pool_id}/members``) replaces the
+        pool's whole member set, matching members by address + port: listed ones are
+        updated or created, unlisted ones deleted. So the pool's members are read right
+        before the PUT, and every member without this owner's tag (someone else's) is
+        sent back exactly as it is — address, port, name, weight, admin state, backup,
+        subnet, monitor address/port, tags — and ours are never listed over it (a
+        wanted address + port a foreign member holds is left to that member).
+
+        Residual race: a foreign member added or edited in the milliseconds between the
+        read and the PUT is deleted or reverted by the PUT. Octavia has no conditional
+        batch update that could close that window.
+        """
+        path = f"/lbaas/pools/{pool_id}/members"
+
+        def replace() -> None:
+            current = list(self.conn.load_balancer.members(pool_id))
+            foreign = [m for m in current if model.owner_of(m.tags) != uid]
+            taken = {(m.address, m.protocol_port) for m in foreign}
+            body = [_as_is(m) for m in foreign]
+            body += [_member_body(m) for m in members if (m.address, m.port) not in taken]
+            response = self.conn.load_balancer.put(path, json={"members": body})
+            os_exc.raise_from_response(response, error_message=f"PUT {path}")
+
+        await self._call("replace pool members", replace)
         self._members_changing(pool_id)
 
     async def get_health_monitor(self, hm_id: str) -> model.HealthMonitor | None:
@@ -312,6 +315,38 @@ class OctaviaCalls(CloudBase):
         self.watch.lb_changing(lb_id)
 
 
+def _member_body(m: model.MemberSpec) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": m.name,
+        "address": m.address,
+        "protocol_port": m.port,
+        "weight": m.weight,
+        "tags": list(m.tags),
+    }
+    if m.monitor_port:
+        body["monitor_port"] = m.monitor_port
+    return body
+
+
+def _as_is(x: Any) -> dict[str, Any]:
+    """A member's every writable field as Octavia reports it. Fields left out of a batch
+    entry do not stay as they were: Octavia applies its defaults (weight 1, admin state
+    up, not a backup, no monitor address or port)."""
+    fields = {
+        "name": x.name,
+        "address": x.address,
+        "protocol_port": x.protocol_port,
+        "weight": x.weight,
+        "admin_state_up": x.is_admin_state_up,
+        "backup": x.backup,
+        "subnet_id": x.subnet_id,
+        "monitor_address": x.monitor_address,
+        "monitor_port": x.monitor_port,
+        "tags": list(x.tags or []),
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 def _lb(x: Any) -> model.LoadBalancer:
     return model.LoadBalancer(
         id=x.id,
@@ -362,6 +397,7 @@ def _member(x: Any) -> model.Member:
         port=x.protocol_port,
         monitor_port=x.monitor_port,
         tags=list(x.tags or []),
+        weight=1 if x.weight is None else x.weight,
     )
 
 

@@ -267,3 +267,129 @@ def test_no_answer_is_transient(
 
 def test_the_region_comes_from_clouds_yaml(cloud: OpenStackCloud) -> None:
     assert cloud.region == "tokyo1"
+
+
+# -- batch member update: one change per pool, foreign members sent back as they are ----
+
+POOL_ID = "5d1c3b2a-9f8e-4d7c-a6b5-4c3d2e1f0a9b"
+
+
+def octavia_member(address: str, tags: list[str], **fields: Any) -> dict[str, Any]:
+    return {
+        "id": f"mem-{address}",
+        "name": "",
+        "address": address,
+        "protocol_port": 80,
+        "weight": 1,
+        "admin_state_up": True,
+        "backup": False,
+        "subnet_id": None,
+        "monitor_address": None,
+        "monitor_port": None,
+        "tags": tags,
+        "provisioning_status": "ACTIVE",
+        "operating_status": "ONLINE",
+        "project_id": "p",
+        **fields,
+    }
+
+
+def test_replace_owned_members_reads_the_pool_and_sends_foreign_members_back_as_they_are(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    by_hand = octavia_member(
+        "192.168.1.5",
+        ["team-x"],
+        name="by-hand",
+        weight=7,
+        admin_state_up=False,
+        backup=True,
+        subnet_id="0b9d8c7e-6f5a-4b3c-9d2e-1f0a9b8c7d6e",
+        monitor_address="192.168.1.6",
+        monitor_port=9000,
+    )
+    other_lb = octavia_member("10.0.0.20", model.marker_tags("uid-other"), name="x", weight=0)
+    mine_leaving = octavia_member("10.0.0.11", model.marker_tags("uid-web"), name="old")
+    requests_mock.get(
+        f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members",
+        json={"members": [by_hand, other_lb, mine_leaving], "members_links": []},
+    )
+    put = requests_mock.put(f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members", status_code=202)
+    ours = model.marker_tags("uid-web")
+    run(
+        cloud.replace_owned_members(
+            POOL_ID,
+            "uid-web",
+            [
+                model.MemberSpec("vm-a", "10.0.0.10", 80, None, 1, ours),
+                model.MemberSpec("vm-b", "10.0.0.12", 80, 8080, 0, ours),
+                model.MemberSpec("vm-c", "192.168.1.5", 80, None, 1, ours),  # held by hand
+            ],
+        )
+    )
+    assert put.call_count == 1
+    assert put.last_request.json() == {
+        "members": [
+            {
+                "name": "by-hand",
+                "address": "192.168.1.5",
+                "protocol_port": 80,
+                "weight": 7,
+                "admin_state_up": False,
+                "backup": True,
+                "subnet_id": "0b9d8c7e-6f5a-4b3c-9d2e-1f0a9b8c7d6e",
+                "monitor_address": "192.168.1.6",
+                "monitor_port": 9000,
+                "tags": ["team-x"],
+            },
+            {
+                "name": "x",
+                "address": "10.0.0.20",
+                "protocol_port": 80,
+                "weight": 0,
+                "admin_state_up": True,
+                "backup": False,
+                "tags": model.marker_tags("uid-other"),
+            },
+            {
+                "name": "vm-a",
+                "address": "10.0.0.10",
+                "protocol_port": 80,
+                "weight": 1,
+                "tags": ours,
+            },
+            {
+                "name": "vm-b",
+                "address": "10.0.0.12",
+                "protocol_port": 80,
+                "weight": 0,
+                "tags": ours,
+                "monitor_port": 8080,
+            },
+        ]
+    }
+    # The read came right before the write: nothing else happened in between.
+    assert [r.method for r in requests_mock.request_history[-2:]] == ["GET", "PUT"]
+
+
+def test_replace_owned_members_while_the_load_balancer_is_busy_is_a_wait(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.get(f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members", json={"members": []})
+    requests_mock.put(
+        f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members",
+        status_code=409,
+        json=recorded("octavia_pending_update_409.json"),
+    )
+    error = fails(cloud.replace_owned_members(POOL_ID, "uid-web", []))
+    assert (type(error), error.reason) == (TransientError, "CloudBusy")
+    assert "PENDING_UPDATE" in error.message
+
+
+def test_list_members_reports_the_weight(cloud: OpenStackCloud, requests_mock: rm.Mocker) -> None:
+    requests_mock.get(
+        f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members",
+        json={"members": [octavia_member("10.0.0.10", ["kumo"], weight=0, name="a")]},
+    )
+    (member,) = run(cloud.list_members(POOL_ID))
+    assert (member.name, member.address, member.port, member.weight) == ("a", "10.0.0.10", 80, 0)

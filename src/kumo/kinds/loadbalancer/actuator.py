@@ -5,12 +5,16 @@ find the load balancer (status.id, else adopt by marker, else create and record 
 ID at once) → wait while Octavia holds it PENDING_* → observe listeners, pools,
 monitors and members → apply the FIRST planned step and come back in a second
 (Octavia refuses a second change while the first is pending). Status always carries
-what was observed, so VirtualMachines can see when they have been drained.
+what was observed, so VirtualMachines can see when they have been drained, and when
+each leaving member's drain began; while members drain, the next pass is due when the
+earliest drain ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
+from collections.abc import Callable
 from typing import Any
 
 from kumo.api import kinds
@@ -22,7 +26,7 @@ from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering
 from kumo.kinds.labels import GROUP_LABEL
-from kumo.kinds.loadbalancer import plan
+from kumo.kinds.loadbalancer import members, plan
 
 #: Seconds between passes while Octavia works: a step takes it about a second.
 STEP_SECONDS = 1.0
@@ -30,8 +34,16 @@ STEP_SECONDS = 1.0
 DELETE_SECONDS = 2.0
 
 
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
 class LoadBalancerActuator:
     info = kinds.LOAD_BALANCER
+
+    def __init__(self, clock: Callable[[], datetime.datetime] = utc_now) -> None:
+        self.clock = clock
+        """The time drains are measured with (tests pass their own)."""
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> Result:
         _check_region(ctx.cloud, spec)
@@ -49,14 +61,19 @@ class LoadBalancerActuator:
                 "LoadBalancerError", f"Octavia put load balancer {lb.id} in ERROR", field="spec"
             )
         tree = await _observe_tree(ctx.cloud, lb)
+        clock = members.DrainClock(self.clock(), members.recorded_drains(obj.status))
+        drains = plan.draining(spec, wanted, tree, obj.uid, clock)
         if plan.is_pending(lb):
-            return _waiting(ctx, obj, spec, tree, f"load balancer is {lb.provisioning_status}")
+            message = f"load balancer is {lb.provisioning_status}"
+            return _waiting(ctx, obj, spec, tree, message, drains)
         unapplied = await _unapplied_changes(ctx, obj, spec, lb)
-        steps = plan.plan_steps(spec, wanted, tree, obj.uid, plan.lb_name(obj.namespace, obj.name))
+        name = plan.lb_name(obj.namespace, obj.name)
+        steps = plan.plan_steps(spec, wanted, tree, obj.uid, name, clock)
         if steps:
-            result = await _apply(ctx, obj, spec, tree, steps)
+            result = await _apply(ctx, obj, spec, tree, steps, drains)
         else:
-            result = _converged(ctx, obj, spec, tree)
+            result = _converged(ctx, obj, spec, tree, drains)
+            result.requeue_after = members.next_drain_end(drains, clock.now)
         result.status["unappliedChanges"] = unapplied
         result.status["foreignResources"] = plan.foreign_children(spec, tree, obj.uid)
         return result
@@ -116,7 +133,7 @@ def _check_region(cloud: Any, spec: LoadBalancerSpec) -> None:
 
 def _wanted_members(
     store: Store, namespace: str, spec: LoadBalancerSpec
-) -> list[list[plan.WantedMember]]:
+) -> list[list[members.WantedMember]]:
     """Desired members per port; a dangling group reference is the user's to fix (and
     must not empty the pools: bad input never deletes anything)."""
     vms = store.list("VirtualMachine", namespace)
@@ -230,15 +247,23 @@ async def _observe_tree(cloud: Any, lb: LoadBalancer) -> plan.Tree:
 
 
 async def _apply(
-    ctx: Context, obj: Obj, spec: LoadBalancerSpec, tree: plan.Tree, steps: list[plan.Step]
+    ctx: Context,
+    obj: Obj,
+    spec: LoadBalancerSpec,
+    tree: plan.Tree,
+    steps: list[plan.Step],
+    drains: dict[str, members.Draining],
 ) -> Result:
     """One change, then wait: Octavia holds the LB PENDING_UPDATE until it is applied."""
     step = steps[0]
     ctx.log.info("%s: %s", obj.key, step.why)
     busy = await _busy_is_waiting(getattr(ctx.cloud, step.op)(*step.args, **step.kwargs))
+    if not busy:
+        for reason, text in step.events:
+            ctx.events.emit(obj, "Normal", reason, text)
     more = f" (at least {len(steps) - 1} more change(s) to go)" if len(steps) > 1 else ""
     message = f"load balancer busy, will retry: {step.why}" if busy else f"{step.why}{more}"
-    return _waiting(ctx, obj, spec, tree, message)
+    return _waiting(ctx, obj, spec, tree, message, drains)
 
 
 async def _busy_is_waiting(call: Any) -> bool:
@@ -252,9 +277,15 @@ async def _busy_is_waiting(call: Any) -> bool:
     return False
 
 
-def _report(ctx: Context, obj: Obj, spec: LoadBalancerSpec, tree: plan.Tree) -> dict[str, Any]:
+def _report(
+    ctx: Context,
+    obj: Obj,
+    spec: LoadBalancerSpec,
+    tree: plan.Tree,
+    drains: dict[str, members.Draining] | None = None,
+) -> dict[str, Any]:
     """Status from the observation, plus one warning when the unapplied monitors change."""
-    status = plan.status(spec, tree, obj.uid)
+    status = plan.status(spec, tree, obj.uid, drains)
     warning = plan.monitors_warning(obj.status, status["ports"])
     if warning:
         ctx.events.emit(obj, "Warning", "MonitorsNotApplied", warning)
@@ -262,18 +293,34 @@ def _report(ctx: Context, obj: Obj, spec: LoadBalancerSpec, tree: plan.Tree) -> 
 
 
 def _waiting(
-    ctx: Context, obj: Obj, spec: LoadBalancerSpec, tree: plan.Tree, message: str
+    ctx: Context,
+    obj: Obj,
+    spec: LoadBalancerSpec,
+    tree: plan.Tree,
+    message: str,
+    drains: dict[str, members.Draining] | None = None,
 ) -> Result:
-    status = _report(ctx, obj, spec, tree)
+    status = _report(ctx, obj, spec, tree, drains)
     return Result.waiting("Provisioning", "Provisioning", message, after=STEP_SECONDS, **status)
 
 
-def _converged(ctx: Context, obj: Obj, spec: LoadBalancerSpec, tree: plan.Tree) -> Result:
+def _converged(
+    ctx: Context,
+    obj: Obj,
+    spec: LoadBalancerSpec,
+    tree: plan.Tree,
+    drains: dict[str, members.Draining],
+) -> Result:
+    """Ready; members still draining are named (the next pass removes them when due)."""
     lb = tree.lb
+    message = f"load balancer {lb.id} is ACTIVE ({lb.operating_status}) at {lb.vip_address}"
+    if drains:
+        names = ", ".join(sorted({d.member.name for d in drains.values()}))
+        message += f"; draining {names}"
     return Result(
         phase="Active",
         ready=True,
         reason="Ready",
-        message=f"load balancer {lb.id} is ACTIVE ({lb.operating_status}) at {lb.vip_address}",
-        status=_report(ctx, obj, spec, tree),
+        message=message,
+        status=_report(ctx, obj, spec, tree, drains),
     )

@@ -6,6 +6,12 @@ change meanwhile gets 409), so the actuator makes ONE change per pass.
 :func:`plan_steps` lists the first thing each port still needs, in spec order; the
 actuator applies the first step and looks again. A step names the cloud adapter
 method to call, so a plan can be read (and tested) as the exact calls it will make.
+
+Members change in one batch per pool (``replace_owned_members``). A member whose VM
+leaves (deleted, scaled in, rolled over, no longer Ready) drains first: weight 0 for
+the port's ``drainSeconds``, then removed. When the drain started is recorded in status
+(``members[].drainingSince``), so it survives a restart; the time comes in as ``now``
+(:class:`DrainClock`): nothing here reads a clock.
 """
 
 from __future__ import annotations
@@ -26,20 +32,11 @@ from kumo.cloud.model import (
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body
 from kumo.kinds.labels import GROUP_LABEL
+from kumo.kinds.loadbalancer import members
 
 ACTIVE = "ACTIVE"
 ERROR = "ERROR"
 URL_MONITORS = ("http", "https")
-
-
-@dataclass(frozen=True, order=True)
-class WantedMember:
-    """A pool member the spec asks for: one ready VM of the referenced group."""
-
-    name: str
-    address: str
-    port: int
-    monitor_port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -57,12 +54,14 @@ class Tree:
 
 @dataclass(frozen=True)
 class Step:
-    """One cloud change: ``await cloud.<op>(*args, **kwargs)``, and why it is needed."""
+    """One cloud change: ``await cloud.<op>(*args, **kwargs)``, and why it is needed;
+    ``events`` (reason, message) are announced once the change was accepted."""
 
     op: str
     args: tuple[Any, ...]
     kwargs: dict[str, Any] = field(default_factory=dict)
     why: str = ""
+    events: tuple[tuple[str, str], ...] = ()
 
 
 # -- naming and validation -----------------------------------------------------------------
@@ -162,11 +161,13 @@ def is_member_vm(vm: Body) -> bool:
     return ready is not None and ready.get("status") == "True"
 
 
-def wanted_members(vms: list[Body], port: Port) -> list[WantedMember]:
+def wanted_members(vms: list[Body], port: Port) -> list[members.WantedMember]:
     group = port.real_servers.virtual_machine_group_ref
     mport = monitor_port(port)
     return sorted(
-        WantedMember(vm["metadata"]["name"], vm["status"]["ip"], port.real_servers.port, mport)
+        members.WantedMember(
+            vm["metadata"]["name"], vm["status"]["ip"], port.real_servers.port, mport
+        )
         for vm in vms
         if (vm["metadata"].get("labels") or {}).get(GROUP_LABEL) == group and is_member_vm(vm)
     )
@@ -196,7 +197,12 @@ def pool_for(tree: Tree, listener: Listener | None) -> Pool | None:
 
 
 def plan_steps(
-    spec: LoadBalancerSpec, wanted: list[list[WantedMember]], tree: Tree, uid: str, name: str
+    spec: LoadBalancerSpec,
+    wanted: list[list[members.WantedMember]],
+    tree: Tree,
+    uid: str,
+    name: str,
+    clock: members.DrainClock,
 ) -> list[Step]:
     """Everything that can be decided now, one step per port (a port's later steps
     depend on IDs its earlier steps create). Empty means converged."""
@@ -210,15 +216,20 @@ def plan_steps(
                 "description changed",
             )
         )
-    for port, members in zip(spec.ports, wanted, strict=True):
-        step = port_step(port, members, tree, uid, name)
+    for port, port_wanted in zip(spec.ports, wanted, strict=True):
+        step = port_step(port, port_wanted, tree, uid, name, clock)
         if step is not None:
             steps.append(step)
     return steps + stale_steps(spec, tree, uid)
 
 
 def port_step(
-    port: Port, wanted: list[WantedMember], tree: Tree, uid: str, name: str
+    port: Port,
+    wanted: list[members.WantedMember],
+    tree: Tree,
+    uid: str,
+    name: str,
+    clock: members.DrainClock,
 ) -> Step | None:
     """The next change for one port: listener, then pool, then monitor, then members."""
     rs = port.real_servers
@@ -247,7 +258,7 @@ def port_step(
     if pool.protocol.upper() != rs.protocol.upper():
         _must_own("pool", pool.id, pool.tags, uid, f"port {port.port}: backend protocol")
         return Step("delete_pool", (pool.id,), {}, f"port {port.port}: backend protocol changed")
-    return monitor_step(port, pool, tree, uid) or member_step(port, wanted, pool, tree, uid)
+    return monitor_step(port, pool, tree, uid) or member_step(port, wanted, pool, tree, uid, clock)
 
 
 def remove_listener(listener: Listener, pool: Pool | None, why: str) -> Step:
@@ -281,39 +292,57 @@ def monitor_step(port: Port, pool: Pool, tree: Tree, uid: str) -> Step | None:
 
 
 def member_step(
-    port: Port, wanted: list[WantedMember], pool: Pool, tree: Tree, uid: str
+    port: Port,
+    wanted: list[members.WantedMember],
+    pool: Pool,
+    tree: Tree,
+    uid: str,
+    clock: members.DrainClock,
 ) -> Step | None:
-    """Removals first (a deleting VM waits on them), then additions. Our members must
-    match a wanted one exactly (a reused IP under another VM's name is not a match);
-    foreign members only block an address:port, they are never removed."""
-    current = tree.members.get(pool.id, [])
-    wanted_set = set(wanted)
-    for m in current:
-        if owner_of(m.tags) == uid and _as_wanted(m) not in wanted_set:
-            return Step(
-                "delete_member",
-                (pool.id, m.id),
-                {},
-                f"port {port.port}: remove member {m.name} ({m.address})",
-            )
-    taken = {(m.address, m.port) for m in current}
-    for w in wanted:
-        if (w.address, w.port) not in taken:
-            kwargs = {
-                "name": w.name,
-                "address": w.address,
-                "port": w.port,
-                "monitor_port": w.monitor_port,
-                "tags": marker_tags(uid),
-            }
-            return Step(
-                "create_member", (pool.id,), kwargs, f"port {port.port}: add member {w.name}"
-            )
-    return None
+    """One batch update with every member change the pool needs now: additions, drains
+    starting (weight 0) and removals whose drain is over. Foreign members are not
+    Kumo's to list: the adapter sends them back as they are."""
+    change = members.pool_members(port, wanted, tree.members.get(pool.id, []), uid, clock)
+    if not change.changed:
+        return None
+    drain = port.real_servers.drain_seconds
+    leaving = f"weight 0 for {drain}s, then removed"
+    parts = [f"{len(change.added)} to add"] if change.added else []
+    parts += [f"{len(change.started)} to drain"] if change.started else []
+    parts += [f"{len(change.removed)} to remove"] if change.removed else []
+    events = [
+        ("Draining", f"member {members.label(d.member)} of port {port.port}: {leaving}")
+        for d in change.started
+    ]
+    events += [
+        ("MemberRemoved", f"member {members.label(d.member)} removed from port {port.port}")
+        for d in change.removed
+    ]
+    return Step(
+        "replace_owned_members",
+        (pool.id, uid, change.batch),
+        {},
+        f"port {port.port}: update members ({', '.join(parts) or 'correct weights'})",
+        tuple(events),
+    )
 
 
-def _as_wanted(m: Member) -> WantedMember:
-    return WantedMember(m.name, m.address, m.port, m.monitor_port)
+def draining(
+    spec: LoadBalancerSpec,
+    wanted: list[list[members.WantedMember]],
+    tree: Tree,
+    uid: str,
+    clock: members.DrainClock,
+) -> dict[str, members.Draining]:
+    """Every leaving member of Kumo's under this load balancer, by Octavia member ID."""
+    found: dict[str, members.Draining] = {}
+    for port, port_wanted in zip(spec.ports, wanted, strict=True):
+        pool = pool_for(tree, listener_for(tree, port.port))
+        if pool is not None:
+            current = tree.members.get(pool.id, [])
+            change = members.pool_members(port, port_wanted, current, uid, clock)
+            found.update((d.member.id, d) for d in change.draining)
+    return found
 
 
 def stale_steps(spec: LoadBalancerSpec, tree: Tree, uid: str) -> list[Step]:
@@ -367,7 +396,9 @@ def _must_own(noun: str, resource_id: str, tags: list[str] | None, uid: str, wha
 # -- status ----------------------------------------------------------------------------------
 
 
-def port_status(port: Port, tree: Tree | None, uid: str) -> dict[str, Any]:
+def port_status(
+    port: Port, tree: Tree | None, uid: str, drains: dict[str, members.Draining] | None = None
+) -> dict[str, Any]:
     listener = listener_for(tree, port.port) if tree else None
     pool = pool_for(tree, listener) if tree else None
     members = tree.members.get(pool.id, []) if tree and pool else []
@@ -377,23 +408,39 @@ def port_status(port: Port, tree: Tree | None, uid: str) -> dict[str, Any]:
         "poolId": pool.id if pool else None,
         "healthMonitorId": pool.health_monitor_id if pool else None,
         "members": [
-            {"name": m.name, "address": m.address, "port": m.port}
+            _member_status(m, (drains or {}).get(m.id))
             for m in sorted(members, key=lambda m: (m.name, m.address, m.port))
         ],
         "unappliedMonitors": unapplied_monitors(port, pool, tree, uid),
     }
 
 
-def status(spec: LoadBalancerSpec, tree: Tree, uid: str) -> dict[str, Any]:
+def _member_status(m: Member, leaving: members.Draining | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": m.id,
+        "name": m.name,
+        "address": m.address,
+        "port": m.port,
+        "weight": m.weight,
+    }
+    if leaving is not None:
+        entry["drainingSince"] = members.rfc3339(leaving.since)
+    return entry
+
+
+def status(
+    spec: LoadBalancerSpec, tree: Tree, uid: str, drains: dict[str, members.Draining] | None = None
+) -> dict[str, Any]:
     """Kind status from what was observed, written on every pass (also while waiting):
-    VirtualMachines read ports[].members to learn they have been drained."""
+    VirtualMachines read ports[].members to learn they have been drained, and the next
+    pass reads members[].drainingSince to know when a drain began."""
     lb = tree.lb
     return {
         "id": lb.id,
         "vip": lb.vip_address,
         "provisioningStatus": lb.provisioning_status,
         "operatingStatus": lb.operating_status,
-        "ports": [port_status(p, tree, uid) for p in spec.ports],
+        "ports": [port_status(p, tree, uid, drains) for p in spec.ports],
     }
 
 

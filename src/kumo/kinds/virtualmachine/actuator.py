@@ -24,7 +24,8 @@ from kumo.engine.result import Result
 from kumo.kinds import ordering
 from kumo.kinds.virtualmachine import plan
 
-#: How long deletion waits for LoadBalancers to drop the VM before deleting anyway.
+#: How long deletion waits for LoadBalancers to drop the VM before deleting anyway,
+#: beyond the longest ``drainSeconds`` of the LoadBalancers holding it.
 DRAIN_TIMEOUT_SECONDS = 120.0
 
 
@@ -97,13 +98,9 @@ class VirtualMachineActuator:
             return Result.waiting(
                 "Deleting", "WaitingForDNS", f"DNSRecord(s) {', '.join(records)} go first"
             )
-        draining = _load_balancers_using(ctx.store, obj)
-        if draining and _deleting_for(obj) < DRAIN_TIMEOUT_SECONDS:
-            return Result.waiting(
-                "Draining",
-                "Draining",
-                f"waiting for LoadBalancer(s) {', '.join(draining)} to drop it",
-            )
+        holding = _load_balancers_using(ctx.store, obj)
+        if holding and _deleting_for(obj) < _drain_timeout(holding):
+            return Result.waiting("Draining", "Draining", _draining_message(holding, obj))
         shares = ordering.shares_holding(ctx.store, obj)
         if shares:
             return Result.waiting(
@@ -308,14 +305,46 @@ def _status(obj: Obj, server: Server, spec: VirtualMachineSpec, hash_: str) -> d
     return status
 
 
-def _load_balancers_using(store: Store, obj: Obj) -> list[str]:
-    names = []
-    for lb in store.list("LoadBalancer", obj.namespace):
-        for port in (lb.get("status") or {}).get("ports") or []:
-            if any(m.get("name") == obj.name for m in port.get("members") or []):
-                names.append(lb["metadata"]["name"])
-                break
-    return names
+def _load_balancers_using(store: Store, obj: Obj) -> list[Body]:
+    """LoadBalancers whose status lists the VM as a member of some port."""
+    return [
+        lb
+        for lb in store.list("LoadBalancer", obj.namespace)
+        if any(
+            m.get("name") == obj.name
+            for port in (lb.get("status") or {}).get("ports") or []
+            for m in port.get("members") or []
+        )
+    ]
+
+
+def _drain_seconds(lb: Body) -> int:
+    """The longest drainSeconds of a LoadBalancer's ports (10 when unset, as in the API)."""
+    ports = (lb.get("spec") or {}).get("ports") or []
+    return max(
+        (int((p.get("realServers") or {}).get("drainSeconds", 10)) for p in ports), default=10
+    )
+
+
+def _drain_timeout(holding: list[Body]) -> float:
+    return DRAIN_TIMEOUT_SECONDS + max(_drain_seconds(lb) for lb in holding)
+
+
+def _draining_message(holding: list[Body], obj: Obj) -> str:
+    """``draining from LoadBalancer web for 10s``, or still waiting for the LB to start."""
+    parts = []
+    for lb in holding:
+        name = lb["metadata"]["name"]
+        draining = any(
+            m.get("name") == obj.name and m.get("drainingSince")
+            for port in (lb.get("status") or {}).get("ports") or []
+            for m in port.get("members") or []
+        )
+        if draining:
+            parts.append(f"draining from LoadBalancer {name} for {_drain_seconds(lb)}s")
+        else:
+            parts.append(f"waiting for LoadBalancer {name} to drop it")
+    return "; ".join(parts)
 
 
 def _deleting_for(obj: Obj) -> float:

@@ -58,10 +58,12 @@ class FakeOctavia:
         self.lbs[lb.id] = FakeLB(lb, attrs={"name": name})
         return self.lbs[lb.id]
 
-    def add_member(self, pool_id: str, name: str, address: str, port: int, tags=()) -> str:
+    def add_member(
+        self, pool_id: str, name: str, address: str, port: int, tags=(), weight: int = 1
+    ) -> str:
         """Out-of-band: a member someone added by hand (no state change, no lock)."""
         fake = self._by_pool(pool_id)
-        member = model.Member(new_id("mem"), name, address, port, None, list(tags))
+        member = model.Member(new_id("mem"), name, address, port, None, list(tags), weight)
         fake.members[pool_id][member.id] = member
         self._sync_pool(fake, pool_id)
         return member.id
@@ -203,27 +205,34 @@ class FakeOctavia:
     async def list_members(self, pool_id: str) -> list[model.Member]:
         return list(self._by_pool(pool_id).members[pool_id].values())
 
-    async def create_member(
-        self,
-        pool_id: str,
-        *,
-        name: str,
-        address: str,
-        port: int,
-        monitor_port: int | None,
-        tags: list[str],
-    ) -> str:
-        fake = self._mutate(self._by_pool(pool_id), "create_member")
-        if any((m.address, m.port) == (address, port) for m in fake.members[pool_id].values()):
-            raise TransientError("CloudBusy", f"duplicate member {address}:{port}")
-        member = model.Member(new_id("mem"), name, address, port, monitor_port, list(tags))
-        fake.members[pool_id][member.id] = member
-        self._sync_pool(fake, pool_id)
-        return member.id
-
-    async def delete_member(self, pool_id: str, member_id: str) -> None:
-        fake = self._mutate(self._by_pool(pool_id), "delete_member")
-        fake.members[pool_id].pop(member_id, None)
+    async def replace_owned_members(
+        self, pool_id: str, uid: str, members: list[model.MemberSpec]
+    ) -> None:
+        """Octavia's batch update as the adapter drives it: members without ``uid``'s
+        tag stay exactly as they are; ours become ``members``, matched by address +
+        port (a matched member keeps its ID), the rest of ours are deleted."""
+        fake = self._mutate(self._by_pool(pool_id), "replace_owned_members")
+        current = fake.members[pool_id]
+        foreign = {k: m for k, m in current.items() if model.owner_of(m.tags) != uid}
+        by_key = {(m.address, m.port): k for k, m in current.items() if k not in foreign}
+        taken = {(m.address, m.port) for m in foreign.values()}
+        result = dict(foreign)
+        for spec in members:
+            key = (spec.address, spec.port)
+            if key in taken:
+                continue
+            taken.add(key)
+            member_id = by_key.get(key) or new_id("mem")
+            result[member_id] = model.Member(
+                member_id,
+                spec.name,
+                spec.address,
+                spec.port,
+                spec.monitor_port,
+                list(spec.tags),
+                spec.weight,
+            )
+        fake.members[pool_id] = result
         self._sync_pool(fake, pool_id)
 
     async def get_health_monitor(self, hm_id: str) -> model.HealthMonitor | None:

@@ -3,6 +3,7 @@ feed objects and cloud state in and check cloud state and status out."""
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,26 @@ def add_vm(world: World, name: str, ip: str, ready: bool = True, **meta: Any) ->
     return body
 
 
-def new_world(vms: int = 3, spec: dict | None = None, pending_gets: int = 0) -> World:
-    world = World(cloud=FakeOctavia(pending_gets=pending_gets))
+class Clock:
+    """The time the actuator sees; tests move it (``converge`` by each requeue delay)."""
+
+    def __init__(self) -> None:
+        self.now = datetime.datetime(2026, 11, 22, 12, 0, 0, tzinfo=datetime.UTC)
+
+    def __call__(self) -> datetime.datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += datetime.timedelta(seconds=seconds)
+
+
+class LBWorld(World):
+    clock: Clock
+
+
+def new_world(vms: int = 3, spec: dict | None = None, pending_gets: int = 0) -> LBWorld:
+    world = LBWorld(cloud=FakeOctavia(pending_gets=pending_gets))
+    world.clock = Clock()
     world.add(VIRTUAL_MACHINE_GROUP, GROUP, {"replicas": vms, "template": {}})
     for i in range(vms):
         add_vm(world, f"vm-{i}", f"10.0.0.{10 + i}")
@@ -54,12 +73,19 @@ def stored(world: World, kind: str, name: str) -> dict:
     return world.stored(kind, name)
 
 
-def run(world: World, engine: Engine | None = None) -> float | None:
-    return world.run(LoadBalancerActuator(), "web", engine)
+def run(world: LBWorld, engine: Engine | None = None) -> float | None:
+    return world.run(LoadBalancerActuator(clock=world.clock), "web", engine)
 
 
-def converge(world: World, limit: int = 60) -> int:
-    return world.converge(LoadBalancerActuator(), "web", limit)
+def converge(world: LBWorld, limit: int = 60) -> int:
+    """Run passes until no requeue is asked, the clock moving on by each requeue delay."""
+    engine = Engine()
+    for passes in range(1, limit + 1):
+        delay = run(world, engine)
+        if delay is None:
+            return passes
+        world.clock.advance(delay)
+    raise AssertionError(f"not converged after {limit} passes: {status(world)}")
 
 
 def status(world: World) -> dict:
@@ -135,11 +161,13 @@ def test_waits_without_changes_while_octavia_is_pending() -> None:
 def test_scaling_the_group_down_removes_members() -> None:
     world = new_world(vms=3)
     converge(world)
+    cloud(world).calls.clear()
     world.store.remove("VirtualMachine", "default", "vm-1")
     world.store.remove("VirtualMachine", "default", "vm-2")
     converge(world)
     assert members(world, 80) == members(world, 443) == ["vm-0"]
-    assert cloud(world).calls.count("delete_member") == 4
+    # Per pool: one update drains both (weight 0), one removes both once drained.
+    assert cloud(world).calls == ["replace_owned_members"] * 4
 
 
 def test_deleting_and_unready_vms_are_not_members() -> None:
@@ -348,3 +376,111 @@ def test_fields_octavia_cannot_change_are_reported_not_recreated() -> None:
     assert status(world)["unappliedChanges"] == ["spec.zone"]
     warnings = [e for e in world.events.events if e[2] == "ImmutableFieldChanged"]
     assert len(warnings) == 1 and "spec.zone" in warnings[0][3]
+
+
+# -- batch membership and graceful drain ---------------------------------------------------
+
+
+def weights(world: LBWorld, port: int = 80) -> dict[str, int]:
+    """VM name → weight of its member in the pool of ``port``, read from the fake cloud."""
+    (entry,) = [p for p in status(world)["ports"] if p["port"] == port]
+    pool = cloud(world).only().members[entry["poolId"]]
+    return {m.name: m.weight for m in pool.values()}
+
+
+def test_a_scale_out_is_one_member_update_per_pool() -> None:
+    world = new_world(vms=1)
+    converge(world)
+    cloud(world).calls.clear()
+    for i in range(1, 6):
+        add_vm(world, f"vm-{i}", f"10.0.0.{10 + i}")
+    converge(world)
+    assert cloud(world).calls == ["replace_owned_members"] * 2, "one change per pool"
+    assert members(world, 80) == members(world, 443) == [f"vm-{i}" for i in range(6)]
+
+
+def test_a_deleting_vm_drains_for_drain_seconds_before_it_is_removed() -> None:
+    spec = seed_spec()
+    spec["ports"][0]["realServers"]["drainSeconds"] = 30
+    world = new_world(vms=2, spec=spec)
+    converge(world)
+    start = world.clock.now
+    assert start.microsecond == 0
+    stored(world, "VirtualMachine", "vm-1")["metadata"]["deletionTimestamp"] = (
+        "2026-11-22T12:00:00Z"
+    )
+    run(world)  # port 80: weight 0
+    assert weights(world, 80) == {"vm-0": 1, "vm-1": 0}
+    (m80,) = [m for m in status(world)["ports"][0]["members"] if m["name"] == "vm-1"]
+    assert m80["drainingSince"] == start.strftime("%Y-%m-%dT%H:%M:%SZ")
+    drains = [e[3] for e in world.events.events if e[2] == "Draining"]
+    assert drains == ["member vm-1 (10.0.0.11:80) of port 80: weight 0 for 30s, then removed"]
+    world.clock.advance(1)
+    run(world)  # port 443: weight 0, for the default 10s
+    assert weights(world, 443) == {"vm-0": 1, "vm-1": 0}
+    world.clock.advance(1)
+    delay = run(world)  # nothing to do before the first drain (port 443's) ends
+    assert delay == 9.0
+    assert ready(world)["status"] == "True" and "draining vm-1" in ready(world)["message"]
+    world.clock.advance(delay - 0.5)
+    assert run(world) == 0.5 and weights(world, 443)["vm-1"] == 0, "not a moment early"
+
+    world.clock.advance(0.5)
+    run(world)
+    assert "vm-1" not in weights(world, 443)
+    assert world.events.reasons().count("MemberRemoved") == 1
+    assert weights(world, 80)["vm-1"] == 0, "port 80 drains for 30s"
+    converge(world)
+    assert weights(world, 80) == weights(world, 443) == {"vm-0": 1}
+    assert "vm-1" not in members(world, 80) + members(world, 443)
+    assert world.events.reasons().count("MemberRemoved") == 2
+    assert world.clock.now >= start + datetime.timedelta(seconds=30)
+
+
+def test_the_drain_clock_survives_a_restart() -> None:
+    """A new operator process (new actuator, new engine) continues from status."""
+    world = new_world(vms=2)
+    converge(world)
+    stored(world, "VirtualMachine", "vm-1")["metadata"]["deletionTimestamp"] = (
+        "2026-11-22T12:00:00Z"
+    )
+    run(world)
+    world.clock.advance(9)
+    for _ in range(3):  # restarts: fresh actuator and engine each pass
+        world.run(LoadBalancerActuator(clock=world.clock), "web", Engine())
+    assert weights(world, 80)["vm-1"] == 0, "not removed before its 10s"
+    world.clock.advance(1)
+    world.run(LoadBalancerActuator(clock=world.clock), "web", Engine())
+    assert "vm-1" not in weights(world, 80)
+
+
+def test_a_weight_zero_member_without_a_recorded_start_drains_in_full() -> None:
+    world = new_world(vms=2)
+    converge(world)
+    stored(world, "VirtualMachine", "vm-1")["metadata"]["deletionTimestamp"] = (
+        "2026-11-22T12:00:00Z"
+    )
+    run(world)
+    world.clock.advance(60)
+    for port in stored(world, "LoadBalancer", "web")["status"]["ports"]:  # status lost
+        for m in port["members"]:
+            m.pop("drainingSince", None)
+    run(world)
+    assert weights(world, 80)["vm-1"] == 0, "the clock restarted rather than guessing"
+    world.clock.advance(10)
+    run(world)
+    assert "vm-1" not in weights(world, 80)
+
+
+def test_a_vm_no_longer_deleted_goes_back_to_weight_one() -> None:
+    world = new_world(vms=2)
+    converge(world)
+    vm = stored(world, "VirtualMachine", "vm-1")
+    vm["metadata"]["deletionTimestamp"] = "2026-11-22T12:00:00Z"
+    run(world)
+    assert weights(world, 80)["vm-1"] == 0
+    del vm["metadata"]["deletionTimestamp"]  # (a VM turning Ready again, really)
+    world.clock.advance(1)
+    converge(world)
+    assert weights(world, 80) == weights(world, 443) == {"vm-0": 1, "vm-1": 1}
+    assert all("drainingSince" not in m for p in status(world)["ports"] for m in p["members"])

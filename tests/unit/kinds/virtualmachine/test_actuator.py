@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 from dataclasses import replace
 
 import pytest
@@ -210,6 +211,39 @@ def test_deletion_waits_for_load_balancers_to_drop_the_member() -> None:
     reconcile(world)
     assert len(world.cloud.live()) == 1
     assert status(world)["phase"] == "Draining"
+
+
+def ago(seconds: float) -> str:
+    then = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
+    return then.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize(("deleted_ago", "waits"), [(200, True), (430, False)])
+def test_the_drain_wait_lasts_the_load_balancers_drain_seconds_plus_a_margin(
+    deleted_ago: float, waits: bool
+) -> None:
+    """drainSeconds 300: a VM deleted 200 s ago still waits (beyond the 120 s margin
+    alone) and says it is draining; past 300 + 120 s it is deleted anyway."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    member = {"name": "vm", "address": "x", "port": 80, "weight": 0, "drainingSince": ago(5)}
+    world.store.put(
+        "LoadBalancer",
+        {
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"ports": [{"realServers": {"drainSeconds": 300}}]},
+            "status": {"ports": [{"port": 80, "members": [member]}]},
+        },
+    )
+    body = world.store.get("VirtualMachine", "default", "vm")
+    body["metadata"]["deletionTimestamp"] = ago(deleted_ago)
+    reconcile(world)
+    assert len(world.cloud.live()) == (1 if waits else 0)
+    if waits:
+        assert status(world)["phase"] == "Draining"
+        ready = status(world)["conditions"][0]
+        assert ready["message"] == "draining from LoadBalancer web for 300s"
 
 
 def test_plan_fix_is_empty_for_a_matching_server() -> None:

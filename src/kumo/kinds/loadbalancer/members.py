@@ -1,0 +1,153 @@
+"""Pool membership decisions, free of I/O: Kumo's members of one pool as they should
+be after this pass, in one batch, and graceful drain.
+
+A member whose VM leaves (deleted, scaled in, rolled over, no longer Ready) is first
+set to weight 0, kept for the port's ``drainSeconds`` so open connections finish, and
+only then left out of the batch (removed); its VM's server is deleted after that (the
+VirtualMachine waits until no LoadBalancer lists it). When each drain began is recorded
+in LoadBalancer status (``members[].drainingSince``), so it survives an operator
+restart. The time comes in as :class:`DrainClock`: nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+from kumo.api.loadbalancer import Port
+from kumo.cloud.model import Member, MemberSpec, marker_tags, owner_of
+from kumo.engine.objects import Body
+
+
+@dataclass(frozen=True, order=True)
+class WantedMember:
+    """A pool member the spec asks for: one ready VM of the referenced group."""
+
+    name: str
+    address: str
+    port: int
+    monitor_port: int | None = None
+
+
+@dataclass(frozen=True)
+class DrainClock:
+    """What drain decisions need from outside: the time, and the drain starts status
+    recorded (Octavia member ID → when its weight went to 0)."""
+
+    now: datetime.datetime
+    started: dict[str, datetime.datetime] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Draining:
+    """One of Kumo's members leaving its pool: weight 0 from ``since``, gone at ``until``."""
+
+    member: Member
+    since: datetime.datetime
+    until: datetime.datetime
+
+
+@dataclass(frozen=True)
+class PoolMembers:
+    """Kumo's members of one pool after this pass, and how they differ from Octavia's."""
+
+    batch: list[MemberSpec]
+    """Kumo's members as they should be: wanted ones at weight 1, draining ones at 0."""
+    draining: list[Draining]
+    """Kumo's members in the pool that are leaving (including those removed now)."""
+    started: list[Draining]
+    """Members whose drain starts with this batch (their weight goes to 0)."""
+    removed: list[Draining]
+    """Members this batch removes (their drain is over)."""
+    added: list[MemberSpec]
+    """Members this batch creates."""
+    changed: bool
+    """The batch differs from what Octavia holds: one update is needed."""
+
+
+def pool_members(
+    port: Port, wanted: list[WantedMember], current: list[Member], uid: str, clock: DrainClock
+) -> PoolMembers:
+    """Kumo's members of one pool as they should be after this pass.
+
+    Octavia identifies a member by address + port. A wanted VM gets weight 1 (a member
+    that was draining and is wanted again goes back to 1; one at a reused IP under
+    another VM's name is renamed in place: that IP's old server is gone). A foreign
+    member holding an address + port keeps it. Each other member of Kumo's drains:
+    weight 0, and out of the batch once ``drainSeconds`` have passed since its weight
+    went to 0 — as recorded in status; a member found at weight 0 with no record
+    starts its clock now."""
+    drain = datetime.timedelta(seconds=port.real_servers.drain_seconds)
+    foreign = {(m.address, m.port) for m in current if owner_of(m.tags) != uid}
+    ours = sorted(
+        (m for m in current if owner_of(m.tags) == uid), key=lambda m: (m.address, m.port)
+    )
+    batch: list[MemberSpec] = []
+    for w in wanted:
+        key = (w.address, w.port)
+        if key not in foreign and key not in {(b.address, b.port) for b in batch}:
+            batch.append(MemberSpec(w.name, w.address, w.port, w.monitor_port, 1, marker_tags(uid)))
+    claimed = {(b.address, b.port) for b in batch}
+    draining: list[Draining] = []
+    started: list[Draining] = []
+    removed: list[Draining] = []
+    for m in ours:
+        if (m.address, m.port) in claimed:
+            continue
+        since = (clock.started.get(m.id) if m.weight == 0 else None) or _ceil_second(clock.now)
+        leaving = Draining(m, since, since + drain)
+        draining.append(leaving)
+        if not drain or (m.weight == 0 and clock.now >= leaving.until):
+            removed.append(leaving)
+            continue
+        if m.weight != 0:
+            started.append(leaving)
+        batch.append(MemberSpec(m.name, m.address, m.port, m.monitor_port, 0, marker_tags(uid)))
+    held = {(m.address, m.port) for m in ours}
+    return PoolMembers(
+        batch=batch,
+        draining=draining,
+        started=started,
+        removed=removed,
+        added=[b for b in batch if (b.address, b.port) not in held],
+        changed=_shape(batch) != _shape(ours),
+    )
+
+
+def _shape(members: list[Member] | list[MemberSpec]) -> set[tuple[Any, ...]]:
+    """What a batch update would change about a member set (tags aside)."""
+    return {(m.name, m.address, m.port, m.monitor_port, m.weight) for m in members}
+
+
+def label(m: Member) -> str:
+    return f"{m.name} ({m.address}:{m.port})"
+
+
+def _ceil_second(t: datetime.datetime) -> datetime.datetime:
+    """Status records whole seconds: round a drain start up, so a drain never ends early."""
+    whole = t.replace(microsecond=0)
+    return whole if whole == t else whole + datetime.timedelta(seconds=1)
+
+
+def next_drain_end(drains: dict[str, Draining], now: datetime.datetime) -> float | None:
+    """Seconds until the earliest drain still running ends (when to look again)."""
+    ends = [(d.until - now).total_seconds() for d in drains.values() if d.until > now]
+    return min(ends) if ends else None
+
+
+def recorded_drains(status: Body) -> dict[str, datetime.datetime]:
+    """Drain starts a previous pass wrote to status (member ID → drainingSince)."""
+    found = {}
+    for port in status.get("ports") or []:
+        for m in port.get("members") or []:
+            if m.get("id") and m.get("drainingSince"):
+                try:
+                    found[m["id"]] = datetime.datetime.fromisoformat(m["drainingSince"])
+                except ValueError:  # not ours to trust: the clock restarts
+                    continue
+    return found
+
+
+def rfc3339(t: datetime.datetime) -> str:
+    return t.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
