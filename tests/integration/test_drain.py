@@ -180,8 +180,7 @@ def test_members_land_in_one_batch_and_leave_after_draining(
         drained = gone[0].after - full[-1].before
         assert drained >= DRAIN_SECONDS, f"{ip}: removed after {drained:.2f}s"
         assert drained < DRAIN_SECONDS + 60, f"{ip}: drained for {drained:.2f}s"
-        # Never the server gone while the member is still in the pool; and a sample saw
-        # the member already gone with its server still there (the order, observed).
+        # Never the server gone while the member is still in the pool (whether a sample
+        # catches the moment between the two depends on timing, so it is not asserted).
         assert not [s for s in samples if ip in s.weights and server_id not in s.servers]
-        assert [s for s in samples if ip not in s.weights and server_id in s.servers]
         assert [s for s in samples if server_id not in s.servers], f"{ip}: server deleted"

@@ -172,7 +172,7 @@ class CloudWatch:
         lister: Lister,
         *,
         interval: float = 10.0,
-        fast: float = 2.0,
+        fast: float = 1.0,
         relist: float = 600.0,
         clock: Callable[[], float] | None = None,
     ) -> None:

@@ -29,6 +29,7 @@ from typing import Generic, TypeVar
 from kumo.engine.errors import TerminalError
 from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Obj
+from kumo.engine.result import Result
 
 R = TypeVar("R")
 
@@ -131,6 +132,16 @@ async def create_owned(
     obj.body = await ctx.kube.patch_status(obj, owned.status_of(resource))
     ctx.events.emit(obj, "Normal", "Created", f"created {owned.noun} {owned.id_of(resource)}")
     return resource
+
+
+async def finalize_owned(ctx: Context, obj: Obj, owned: Owned[R], after: float = 2.0) -> Result:
+    """A finalize pass: delete what carries the marker, done once nothing of ours is left
+    (the cloud deletes asynchronously, so come back ``after`` seconds)."""
+    going = await delete_owned(ctx, obj, owned)
+    if not going:
+        return Result(phase="Deleted", done=True)
+    ids = ", ".join(sorted(owned.id_of(r) for r in going))
+    return Result.waiting("Deleting", "Deleting", f"deleting {owned.noun}(s) {ids}", after=after)
 
 
 async def delete_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:

@@ -103,15 +103,8 @@ class DNSRecordActuator:
         if spec is not None:
             with contextlib.suppress(TerminalError):  # unknown zone: nothing of ours in it
                 zones.add(await ctx.cloud.zone_id(spec.zone))
-        going = await ownership.delete_owned(ctx, obj, _recordsets(ctx, obj, *sorted(zones)))
-        if not going:
-            return Result(phase="Deleted", done=True)
-        return Result.waiting(
-            "Deleting",
-            "Deleting",
-            f"deleting recordset(s) {', '.join(sorted(rs.id for rs in going))}",
-            after=PENDING_SECONDS,
-        )
+        owned = _recordsets(ctx, obj, *sorted(zones))
+        return await ownership.finalize_owned(ctx, obj, owned, PENDING_SECONDS)
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """DNSRecords whose values change with this object: the LoadBalancer, VM or group

@@ -86,15 +86,7 @@ class LoadBalancerActuator:
             return Result.waiting(
                 "Deleting", "WaitingForDNS", f"DNSRecord(s) {', '.join(records)} go first"
             )
-        going = await ownership.delete_owned(ctx, obj, _load_balancers(ctx, obj))
-        if not going:
-            return Result(phase="Deleted", done=True)
-        return Result.waiting(
-            "Deleting",
-            "Deleting",
-            f"deleting load balancer(s) {', '.join(sorted(lb.id for lb in going))}",
-            after=DELETE_SECONDS,
-        )
+        return await ownership.finalize_owned(ctx, obj, _load_balancers(ctx, obj), DELETE_SECONDS)
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """LoadBalancers whose members change when a VM (of a referenced group) or a

@@ -106,15 +106,7 @@ class ShareActuator:
     async def finalize(self, ctx: Context, obj: Obj, spec: ShareSpec | None) -> Result:
         """Delete the share (Manila removes its access rules with it); done when neither
         the recorded ID nor the marker finds one."""
-        going = await ownership.delete_owned(ctx, obj, _shares(ctx, obj))
-        if not going:
-            return Result(phase="Deleted", done=True)
-        return Result.waiting(
-            "Deleting",
-            "Deleting",
-            f"deleting share(s) {', '.join(sorted(s.id for s in going))}",
-            after=DELETE_SECONDS,
-        )
+        return await ownership.finalize_owned(ctx, obj, _shares(ctx, obj), DELETE_SECONDS)
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """Shares whose rules change with this object: a VM (named, of a named group, or

@@ -108,10 +108,7 @@ class VirtualMachineActuator:
                 "WaitingForShares",
                 f"Share(s) {', '.join(shares)} revoke its access first",
             )
-        going = await ownership.delete_owned(ctx, obj, _servers(ctx, obj))
-        if not going:
-            return Result(phase="Deleted", done=True)
-        return Result.waiting("Deleting", "Deleting", f"deleting {len(going)} server(s)")
+        return await ownership.finalize_owned(ctx, obj, _servers(ctx, obj))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """An LB that changed its members or a Share that revoked a rule may unblock VMs
