@@ -40,6 +40,8 @@ def exactly_one_of(*fields: str) -> JsonDict:
 
 
 DeletionPolicy = Literal["Delete", "Orphan"]
+ManagementPolicy = Literal["Manage", "Observe"]
+DriftPolicy = Literal["Correct", "Report"]
 
 #: Nova, Octavia and Designate store descriptions of at most 255 characters.
 MAX_DESCRIPTION = 255
@@ -51,6 +53,38 @@ class ManagedSpec(KumoModel):
     deletion_policy: DeletionPolicy = "Delete"
     """What happens to the cloud resources when this object is deleted: `Delete` removes
     them, `Orphan` leaves them in the cloud (Kumo's ownership marker stays on them)."""
+    management_policy: ManagementPolicy = "Manage"
+    """`Manage` (default): Kumo makes the cloud match the spec. `Observe`: Kumo only reads
+    the resource and reports what differs from the spec in `status.drift` and the
+    `Drifted` condition; it changes, creates and deletes nothing (deleting the object
+    leaves the resource). Switching back to `Manage` applies the spec."""
+    drift_policy: DriftPolicy = "Correct"
+    """For managed objects. `Correct` (default): changes made behind Kumo's back are put
+    back. `Report`: they are only reported in `status.drift` (like `Observe`); Kumo still
+    applies the spec whenever it changes (a new `metadata.generation`), until the object
+    is Ready again."""
+
+
+class ImportRef(KumoModel):
+    """An existing cloud resource to take over. Give exactly one of `id` and `name`."""
+
+    model_config = ConfigDict(json_schema_extra=exactly_one_of("id", "name"))
+
+    id: str | None = Field(default=None, min_length=1)
+    """The resource's cloud ID."""
+    name: str | None = Field(default=None, min_length=1)
+    """The resource's name (exactly one resource must have it)."""
+
+
+class ImportableSpec(KumoModel):
+    """The `import` field of kinds that can take over an existing resource."""
+
+    import_: ImportRef | None = Field(default=None, alias="import")
+    """Take over this existing resource instead of creating one: Kumo checks that what
+    cannot change matches the spec (else `ImportMismatch`, naming the field), refuses one
+    another object owns (`AlreadyOwned`), puts its ownership marker on it, records its ID
+    and from then on manages it like its own (with `managementPolicy: Observe` it only
+    reads it). Without `import`, Kumo never touches a resource it did not create."""
 
 
 class ConfigMapKeyRef(KumoModel):
@@ -89,6 +123,17 @@ class Condition(KumoModel):
     """The metadata.generation this condition was computed for."""
 
 
+class DriftEntry(KumoModel):
+    """One way the cloud differs from the spec."""
+
+    field: str
+    """The spec field (or the resource, when it is missing or would be replaced)."""
+    desired: str = ""
+    """What the spec asks for."""
+    actual: str = ""
+    """What the cloud holds."""
+
+
 class ManagedStatus(KumoModel):
     """Status fields every kind has."""
 
@@ -100,4 +145,12 @@ class ManagedStatus(KumoModel):
     """The metadata.generation the controller last acted on."""
     conditions: list[Condition] = Field(default_factory=list)
     """Current conditions: `Ready` summarises the object; `Stalled` is True while it
-    waits on something only its user can fix, False while Kumo progresses or retries."""
+    waits on something only its user can fix, False while Kumo progresses or retries;
+    `Drifted` (observed objects) is True while the cloud differs from the spec."""
+    drift: list[DriftEntry] = Field(default_factory=list)
+    """What differs from the spec, field by field, while Kumo only observes
+    (`managementPolicy: Observe`, or `driftPolicy: Report` once the spec is applied)."""
+    applied_generation: int | None = None
+    """With `driftPolicy: Report`: the metadata.generation whose spec Kumo last applied
+    in full; later drift at this generation is reported, not corrected."""
+

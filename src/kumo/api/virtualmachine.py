@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field, StringConstraints
 from kumo.api.common import (
     MAX_DESCRIPTION,
     ConfigMapKeyRef,
+    ImportableSpec,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
@@ -74,7 +75,7 @@ class VirtualMachineTemplate(KumoModel):
     Nova's default quota is 128 and Kumo adds two); updated in place."""
 
 
-class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec):
+class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec, ImportableSpec):
     """Desired state of a VirtualMachine."""
 
     server_group: str | None = None
