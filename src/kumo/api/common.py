@@ -153,4 +153,3 @@ class ManagedStatus(KumoModel):
     applied_generation: int | None = None
     """With `driftPolicy: Report`: the metadata.generation whose spec Kumo last applied
     in full; later drift at this generation is reported, not corrected."""
-
