@@ -51,7 +51,7 @@ class LoadBalancerActuator:
         _check_region(ctx.cloud, spec)
         plan.validate(spec)
         wanted = _wanted_members(ctx.store, obj.namespace, spec)
-        owned = _load_balancers(ctx, obj)
+        owned = _load_balancers(ctx, obj, spec)
         lb = await ownership.find_owned(ctx, obj, owned)
         if lb is None:
             lb = await ownership.create_owned(
