@@ -254,9 +254,10 @@ class CloudWatch:
 
     async def run(self, notify: Notify) -> None:
         """Keep the caches fresh until closed; report changes through ``notify``."""
+        self._notify = None  # the first listing reports nothing: every object is queued anyway
+        self._ready.clear()  # led before? what was cached then may be stale now
+        await self.sync()
         self._notify = notify
-        if not self._ready.is_set():
-            await self.sync()
         while not self._closed:
             now = self._now()
             for service in self._services.values():

@@ -266,3 +266,27 @@ def test_a_rule_removed_by_hand_reaches_the_shares_owner() -> None:
     refresh(watch, "manila")
     assert seen.owners == [{"uid-share"}]
     assert watch.share_rules[share.id] == []
+
+
+def test_leading_again_lists_everything_before_any_reconcile_reads() -> None:
+    """A process that lost and regained leadership must not act on what it cached then."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    watch = CloudWatch(Lists(nova))  # type: ignore[arg-type]
+
+    async def lead_twice() -> list[str]:
+        first = asyncio.ensure_future(watch.run(Recorder()))
+        await watch.synced()
+        first.cancel()  # leadership lost
+        nova.tick(5)
+        nova.settle()  # meanwhile the server became ACTIVE
+        nova.calls.clear()
+        second = asyncio.ensure_future(watch.run(Recorder()))
+        await asyncio.sleep(0)  # run() has started: readers must wait for its listing
+        await watch.synced()
+        second.cancel()
+        return list(nova.calls)
+
+    calls = asyncio.run(lead_twice())
+    assert calls[0] == "list_servers", "a full listing first"
+    assert watch.servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
