@@ -2,7 +2,7 @@
 
 Both run side by side in the same process against the same in-memory cloud with a
 fixed per-call latency, so the printed ratio is stable on a noisy machine. The fleet
-size and latency are arguments: `python -m bench --vms 1000 --latency-ms 20`.
+size and latency are arguments: `python -m bench memory --vms 1000 --latency-ms 20`.
 """
 
 from __future__ import annotations
@@ -88,10 +88,11 @@ async def main(vms: int, latency: float, concurrency: int) -> None:
     )
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vms", type=int, default=1000)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=8)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> None:
     asyncio.run(main(args.vms, args.latency_ms / 1000, args.concurrency))

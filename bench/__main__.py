@@ -1,0 +1,35 @@
+"""Kumo's benchmarks (not part of `make test`; see bench/README.md, docs/performance.md).
+
+python -m bench memory [--vms 1000]      drift detection on an in-memory cloud
+python -m bench stack [--n 20,100]       Kumo vs. direct openstacksdk vs. Heat on the lab
+python -m bench fleet [--n 1000]         Kumo alone on a big fleet, once converged
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bench import memory
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    memory.add_arguments(sub.add_parser("memory", help="in-memory drift benchmark"))
+    from bench import stack  # needs only the venv; the lab is touched when it runs
+
+    stack.add_arguments(sub.add_parser("stack", help="real-stack: kumo, direct, heat"), False)
+    stack.add_arguments(sub.add_parser("fleet", help="real-stack: Kumo on a big fleet"), True)
+    args = parser.parse_args()
+    if args.command == "memory":
+        memory.run(args)
+    else:
+        stack.run(args, fleet=args.command == "fleet")
+
+
+if __name__ == "__main__":
+    main()
