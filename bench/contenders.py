@@ -354,7 +354,7 @@ class KumoRun:
         vms = sorted(self.kube.items("virtualmachines", self.namespace), key=_name)
         vm = vms[index % len(vms)]
         name, old_id = vm["metadata"]["name"], vm["status"]["id"]
-        old_addrs = {a.get("address") for a in vm["status"].get("addresses") or []}
+        old_addrs = {a.get("ip") for a in vm["status"].get("addresses") or []}
         self.hconn.conn.compute.delete_server(old_id)
         t0 = time.monotonic()
 
@@ -370,7 +370,7 @@ class KumoRun:
 
         body = wait_for(f"VM {name} repaired", vm_back, 600, interval=0.25)
         t_vm = time.monotonic() - t0
-        new_addrs = {a.get("address") for a in body["status"].get("addresses") or []}
+        new_addrs = {a.get("ip") for a in body["status"].get("addresses") or []}
 
         def member_back() -> bool:
             members = set(self.octavia_members())

@@ -271,8 +271,13 @@ def metrics(port: int) -> dict[str, float]:
 
 
 def dev_operator(action: str) -> bool:
-    """`dev/operator.sh start|stop|status` — the operator `make up` runs (from this checkout,
-    without our PYTHONPATH so it runs the checkout's own source as `make up` does)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(["bash", str(ROOT / "dev" / "operator.sh"), action], env=env, check=False)
+    """`dev/operator.sh start|stop|status` — the operator `make up` runs, through the
+    checkout that owns the lab state (a worktree's .kumo-dev is a link to the main
+    checkout's), without our PYTHONPATH: restarted exactly as `make up` started it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KUMO_ROOT")}
+    checkout = STATE.resolve().parent
+    script = checkout / "dev" / "operator.sh"
+    if not script.exists():
+        script = ROOT / "dev" / "operator.sh"
+    done = subprocess.run(["bash", str(script), action], env=env, check=False)
     return done.returncode == 0
