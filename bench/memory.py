@@ -45,7 +45,19 @@ async def fleet(cloud: SlowNova, size: int) -> list[Obj]:
     objs = []
     for i in range(size):
         server = await FakeNova.create_server(
-            cloud, name=f"vm{i}", tags=["kumo", f"kumo-owner=uid{i}"], metadata={}, description=None
+            cloud,
+            name=f"vm{i}",
+            image_id="img",
+            flavor_id="flv",
+            network_ids=[],
+            user_data=None,
+            description=None,
+            metadata={},
+            tags=["kumo", f"kumo-owner=uid{i}"],
+            availability_zone=None,
+            key_name=None,
+            security_groups=[],
+            server_group_id=None,
         )
         cloud.servers[server.id]["status"] = "ACTIVE"
         body = make_body(

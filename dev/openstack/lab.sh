@@ -237,7 +237,7 @@ case "${1:-}" in
   up) lab_lock; lab_up ;;
   up-extra) [ -n "${2:-}" ] || die "usage: $0 up-extra SVC..."; shift; lab_lock; lab_up_extra "$@" ;;
   smoke)
-    [ -n "${2:-}" ] && declare -F "${2}_smoke" >/dev/null || die "usage: $0 smoke SVC (one with a <svc>_smoke)"
+    if [ -z "${2:-}" ] || ! declare -F "${2}_smoke" >/dev/null; then die "usage: $0 smoke SVC (one with a <svc>_smoke)"; fi
     "${2}_smoke" ;;
   down) lab_lock; lab_down ;;
   status) lab_status ;;
