@@ -31,6 +31,11 @@ HEAT_DIR = Path(__file__).resolve().parent / "heat"
 THREADS = 16
 
 
+def budget(n: int) -> float:
+    """Seconds to allow for creating or deleting N servers on two busy cores."""
+    return 900 + 15 * n
+
+
 def _lb_active(conn: Any, lb_id: str) -> bool:
     lb = conn.load_balancer.get_load_balancer(lb_id)
     if lb.provisioning_status == "ERROR":
@@ -110,7 +115,7 @@ class Direct:
                 active = [s for s in servers if s.status == "ACTIVE" and s.addresses]
                 return active if len(active) == self.n else None
 
-            servers = wait_for("servers ACTIVE", all_active, 1800, interval=2)
+            servers = wait_for("servers ACTIVE", all_active, budget(self.n), interval=2)
             lb_id, pool_id = lb_future.result()
         members = [
             {
@@ -131,7 +136,7 @@ class Direct:
         servers = self._servers()
         with ThreadPoolExecutor(THREADS) as ex:
             list(ex.map(lambda s: c.compute.delete_server(s, ignore_missing=True), servers))
-        wait_for("servers deleted", lambda: not self._servers(), 1800, interval=2)
+        wait_for("servers deleted", lambda: not self._servers(), budget(self.n), interval=2)
         for group in c.compute.server_groups():
             if group.name == f"{self.prefix}-group":
                 c.compute.delete_server_group(group)
@@ -177,7 +182,7 @@ class Heat:
                 raise RuntimeError(f"stack {status}: {stack.status_reason}")
             return status == "CREATE_COMPLETE"
 
-        wait_for("stack CREATE_COMPLETE", done, 3600, interval=2)
+        wait_for("stack CREATE_COMPLETE", done, budget(self.n), interval=2)
 
     def delete(self) -> None:
         if self.stack_id is None:
@@ -189,7 +194,7 @@ class Heat:
                 stack = self.conn.orchestration.find_stack(self.stack_id, ignore_missing=True)
                 return stack is None or stack.status in ("DELETE_COMPLETE", "DELETE_FAILED")
 
-            wait_for("stack deleted", gone, 3600, interval=2)
+            wait_for("stack deleted", gone, budget(self.n), interval=2)
             if not any(lab.leftovers(self.conn).values()):
                 return
             say(f"heat: resources left after stack delete (attempt {attempt + 1})")
@@ -247,6 +252,9 @@ class KumoRun:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.started_at = 0.0
+        # Repair timing resolution; coarser on big fleets, where each check lists every
+        # VM (Kubernetes) and every member (Octavia).
+        self.poll = 0.25 if n <= 100 else 1.0
 
     # --- the process ---
     def start(self) -> None:
@@ -346,7 +354,9 @@ class KumoRun:
     def converge(self) -> None:
         self.kube.create("virtualmachinegroups", self.namespace, vmg_body(self.n))
         self.kube.create("loadbalancers", self.namespace, lb_body())
-        wait_for("Kumo converged", self.converged, 3600, interval=1)
+        wait_for(
+            "Kumo converged", self.converged, budget(self.n), interval=1 if self.n <= 100 else 3
+        )
 
     def repair(self, index: int) -> tuple[float, float]:
         """Delete one server out of band; seconds until its VM is Ready on a new server,
@@ -368,7 +378,7 @@ class KumoRun:
                 return body  # type: ignore[no-any-return]
             return None
 
-        body = wait_for(f"VM {name} repaired", vm_back, 600, interval=0.25)
+        body = wait_for(f"VM {name} repaired", vm_back, 600, interval=self.poll)
         t_vm = time.monotonic() - t0
         new_addrs = {a.get("ip") for a in body["status"].get("addresses") or []}
 
@@ -376,9 +386,9 @@ class KumoRun:
             members = set(self.octavia_members())
             return bool(new_addrs & members) and not (old_addrs - new_addrs) & members
 
-        wait_for(f"pool member of {name}", member_back, 600, interval=0.5)
+        wait_for(f"pool member of {name}", member_back, 600, interval=self.poll)
         t_member = time.monotonic() - t0
-        wait_for("all VMs Ready again", self.converged, 600, interval=0.5)
+        wait_for("all VMs Ready again", self.converged, 600, interval=2 * self.poll)
         return t_vm, t_member
 
     def delete(self) -> None:
@@ -394,7 +404,7 @@ class KumoRun:
                 return False
             return not any(lab.leftovers(self.hconn.conn).values())
 
-        wait_for("Kumo's objects and cloud resources deleted", gone, 3600, interval=1)
+        wait_for("Kumo's objects and cloud resources deleted", gone, budget(self.n), interval=2)
 
     def teardown(self) -> None:
         """Objects first (with finalizers released when no Kumo runs), then the namespace."""
