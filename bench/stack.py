@@ -116,8 +116,10 @@ class Harness:
 
     def requests(self, start: tuple[LogWindow, dict[str, int]], key: str) -> dict[str, int]:
         tally = start[0].since(self.project)
-        self.calls[key] = tally.calls
-        return minus(tally, start[1], self.hconn.snapshot())
+        now = self.hconn.snapshot()
+        harness = {k: v - start[1].get(k, 0) for k, v in now.items() if v > start[1].get(k, 0)}
+        self.calls[key] = {"logged": tally.calls, "of_which_harness": harness}
+        return minus(tally, start[1], now)
 
     # --- direct script and Heat: converge, then delete ---
     def run_simple(self, contender: Direct | Heat, n: int) -> report.Row:
@@ -173,7 +175,7 @@ class Harness:
         w = self.window()
         time.sleep(seconds)
         tally = w[0].since(self.project)
-        self.calls[f"kumo-{row.n}-idle"] = tally.calls
+        self.calls[f"kumo-{row.n}-idle"] = {"logged": tally.calls, "of_which_harness": {}}
         per_min = 60.0 / seconds
         row.idle_per_min = {
             s: c * per_min for s, c in minus(tally, w[1], self.hconn.snapshot()).items()
