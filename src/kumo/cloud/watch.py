@@ -64,6 +64,7 @@ class Lister(Protocol):
     async def list_servers_since(
         self, since: str | None
     ) -> tuple[list[model.Server], str | None]: ...
+    async def fetch_server(self, server_id: str) -> model.Server | None: ...
     async def fetch_server_groups(self) -> list[model.ServerGroup]: ...
     async def load_balancer_versions(self) -> dict[str, str]: ...
     async def fetch_load_balancer_tree(
@@ -319,6 +320,7 @@ class CloudWatch:
             self.stats.count("servers-full")
             listed, date = await self._lister.list_servers_since(None)
             answered = server_time(date)
+            listed = await self._with_faults(listed)
             changes = cache.replace(token, listed, scope=_marked_server)
         else:
             self.stats.count("servers-changes-since")
@@ -332,9 +334,27 @@ class CloudWatch:
                 if s.status != "DELETED"
                 and (_marked_server(s) or isinstance(cache.lookup(s.id), model.Server))
             ]
-            changes = cache.apply(token, kept, gone)
+            changes = cache.apply(token, await self._with_faults(kept), gone)
         self._since = next_since(self._since, answered, listed)
         return [(cache, c) for c in changes]
+
+    async def _with_faults(self, listed: list[model.Server]) -> list[model.Server]:
+        """Nova's listings leave out why a server is in ERROR; the reason decides what
+        Kumo reports and does (NoValidHost names the server group). One GET per server
+        that went into ERROR, once."""
+        filled = []
+        for server in listed:
+            if server.status == "ERROR" and not server.fault:
+                cached = self.servers.lookup(server.id)
+                if isinstance(cached, model.Server) and cached.status == "ERROR" and cached.fault:
+                    server = dataclasses.replace(server, fault=cached.fault)
+                else:
+                    self.stats.count("server-fault")
+                    fresh = await self._lister.fetch_server(server.id)
+                    if fresh is not None and fresh.fault:
+                        server = dataclasses.replace(server, fault=fresh.fault)
+            filled.append(server)
+        return filled
 
     async def _refresh_server_groups(
         self, full: bool

@@ -290,3 +290,18 @@ def test_leading_again_lists_everything_before_any_reconcile_reads() -> None:
     calls = asyncio.run(lead_twice())
     assert calls[0] == "list_servers", "a full listing first"
     assert watch.servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
+
+
+def test_the_fault_of_a_server_in_error_is_read_once() -> None:
+    """Nova's listings leave the fault out; NoValidHost vs others decides the report."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    watch, _ = synced(Lists(nova))
+    nova.tick(5)
+    nova.settle(status="ERROR")
+    nova.servers[server.id]["fault"] = "No valid host was found."
+    nova.calls.clear()
+    refresh(watch, "nova")
+    refresh(watch, "nova")
+    assert watch.servers.lookup(server.id).fault == "No valid host was found."  # type: ignore[union-attr]
+    assert nova.calls.count("fetch_server") == 1
