@@ -8,6 +8,7 @@ from Nova's own clock). The real services are exercised by the integration tests
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -305,3 +306,25 @@ def test_the_fault_of_a_server_in_error_is_read_once() -> None:
     refresh(watch, "nova")
     assert watch.servers.lookup(server.id).fault == "No valid host was found."  # type: ignore[union-attr]
     assert nova.calls.count("fetch_server") == 1
+
+
+def test_a_server_gone_without_a_trace_in_changes_since_is_read_by_id() -> None:
+    """Deleted while still a build request: Nova never lists it as DELETED."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    now = [0.0]
+    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    seen = Recorder()
+    watch._notify = seen
+    asyncio.run(nova.delete_server(server.id))
+    del nova.servers[server.id]  # gone at once, and not in nova.deleted
+    watch.servers.update(server.id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
+    nova.calls.clear()
+    refresh(watch, "nova")
+    assert "fetch_server" not in nova.calls, "not at once: the listing may still show it"
+    now[0] = 6.0
+    refresh(watch, "nova")
+    assert nova.calls.count("fetch_server") == 1
+    assert watch.servers.lookup(server.id) is GONE
+    assert seen.owners == [{"uid-vm"}]
