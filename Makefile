@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: up down test chaos unit lint crds venv bench clean image
+.PHONY: up down test chaos unit lint crds venv bench bench-fleet bench-memory clean image
 
 up: venv
 	bash dev/up.sh
@@ -37,8 +37,22 @@ venv:
 image: venv
 	bash dev/image/build.sh
 
+# Benchmarks (not part of `make test`; docs/performance.md). They take the lab lock
+# (/tmp/kumo-lab.lock) themselves and run this checkout's Kumo (PYTHONPATH=src).
+# make bench BENCH_N=20 · make bench-fleet FLEET_N=300 · BENCH_ARGS="--repairs 20"
+BENCH_N ?= 20,100
+FLEET_N ?= 1000
+# Real stack: Kumo vs. a direct openstacksdk script vs. Heat (installed into the lab if missing).
 bench: venv
-	$(VENV)/bin/python -m bench
+	PYTHONPATH=src $(VENV)/bin/python -m bench stack --n $(BENCH_N) $(BENCH_ARGS)
+
+# Kumo alone on a big fleet once converged: idle requests, repairs, RSS, restart.
+bench-fleet: venv
+	PYTHONPATH=src $(VENV)/bin/python -m bench fleet --n $(FLEET_N) $(BENCH_ARGS)
+
+# The in-memory drift benchmark (no lab needed).
+bench-memory: venv
+	PYTHONPATH=src $(VENV)/bin/python -m bench memory
 
 clean: down
 	rm -rf .kumo-dev $(VENV)

@@ -51,9 +51,10 @@ start_daemon() {
   local name="$1"; shift
   if is_running "$name"; then log "$name already running (pid $(cat "$KUMO_STATE/pids/$name.pid"))"; return 0; fi
   log "starting $name"
-  # fd 9 is closed: scripts hold their flock on it (dev/openstack/lab.sh), and a daemon
-  # that inherited it would keep the lock for its whole life.
-  setsid nohup "$@" >>"$KUMO_STATE/logs/$name.log" 2>&1 </dev/null 9>&- &
+  # fds 3-9 are closed: scripts hold their flock on fd 9 (dev/openstack/lab.sh), and
+  # `flock FILE CMD` (the shared /tmp/kumo-lab.lock) passes its lock as fd 3; a daemon that
+  # inherited either would keep the lock for its whole life.
+  setsid nohup "$@" >>"$KUMO_STATE/logs/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! >"$KUMO_STATE/pids/$name.pid"
 }
 

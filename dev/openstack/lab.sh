@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# lab.sh up|down|status|wipe|start-service SVC|add-service SVC — a real OpenStack Zed (Debian bookworm packages) on
+# lab.sh up|down|status|wipe|start-service SVC|add-service SVC|up-extra SVC...|smoke SVC — a real
+# OpenStack Zed (Debian bookworm packages) on
 # 127.0.0.1 with fake hypervisors, for Kumo's integration tests and benchmarks.
 #
 # Why this shape: every service lives in services/<svc>.sh with the same six functions
@@ -17,17 +18,36 @@ source "$HERE/common.sh"
 LAB_ORDER=(mariadb rabbitmq keystone placement glance neutron nova octavia designate manila)
 # Services every later bootstrap needs running before it starts.
 LAB_CORE=(mariadb rabbitmq keystone)
+# Optional services, never started by a plain `up` (so `make up` stays as fast): named in
+# KUMO_LAB_EXTRAS (e.g. KUMO_LAB_EXTRAS=heat lab.sh up) or added to a running lab with
+# `lab.sh up-extra heat`. Once bootstrapped, down/status/rss/start-service include them.
+LAB_EXTRAS=(heat)
 LAB_SERVICES=()
-for _svc in "${LAB_ORDER[@]}"; do
+for _svc in "${LAB_ORDER[@]}" "${LAB_EXTRAS[@]}"; do
   if [ -f "$HERE/services/$_svc.sh" ]; then
     # shellcheck disable=SC1090
     source "$HERE/services/$_svc.sh"
-    LAB_SERVICES+=("$_svc")
   fi
+done
+for _svc in "${LAB_ORDER[@]}"; do
+  [ -f "$HERE/services/$_svc.sh" ] && LAB_SERVICES+=("$_svc")
 done
 unset _svc
 
 in_list() { local x="$1"; shift; local y; for y in "$@"; do [ "$x" = "$y" ] && return 0; done; return 1; }
+
+# lab_add_extras up|all — append the optional services to LAB_SERVICES: those named in
+# KUMO_LAB_EXTRAS (comma or space separated); with `all`, also those bootstrapped before.
+lab_add_extras() {
+  local svc wanted
+  wanted=" ${KUMO_LAB_EXTRAS:-} "; wanted="${wanted//,/ }"
+  for svc in "${LAB_EXTRAS[@]}"; do
+    declare -F "${svc}_start" >/dev/null || continue
+    if [[ "$wanted" == *" $svc "* ]] || { [ "$1" = all ] && stamp_done "$svc"; }; then
+      in_list "$svc" "${LAB_SERVICES[@]}" || LAB_SERVICES+=("$svc")
+    fi
+  done
+}
 
 # lab_preseed — keep postinst scripts from configuring databases, RabbitMQ or Keystone.
 lab_preseed() {
@@ -44,6 +64,9 @@ lab_preseed() {
   # Manila's questions are all named manila/… (owned by manila-common and manila-api).
   sel+="manila-api manila/configure_api-endpoint boolean false"$'\n'
   printf '%s' "$sel" | debconf-set-selections
+  for p in "${LAB_SERVICES[@]}"; do
+    if declare -F "${p}_preseed" >/dev/null; then "${p}_preseed"; fi
+  done
 }
 
 lab_install() {
@@ -190,6 +213,23 @@ lab_add_service() {
   log "$svc added in $((SECONDS - t0))s"
 }
 
+# lab_up_extra SVC... — add optional services (LAB_EXTRAS) to a running lab; the services
+# already running are not touched.
+lab_up_extra() {
+  local svc core
+  for svc in "$@"; do
+    in_list "$svc" "${LAB_EXTRAS[@]}" || die "unknown optional service '$svc' (one of: ${LAB_EXTRAS[*]})"
+  done
+  for core in "${LAB_ORDER[@]}"; do
+    in_list "$core" "${LAB_SERVICES[@]}" || continue
+    "${core}_ready" >/dev/null 2>&1 || die "$core is not ready: the lab must be up (lab.sh up)"
+  done
+  for svc in "$@"; do
+    in_list "$svc" "${LAB_SERVICES[@]}" || LAB_SERVICES+=("$svc")
+    lab_add_service "$svc"
+  done
+}
+
 # lab_lock — one up/down/wipe/start-service at a time: test sessions and developers may run `up`
 # concurrently (a second `up` waits, then finds everything running and returns fast).
 lab_lock() {
@@ -201,12 +241,21 @@ lab_lock() {
 }
 
 case "${1:-}" in
+  up) lab_add_extras up ;;
+  up-extra) ;;
+  *) lab_add_extras all ;;
+esac
+case "${1:-}" in
   up) lab_lock; lab_up ;;
+  up-extra) [ -n "${2:-}" ] || die "usage: $0 up-extra SVC..."; shift; lab_lock; lab_up_extra "$@" ;;
+  smoke)
+    if [ -z "${2:-}" ] || ! declare -F "${2}_smoke" >/dev/null; then die "usage: $0 smoke SVC (one with a <svc>_smoke)"; fi
+    "${2}_smoke" ;;
   down) lab_lock; lab_down ;;
   status) lab_status ;;
   rss) lab_rss ;;
   wipe) lab_lock; lab_down; rm -rf "$LAB_ROOT" "$OS_CLIENT_CONFIG_FILE"; log "lab wiped" ;;
   start-service) [ -n "${2:-}" ] || die "usage: $0 start-service SVC"; lab_lock; lab_start_service "$2" ;;
   add-service) [ -n "${2:-}" ] || die "usage: $0 add-service SVC"; lab_lock; lab_add_service "$2" ;;
-  *) echo "usage: $0 up|down|status|wipe|start-service SVC|add-service SVC" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|wipe|start-service SVC|add-service SVC|up-extra SVC...|smoke SVC" >&2; exit 2 ;;
 esac

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import itertools
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -207,6 +208,10 @@ class FakeNova:
             flavor=s["attrs"].get("flavor_id"),
         )
 
+    def _listed(self, s: dict[str, Any]) -> model.Server:
+        """As Nova's listings show a server: without its fault (only a GET has it)."""
+        return dataclasses.replace(self._server(s), fault=None)
+
     def settle(self, status: str = "ACTIVE") -> None:
         """Let Nova finish: deleted servers go, building servers become ``status``."""
         for sid, s in list(self.servers.items()):
@@ -226,9 +231,9 @@ class FakeNova:
         date = format_datetime(self.now, usegmt=True)
         if since is None:
             tagged = [s for s in self.servers.values() if model.MANAGED_TAG in s["tags"]]
-            return [self._server(s) for s in tagged], date
+            return [self._listed(s) for s in tagged], date
         start = datetime.fromisoformat(since.replace("Z", "+00:00"))
-        changed = [self._server(s) for s in self.servers.values() if s["updated"] >= start]
+        changed = [self._listed(s) for s in self.servers.values() if s["updated"] >= start]
         gone = [
             model.Server(id=sid, name="", status="DELETED", updated=_iso(at))
             for sid, at in self.deleted.items()
@@ -259,6 +264,10 @@ class FakeNova:
     async def get_server(self, server_id: str) -> model.Server | None:
         s = self.servers.get(server_id)
         return self._server(s) if s else None
+
+    async def fetch_server(self, server_id: str) -> model.Server | None:
+        self.calls.append("fetch_server")
+        return await self.get_server(server_id)
 
     async def list_owned_servers(self, uid: str) -> list[model.Server]:
         owner = model.owner_tag(uid)

@@ -26,6 +26,10 @@ class ComputeCalls(CloudBase):
             return hit if hit.status != "DELETED" else None
         if hit is GONE:
             return None
+        return await self.fetch_server(server_id)
+
+    async def fetch_server(self, server_id: str) -> model.Server | None:
+        """One server from the API (with its fault, which Nova's listings leave out)."""
         found = await self._get("get server", self.conn.compute.get_server, server_id)
         return _server(found) if found is not None and found.status != "DELETED" else None
 

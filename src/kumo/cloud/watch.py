@@ -64,6 +64,7 @@ class Lister(Protocol):
     async def list_servers_since(
         self, since: str | None
     ) -> tuple[list[model.Server], str | None]: ...
+    async def fetch_server(self, server_id: str) -> model.Server | None: ...
     async def fetch_server_groups(self) -> list[model.ServerGroup]: ...
     async def load_balancer_versions(self) -> dict[str, str]: ...
     async def fetch_load_balancer_tree(
@@ -143,6 +144,11 @@ def server_group_owner(group: model.ServerGroup) -> str | None:
     return None
 
 
+#: Seconds a server may stay DELETING / BUILD unchanged in the cache before it is read by ID.
+LINGER_DELETING = 5.0
+LINGER_BUILDING = 120.0
+#: At most this many such reads per refresh.
+LINGER_CHECKS = 20
 TRANSITIONAL_SHARE = {"creating", "extending", "deleting", "shrinking"}
 TRANSITIONAL_RULE = {"queued_to_apply", "applying", "queued_to_deny", "denying"}
 TRANSITIONAL_SERVER = {"BUILD", "REBUILD", "DELETING", "RESIZE", "MIGRATING", "REBOOT"}
@@ -222,6 +228,7 @@ class CloudWatch:
         self.members: dict[str, tuple[frozenset[str], list[model.Member]]] = {}
         self.stats = WatchStats()
         self._since: datetime | None = None
+        self._lingering: dict[str, tuple[model.Server, float]] = {}
         self._lb_versions: dict[str, str] | None = None
         self._zone_versions: dict[str, str] = {}
         self._services = {
@@ -254,9 +261,10 @@ class CloudWatch:
 
     async def run(self, notify: Notify) -> None:
         """Keep the caches fresh until closed; report changes through ``notify``."""
+        self._notify = None  # the first listing reports nothing: every object is queued anyway
+        self._ready.clear()  # led before? what was cached then may be stale now
+        await self.sync()
         self._notify = notify
-        if not self._ready.is_set():
-            await self.sync()
         while not self._closed:
             now = self._now()
             for service in self._services.values():
@@ -318,6 +326,7 @@ class CloudWatch:
             self.stats.count("servers-full")
             listed, date = await self._lister.list_servers_since(None)
             answered = server_time(date)
+            listed = await self._with_faults(listed)
             changes = cache.replace(token, listed, scope=_marked_server)
         else:
             self.stats.count("servers-changes-since")
@@ -331,9 +340,59 @@ class CloudWatch:
                 if s.status != "DELETED"
                 and (_marked_server(s) or isinstance(cache.lookup(s.id), model.Server))
             ]
-            changes = cache.apply(token, kept, gone)
+            changes = cache.apply(token, await self._with_faults(kept), gone)
+            changes += await self._confirm_lingering()
         self._since = next_since(self._since, answered, listed)
         return [(cache, c) for c in changes]
+
+    async def _confirm_lingering(self) -> list[Change[model.Server]]:
+        """Servers that leave no trace in changes-since: one deleted while Nova still held
+        it as a build request is simply gone, never listed as DELETED. A server Kumo saw
+        deleting (or building) that has not changed for a while is read by ID — a GET
+        only where no listing can tell, a few per refresh."""
+        now = self._now()
+        seen = self._lingering
+        current = {
+            s.id: s for s in self.servers.items() if s.status == "DELETING" or s.status == "BUILD"
+        }
+        for sid in list(seen):
+            if sid not in current or seen[sid][0] != current[sid]:
+                del seen[sid]
+        due = []
+        for sid, server in current.items():
+            since = seen.setdefault(sid, (server, now))[1]
+            wait = LINGER_DELETING if server.status == "DELETING" else LINGER_BUILDING
+            if now - since >= wait:
+                due.append(sid)
+        changes: list[Change[model.Server]] = []
+        for sid in due[:LINGER_CHECKS]:
+            token = self.servers.begin()
+            self.stats.count("server-lingering")
+            fresh = await self._lister.fetch_server(sid)
+            seen[sid] = (current[sid], now)  # not again before the next wait
+            if fresh is None:
+                changes += self.servers.apply(token, [], [sid])
+            else:
+                changes += self.servers.apply(token, [fresh])
+        return changes
+
+    async def _with_faults(self, listed: list[model.Server]) -> list[model.Server]:
+        """Nova's listings leave out why a server is in ERROR; the reason decides what
+        Kumo reports and does (NoValidHost names the server group). One GET per server
+        that went into ERROR, once."""
+        filled = []
+        for server in listed:
+            if server.status == "ERROR" and not server.fault:
+                cached = self.servers.lookup(server.id)
+                if isinstance(cached, model.Server) and cached.status == "ERROR" and cached.fault:
+                    server = dataclasses.replace(server, fault=cached.fault)
+                else:
+                    self.stats.count("server-fault")
+                    fresh = await self._lister.fetch_server(server.id)
+                    if fresh is not None and fresh.fault:
+                        server = dataclasses.replace(server, fault=fresh.fault)
+            filled.append(server)
+        return filled
 
     async def _refresh_server_groups(
         self, full: bool

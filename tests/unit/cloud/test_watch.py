@@ -8,6 +8,7 @@ from Nova's own clock). The real services are exercised by the integration tests
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -266,3 +267,64 @@ def test_a_rule_removed_by_hand_reaches_the_shares_owner() -> None:
     refresh(watch, "manila")
     assert seen.owners == [{"uid-share"}]
     assert watch.share_rules[share.id] == []
+
+
+def test_leading_again_lists_everything_before_any_reconcile_reads() -> None:
+    """A process that lost and regained leadership must not act on what it cached then."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    watch = CloudWatch(Lists(nova))  # type: ignore[arg-type]
+
+    async def lead_twice() -> list[str]:
+        first = asyncio.ensure_future(watch.run(Recorder()))
+        await watch.synced()
+        first.cancel()  # leadership lost
+        nova.tick(5)
+        nova.settle()  # meanwhile the server became ACTIVE
+        nova.calls.clear()
+        second = asyncio.ensure_future(watch.run(Recorder()))
+        await asyncio.sleep(0)  # run() has started: readers must wait for its listing
+        await watch.synced()
+        second.cancel()
+        return list(nova.calls)
+
+    calls = asyncio.run(lead_twice())
+    assert calls[0] == "list_servers", "a full listing first"
+    assert watch.servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
+
+
+def test_the_fault_of_a_server_in_error_is_read_once() -> None:
+    """Nova's listings leave the fault out; NoValidHost vs others decides the report."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    watch, _ = synced(Lists(nova))
+    nova.tick(5)
+    nova.settle(status="ERROR")
+    nova.servers[server.id]["fault"] = "No valid host was found."
+    nova.calls.clear()
+    refresh(watch, "nova")
+    refresh(watch, "nova")
+    assert watch.servers.lookup(server.id).fault == "No valid host was found."  # type: ignore[union-attr]
+    assert nova.calls.count("fetch_server") == 1
+
+
+def test_a_server_gone_without_a_trace_in_changes_since_is_read_by_id() -> None:
+    """Deleted while still a build request: Nova never lists it as DELETED."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    now = [0.0]
+    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    seen = Recorder()
+    watch._notify = seen
+    asyncio.run(nova.delete_server(server.id))
+    del nova.servers[server.id]  # gone at once, and not in nova.deleted
+    watch.servers.update(server.id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
+    nova.calls.clear()
+    refresh(watch, "nova")
+    assert "fetch_server" not in nova.calls, "not at once: the listing may still show it"
+    now[0] = 6.0
+    refresh(watch, "nova")
+    assert nova.calls.count("fetch_server") == 1
+    assert watch.servers.lookup(server.id) is GONE
+    assert seen.owners == [{"uid-vm"}]

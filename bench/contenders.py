@@ -1,0 +1,433 @@
+"""The three contenders of the real-stack benchmark, each doing the same work in the
+`kumo-bench` project: a group of N servers in a soft-anti-affinity server group, and an
+Octavia LB with one HTTP listener (80) whose pool (backends on 8080, one HTTP monitor)
+holds every server.
+
+* ``Direct``: what a careful script author writes with openstacksdk — 16 threads of
+  server creates, ACTIVE found by *listing* (not per-server polls), the LB chain built
+  meanwhile, then ONE batch member update.
+* ``Heat``: one stack (bench/heat/group.yaml: a ResourceGroup of server + PoolMember).
+* ``KumoRun``: a `kumo run` process of this checkout with a VirtualMachineGroup and a
+  LoadBalancer in their own namespace.
+
+Each exposes ``converge()`` and ``delete()``; the harness (bench/stack.py) times them and
+counts the requests the services logged meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench import lab
+from bench.lab import FLAVOR, IMAGE, NETWORK, PREFIX, SUBNET, say, wait_for
+
+HEAT_DIR = Path(__file__).resolve().parent / "heat"
+THREADS = 16
+
+
+def budget(n: int) -> float:
+    """Seconds to allow for creating or deleting N servers on two busy cores."""
+    return 900 + 15 * n
+
+
+def _lb_active(conn: Any, lb_id: str) -> bool:
+    lb = conn.load_balancer.get_load_balancer(lb_id)
+    if lb.provisioning_status == "ERROR":
+        raise RuntimeError(f"load balancer {lb_id} went ERROR")
+    return bool(lb.provisioning_status == "ACTIVE")
+
+
+class Direct:
+    name = "direct"
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.conn = lab.connect()
+        self.prefix = f"{PREFIX}-direct"
+
+    def _servers(self) -> list[Any]:
+        return list(self.conn.compute.servers(details=True, name=f"^{self.prefix}-"))
+
+    def converge(self) -> None:
+        c = self.conn
+        image = c.image.find_image(IMAGE, ignore_missing=False)
+        flavor = c.compute.find_flavor(FLAVOR, ignore_missing=False)
+        net = c.network.find_network(NETWORK, ignore_missing=False)
+        subnet = c.network.find_subnet(SUBNET, ignore_missing=False)
+        group = c.compute.create_server_group(
+            name=f"{self.prefix}-group", policy="soft-anti-affinity"
+        )
+
+        def create(i: int) -> None:
+            c.compute.create_server(
+                name=f"{self.prefix}-{i:04d}",
+                image_id=image.id,
+                flavor_id=flavor.id,
+                networks=[{"uuid": net.id}],
+                scheduler_hints={"group": group.id},
+            )
+
+        def lb_chain() -> tuple[str, str]:
+            lb = c.load_balancer.create_load_balancer(
+                name=f"{self.prefix}-lb", vip_subnet_id=subnet.id
+            )
+            wait_for("LB ACTIVE", lambda: _lb_active(c, lb.id), 600)
+            listener = c.load_balancer.create_listener(
+                name=f"{self.prefix}-80",
+                protocol="HTTP",
+                protocol_port=80,
+                load_balancer_id=lb.id,
+            )
+            wait_for("LB ACTIVE", lambda: _lb_active(c, lb.id), 600)
+            pool = c.load_balancer.create_pool(
+                name=f"{self.prefix}-80",
+                lb_algorithm="ROUND_ROBIN",
+                protocol="HTTP",
+                listener_id=listener.id,
+            )
+            wait_for("LB ACTIVE", lambda: _lb_active(c, lb.id), 600)
+            c.load_balancer.create_health_monitor(
+                pool_id=pool.id,
+                type="HTTP",
+                delay=5,
+                timeout=5,
+                max_retries=3,
+                url_path="/health",
+            )
+            wait_for("LB ACTIVE", lambda: _lb_active(c, lb.id), 600)
+            return lb.id, pool.id
+
+        with ThreadPoolExecutor(THREADS) as pool_ex:
+            lb_future = pool_ex.submit(lb_chain)
+            list(pool_ex.map(create, range(self.n)))
+
+            def all_active() -> list[Any] | None:
+                servers = self._servers()
+                errors = [s.name for s in servers if s.status == "ERROR"]
+                if errors:
+                    raise RuntimeError(f"servers went ERROR: {errors[:5]}")
+                active = [s for s in servers if s.status == "ACTIVE" and s.addresses]
+                return active if len(active) == self.n else None
+
+            servers = wait_for("servers ACTIVE", all_active, budget(self.n), interval=2)
+            lb_id, pool_id = lb_future.result()
+        members = [
+            {
+                "name": s.name,
+                "address": s.addresses[NETWORK][0]["addr"],
+                "protocol_port": 8080,
+                "subnet_id": subnet.id,
+            }
+            for s in servers
+        ]
+        c.load_balancer.put(f"/lbaas/pools/{pool_id}/members", json={"members": members})
+        wait_for("LB ACTIVE after the member update", lambda: _lb_active(c, lb_id), 600)
+
+    def delete(self) -> None:
+        c = self.conn
+        for lb in c.load_balancer.load_balancers(name=f"{self.prefix}-lb"):
+            c.load_balancer.delete_load_balancer(lb, cascade=True)
+        servers = self._servers()
+        with ThreadPoolExecutor(THREADS) as ex:
+            list(ex.map(lambda s: c.compute.delete_server(s, ignore_missing=True), servers))
+        wait_for("servers deleted", lambda: not self._servers(), budget(self.n), interval=2)
+        for group in c.compute.server_groups():
+            if group.name == f"{self.prefix}-group":
+                c.compute.delete_server_group(group)
+        wait_for(
+            "LB deleted",
+            lambda: not list(c.load_balancer.load_balancers(name=f"{self.prefix}-lb")),
+            600,
+        )
+
+
+class Heat:
+    name = "heat"
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.conn = lab.connect()
+        self.stack_name = f"{PREFIX}-heat"
+        self.stack_id: str | None = None
+
+    def _status(self) -> str:
+        assert self.stack_id is not None
+        return str(self.conn.orchestration.get_stack(self.stack_id).status)  # e.g. CREATE_COMPLETE
+
+    def converge(self) -> None:
+        self.conn.create_stack(
+            self.stack_name,
+            template_file=str(HEAT_DIR / "group.yaml"),
+            rollback=False,
+            wait=False,
+            timeout=3600,
+            count=self.n,
+            image=IMAGE,
+            flavor=FLAVOR,
+            network=NETWORK,
+            subnet=SUBNET,
+        )
+        self.stack_id = self.conn.orchestration.find_stack(self.stack_name, ignore_missing=False).id
+
+        def done() -> bool:
+            status = self._status()
+            if status.endswith("FAILED"):
+                stack = self.conn.orchestration.get_stack(self.stack_id)
+                raise RuntimeError(f"stack {status}: {stack.status_reason}")
+            return status == "CREATE_COMPLETE"
+
+        wait_for("stack CREATE_COMPLETE", done, budget(self.n), interval=2)
+
+    def delete(self) -> None:
+        if self.stack_id is None:
+            return
+        for attempt in range(2):  # a delete after trouble may need a second go (LAB.md)
+            self.conn.orchestration.delete_stack(self.stack_id)
+
+            def gone() -> bool:
+                stack = self.conn.orchestration.find_stack(self.stack_id, ignore_missing=True)
+                return stack is None or stack.status in ("DELETE_COMPLETE", "DELETE_FAILED")
+
+            wait_for("stack deleted", gone, budget(self.n), interval=2)
+            if not any(lab.leftovers(self.conn).values()):
+                return
+            say(f"heat: resources left after stack delete (attempt {attempt + 1})")
+        raise RuntimeError("heat: stack deleted but cloud resources are left")
+
+
+def vmg_body(n: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "VirtualMachineGroup",
+        "metadata": {"name": PREFIX},
+        "spec": {
+            "replicas": n,
+            "haPolicy": "soft",
+            "template": {"image": IMAGE, "flavor": FLAVOR, "networks": [NETWORK]},
+        },
+    }
+
+
+def lb_body() -> dict[str, Any]:
+    return {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "LoadBalancer",
+        "metadata": {"name": f"{PREFIX}-lb"},
+        "spec": {
+            "vipType": "private",
+            "ports": [
+                {
+                    "port": 80,
+                    "protocol": "http",
+                    "realServers": {
+                        "protocol": "http",
+                        "port": 8080,
+                        "virtualMachineGroupRef": PREFIX,
+                    },
+                    "monitors": [{"protocol": "http", "port": 8080, "endpoint": "/health"}],
+                }
+            ],
+        },
+    }
+
+
+class KumoRun:
+    """A `kumo run` process of this checkout (PYTHONPATH=src), leader of the lab's
+    cluster, watching only its own namespace, against the kumo-bench cloud."""
+
+    name = "kumo"
+
+    def __init__(self, n: int, kube: lab.Kube, hconn: lab.CountingConnection, drift: float):
+        self.n = n
+        self.kube = kube
+        self.hconn = hconn
+        self.drift = drift
+        self.namespace = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.started_at = 0.0
+        # Repair timing resolution; coarser on big fleets, where each check lists every
+        # VM (Kubernetes) and every member (Octavia).
+        self.poll = 0.25 if n <= 100 else 1.0
+
+    # --- the process ---
+    def start(self) -> None:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        log_path = lab.LOGS / f"bench-kumo-{self.namespace}.log"
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(lab.STATE / "kumo-operator.kubeconfig"),
+            "PYTHONPATH": str(lab.ROOT / "src"),
+        }
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    str(lab.ROOT / ".venv" / "bin" / "kumo"),
+                    "run",
+                    "--clouds-yaml",
+                    str(lab.CLOUDS_YAML),
+                    "--cloud",
+                    lab.CLOUD,
+                    "--namespace",
+                    self.namespace,
+                    "--drift-seconds",
+                    str(self.drift),
+                    "--metrics-port",
+                    str(self.port),
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        self.started_at = time.monotonic()
+        say(f"kumo: pid {self.proc.pid}, namespace {self.namespace}, log {log_path}")
+        wait_for(
+            "our kumo to lead (/readyz role=leader)",
+            lambda: self._alive() and lab.readyz(self.port).get("role") == "leader",
+            120,
+            interval=0.5,
+        )
+
+    def _alive(self) -> bool:
+        if self.proc is None or self.proc.poll() is not None:
+            raise RuntimeError("kumo run exited (see its log in .kumo-dev/logs/)")
+        return True
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def usage(self) -> tuple[float, float]:
+        """(peak RSS MiB = VmHWM, CPU seconds) of the running process."""
+        return lab.proc_status_kib(self.pid, "VmHWM") / 1024, lab.proc_cpu_seconds(self.pid)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    # --- the work ---
+    def setup(self) -> None:
+        self.kube.create_namespace(self.namespace)
+
+    def pool_id(self) -> str | None:
+        for lb in self.kube.items("loadbalancers", self.namespace):
+            for port in (lb.get("status") or {}).get("ports") or []:
+                return port.get("poolId")  # type: ignore[no-any-return]
+        return None
+
+    def octavia_members(self) -> list[str]:
+        pool = self.pool_id()
+        if not pool:
+            return []
+        return [m.address for m in self.hconn.conn.load_balancer.members(pool)]
+
+    def converged(self) -> bool:
+        self._alive()
+        vms = self.kube.items("virtualmachines", self.namespace)
+        if len(vms) != self.n or not all(lab.is_ready(v) for v in vms):
+            return False
+        lbs = self.kube.items("loadbalancers", self.namespace)
+        if not lbs or not lab.is_ready(lbs[0]):
+            return False
+        ports = (lbs[0].get("status") or {}).get("ports") or []
+        if not ports or len(ports[0].get("members") or []) != self.n:
+            return False
+        return len(self.octavia_members()) == self.n  # Octavia agrees
+
+    def converge(self) -> None:
+        self.kube.create("virtualmachinegroups", self.namespace, vmg_body(self.n))
+        self.kube.create("loadbalancers", self.namespace, lb_body())
+        wait_for(
+            "Kumo converged", self.converged, budget(self.n), interval=1 if self.n <= 100 else 3
+        )
+
+    def repair(self, index: int) -> tuple[float, float]:
+        """Delete one server out of band; seconds until its VM is Ready on a new server,
+        and until the pool holds the new server's address (and not the old one)."""
+        vms = sorted(self.kube.items("virtualmachines", self.namespace), key=_name)
+        vm = vms[index % len(vms)]
+        name, old_id = vm["metadata"]["name"], vm["status"]["id"]
+        old_addrs = {a.get("ip") for a in vm["status"].get("addresses") or []}
+        self.hconn.conn.compute.delete_server(old_id)
+        t0 = time.monotonic()
+
+        def vm_back() -> dict[str, Any] | None:
+            self._alive()
+            body = self.kube.get(
+                f"/apis/kumo.dev/v1alpha1/namespaces/{self.namespace}/virtualmachines/{name}"
+            )
+            status = (body or {}).get("status") or {}
+            if status.get("id") and status["id"] != old_id and lab.is_ready(body):
+                return body  # type: ignore[no-any-return]
+            return None
+
+        body = wait_for(f"VM {name} repaired", vm_back, 600, interval=self.poll)
+        t_vm = time.monotonic() - t0
+        new_addrs = {a.get("ip") for a in body["status"].get("addresses") or []}
+
+        def member_back() -> bool:
+            members = set(self.octavia_members())
+            return bool(new_addrs & members) and not (old_addrs - new_addrs) & members
+
+        wait_for(f"pool member of {name}", member_back, 600, interval=self.poll)
+        t_member = time.monotonic() - t0
+        wait_for("all VMs Ready again", self.converged, 600, interval=2 * self.poll)
+        return t_vm, t_member
+
+    def delete(self) -> None:
+        for plural in ("loadbalancers", "virtualmachinegroups"):
+            self.kube.delete_all(plural, self.namespace)
+
+        def gone() -> bool:
+            self._alive()
+            if any(
+                self.kube.items(p, self.namespace)
+                for p in ("loadbalancers", "virtualmachinegroups", "virtualmachines")
+            ):
+                return False
+            return not any(lab.leftovers(self.hconn.conn).values())
+
+        wait_for("Kumo's objects and cloud resources deleted", gone, budget(self.n), interval=2)
+
+    def teardown(self) -> None:
+        """Objects first (with finalizers released when no Kumo runs), then the namespace."""
+        if self.namespace not in self.kube.namespaces():
+            return
+        running = self.proc is not None and self.proc.poll() is None
+        if running:
+            try:
+                self.delete()
+            except Exception as error:
+                say(f"kumo: delete during teardown failed: {error}")
+        self.stop()
+        for plural in ("dnsrecords", "loadbalancers", "virtualmachinegroups", "virtualmachines"):
+            for obj in self.kube.items(plural, self.namespace):
+                self.kube.patch(
+                    plural,
+                    self.namespace,
+                    obj["metadata"]["name"],
+                    {"metadata": {"finalizers": None}},
+                )
+            self.kube.delete_all(plural, self.namespace)
+        self.kube.delete_namespace(self.namespace)
+
+
+def _name(body: dict[str, Any]) -> str:
+    return str(body["metadata"]["name"])

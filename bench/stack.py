@@ -1,0 +1,281 @@
+"""The real-stack benchmark: Kumo vs. a direct openstacksdk script vs. Heat on the lab.
+
+`python -m bench stack --n 20,100` runs, for each N, the three contenders one after the
+other in the `kumo-bench` project and prints one table (docs/performance.md says what
+each column means and how it is measured). `python -m bench fleet --n 1000` measures Kumo
+alone on a big fleet once converged. Both hold the lab lock (/tmp/kumo-lab.lock) for
+the whole run, pause the operator `make up` runs (one Kumo leads the cluster at a time)
+and start it again at the end, and delete every cloud resource they created, also on
+failure or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench import lab, report
+from bench.contenders import Direct, Heat, KumoRun
+from bench.lab import say, wait_for
+from bench.reqlog import LogWindow, Tally
+
+LOCK = Path("/tmp/kumo-lab.lock")
+RESULTS = lab.STATE / "bench"
+
+
+def add_arguments(parser: argparse.ArgumentParser, fleet: bool) -> None:
+    parser.add_argument(
+        "--n", default="1000" if fleet else "20,100", help="group sizes, comma-separated"
+    )
+    if not fleet:
+        parser.add_argument(
+            "--contenders", default="kumo,direct,heat", help="subset/order, comma-separated"
+        )
+    parser.add_argument("--repairs", type=int, default=10, help="out-of-band deletes timed")
+    parser.add_argument("--idle-seconds", type=float, default=60.0, help="idle window length")
+    parser.add_argument("--settle-seconds", type=float, default=10.0, help="pause before idle")
+    parser.add_argument(
+        "--drift-seconds", type=float, default=10.0, help="kumo run --drift-seconds"
+    )
+    parser.add_argument("--no-lock", action="store_true", help="the caller holds the lab lock")
+
+
+@contextlib.contextmanager
+def lab_lock(skip: bool) -> Iterator[None]:
+    if skip:
+        yield
+        return
+    with open(LOCK, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"waiting for the lab lock {LOCK} (someone else is loading the lab)")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
+def single_operator(kube: lab.Kube) -> Iterator[None]:
+    """Pause `make up`'s operator (dev/operator.sh) for the run; start it again after."""
+    was_running = lab.dev_operator("status")
+    if was_running:
+        say("stopping make up's operator (dev/operator.sh stop) for the run")
+        lab.dev_operator("stop")
+    try:
+        yield
+    finally:
+        if was_running:
+            say("starting make up's operator again (dev/operator.sh start)")
+            lab.dev_operator("start")
+
+
+def ensure_heat() -> None:
+    """Heat answers, else `lab.sh up-extra heat` installs and starts it (about 20-60 s)."""
+    script = lab.ROOT / "dev" / "openstack" / "lab.sh"
+    try:
+        conn = lab.connect()
+        list(conn.orchestration.stacks())
+        return
+    except Exception:
+        say("Heat is not running: lab.sh up-extra heat")
+    subprocess.run(["bash", str(script), "up-extra", "heat"], check=True)
+
+
+def minus(tally: Tally, before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The window's requests per service, less the harness's own requests in it."""
+    out = {}
+    for service, n in tally.requests.items():
+        n -= after.get(service, 0) - before.get(service, 0)
+        if n > 0:
+            out[service] = n
+    return out
+
+
+def add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {k: a.get(k, 0) + b.get(k, 0) for k in sorted(set(a) | set(b))}
+
+
+class Harness:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.kube = lab.Kube()
+        self.hconn = lab.CountingConnection()
+        self.project = self.hconn.conn.current_project_id
+        self.calls: dict[str, Any] = {}  # per contender: request shapes, for the JSON file
+
+    def window(self) -> tuple[LogWindow, dict[str, int]]:
+        return LogWindow(lab.LOGS), self.hconn.snapshot()
+
+    def requests(self, start: tuple[LogWindow, dict[str, int]], key: str) -> dict[str, int]:
+        tally = start[0].since(self.project)
+        now = self.hconn.snapshot()
+        harness = {k: v - start[1].get(k, 0) for k, v in now.items() if v > start[1].get(k, 0)}
+        self.calls[key] = {"logged": tally.calls, "of_which_harness": harness}
+        return minus(tally, start[1], now)
+
+    # --- direct script and Heat: converge, then delete ---
+    def run_simple(self, contender: Direct | Heat, n: int) -> report.Row:
+        row = report.Row(contender.name, n)
+        w = self.window()
+        t0 = time.monotonic()
+        try:
+            contender.converge()
+            row.converge_s = time.monotonic() - t0
+            created = self.requests(w, f"{contender.name}-{n}-converge")
+        finally:
+            w = self.window()
+            t0 = time.monotonic()
+            contender.delete()
+            row.delete_s = time.monotonic() - t0
+            deleted = self.requests(w, f"{contender.name}-{n}-delete")
+        row.requests = add(created, deleted)
+        return row
+
+    # --- Kumo ---
+    def run_kumo(self, n: int, fleet: bool = False) -> report.Row:
+        row = report.Row("kumo", n)
+        kumo = KumoRun(n, self.kube, self.hconn, self.args.drift_seconds)
+        try:
+            kumo.setup()
+            kumo.start()
+            w = self.window()
+            t0 = time.monotonic()
+            kumo.converge()
+            row.converge_s = time.monotonic() - t0
+            created = self.requests(w, f"kumo-{n}-converge")
+            say(
+                f"kumo: converged in {row.converge_s:.1f}s; settling {self.args.settle_seconds:.0f}s"
+            )
+            time.sleep(self.args.settle_seconds)
+            self.idle(kumo, row)
+            self.repairs(kumo, row)
+            if fleet:
+                kumo = self.restart(kumo, row)
+            row.peak_rss_mib, row.cpu_s = kumo.usage()
+            w = self.window()
+            t0 = time.monotonic()
+            kumo.delete()
+            row.delete_s = time.monotonic() - t0
+            row.requests = add(created, self.requests(w, f"kumo-{n}-delete"))
+            return row
+        finally:
+            kumo.teardown()
+
+    def idle(self, kumo: KumoRun, row: report.Row) -> None:
+        seconds = self.args.idle_seconds
+        say(f"kumo: idle window {seconds:.0f}s")
+        w = self.window()
+        time.sleep(seconds)
+        tally = w[0].since(self.project)
+        self.calls[f"kumo-{row.n}-idle"] = {"logged": tally.calls, "of_which_harness": {}}
+        per_min = 60.0 / seconds
+        row.idle_per_min = {
+            s: c * per_min for s, c in minus(tally, w[1], self.hconn.snapshot()).items()
+        }
+        row.idle_nova_bytes_per_min = tally.bytes.get("nova", 0) * per_min
+        response = self.hconn.conn.compute.get("/servers/detail")
+        row.full_listing_bytes = len(response.content)
+
+    def repairs(self, kumo: KumoRun, row: report.Row) -> None:
+        for i in range(self.args.repairs):
+            t_vm, t_member = kumo.repair(i * 7)
+            row.repair_vm_s.append(t_vm)
+            row.repair_member_s.append(t_member)
+            say(f"kumo: repair {i + 1}/{self.args.repairs}: VM {t_vm:.1f}s, member {t_member:.1f}s")
+
+    def restart(self, kumo: KumoRun, row: report.Row) -> KumoRun:
+        """Stop Kumo, start a new process; time until it has reconciled every object once
+        (kumo_reconciles_total ≥ objects, queue empty)."""
+        row.peak_rss_mib, row.cpu_s = kumo.usage()
+        say("kumo: restart")
+        kumo.stop()
+        objects = row.n + 2  # the VMs, the group, the LB
+        t0 = time.monotonic()
+        kumo.start()
+
+        def full_pass() -> bool:
+            m = lab.metrics(kumo.port)
+            return (
+                m.get("kumo_reconciles_total", 0) >= objects and m.get("kumo_queue_depth", 1) == 0
+            )
+
+        wait_for("first full pass after restart", full_pass, 3600, interval=0.5)
+        row.restart_full_pass_s = time.monotonic() - t0
+        say(f"kumo: first full pass {row.restart_full_pass_s:.1f}s after the restart")
+        return kumo
+
+
+def run(args: argparse.Namespace, fleet: bool) -> None:
+    sizes = [int(x) for x in str(args.n).split(",") if x.strip()]
+    contenders = ["kumo"] if fleet else [c.strip() for c in args.contenders.split(",")]
+    rows: list[report.Row] = []
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    commit = subprocess.run(
+        ["git", "-C", str(lab.ROOT), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    with lab_lock(args.no_lock):
+        if "heat" in contenders:
+            ensure_heat()
+        h = Harness(args)
+        lab.sweep(h.hconn.conn)  # a previous run's leftovers
+        # Always: octavia-api and keystone log no project, so another operator's polls
+        # would be counted as the contender's.
+        with single_operator(h.kube):
+            try:
+                for n in sizes:
+                    for name in contenders:
+                        say(f"=== N={n}: {name}")
+                        try:
+                            if name == "kumo":
+                                row = h.run_kumo(n, fleet=fleet)
+                            elif name == "direct":
+                                row = h.run_simple(Direct(n), n)
+                            elif name == "heat":
+                                row = h.run_simple(Heat(n), n)
+                            else:
+                                raise SystemExit(f"unknown contender {name}")
+                        except (Exception, KeyboardInterrupt) as error:
+                            row = report.Row(name, n, error=f"{type(error).__name__}: {error}")
+                            say(f"{name} N={n} failed: {row.error}")
+                            lab.sweep(h.hconn.conn)
+                            if isinstance(error, KeyboardInterrupt):
+                                raise
+                        rows.append(row)
+                        say(report.table([row]).splitlines()[-1])
+            finally:
+                lab.sweep(h.hconn.conn)
+    out = RESULTS / f"{'fleet' if fleet else 'stack'}-{stamp}.json"
+    out.write_text(
+        json.dumps(
+            {
+                "commit": commit,
+                "args": vars(args),
+                "rows": [asdict(r) for r in rows],
+                "request_shapes": h.calls,
+            },
+            indent=1,
+        )
+    )
+    print()
+    print(f"Kumo commit {commit}; {time.strftime('%Y-%m-%d %H:%M')}; details: {out}")
+    print(report.fleet_table(rows) if fleet else report.table(rows))
+    for r in rows:
+        if r.contender == "kumo" and r.full_listing_bytes and r.idle_nova_bytes_per_min is not None:
+            share = r.idle_nova_bytes_per_min / r.full_listing_bytes
+            print(
+                f"N={r.n}: Kumo idle Nova bytes/min = {share:.1%} of one full server listing "
+                f"({r.full_listing_bytes} B); idle req/min by service: "
+                + ", ".join(f"{s} {v:.1f}" for s, v in sorted((r.idle_per_min or {}).items()))
+            )
