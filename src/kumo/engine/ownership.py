@@ -117,7 +117,7 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
         resource = await owned.get_by_id(known)
         if resource is not None:
             if owned.owner_of(resource) != obj.uid:
-                if ref is not None and ref.get("id", known) == known:
+                if ref is not None and await _names_it(owned, ref, known):
                     return await take_over(ctx, obj, owned, resource)
                 raise NotOwned(owned.noun, known, owned.id_field)
             if ctx.audit:  # a create whose answer was lost, then retried: a second one
@@ -142,6 +142,16 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
         )
         obj.body = await ctx.kube.patch_status(obj, owned.status_of(keep))
     return keep
+
+
+async def _names_it(owned: Owned[R], ref: dict[str, str], resource_id: str) -> bool:
+    """Is the resource status names the one ``spec.import`` names? (Status alone never
+    hands Kumo a foreign resource: someone may have written it.)"""
+    if ref.get("id"):
+        return ref["id"] == resource_id
+    if owned.find_by_name is None:
+        return False
+    return any(owned.id_of(r) == resource_id for r in await owned.find_by_name(ref["name"]))
 
 
 async def _imported(owned: Owned[R], ref: dict[str, str]) -> R:

@@ -200,3 +200,17 @@ def test_drift_policy_report_does_not_recreate_a_deleted_server() -> None:
     reconcile(world)
     assert world.cloud.servers == {}
     assert condition(world, "Ready")["reason"] == "NotFound"
+
+
+def test_status_naming_another_foreign_server_is_not_taken_over_by_an_import_by_name() -> None:
+    """Status alone never hands Kumo a foreign resource, even with import set."""
+    world = World()
+    hand_made(world)
+    stranger = world.cloud.add_server("someone-elses", tags=["team-b"]).id
+    world.cloud.settle()
+    world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "import": {"name": "legacy-web"}})
+    body = world.store.get("VirtualMachine", "default", "vm")
+    body["status"] = {"id": stranger}  # written by someone else
+    reconcile(world)
+    assert condition(world, "Ready")["reason"] == "NotOwned"
+    assert world.cloud.servers[stranger]["tags"] == ["team-b"], "untouched"
