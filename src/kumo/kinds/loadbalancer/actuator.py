@@ -63,7 +63,11 @@ class LoadBalancerActuator:
                 "LoadBalancerError", f"Octavia put load balancer {lb.id} in ERROR", field="spec"
             )
         tree = await _observe_tree(ctx.cloud, lb)
-        clock = members.DrainClock(self.clock(), members.recorded_drains(obj.status))
+        clock = members.DrainClock(
+            self.clock(),
+            members.recorded_drains(obj.status),
+            _addresses(ctx.store, obj.namespace),
+        )
         drains = plan.draining(spec, wanted, tree, obj.uid, clock)
         if plan.is_pending(lb):
             message = f"load balancer is {lb.provisioning_status}"
@@ -123,6 +127,14 @@ def _check_region(cloud: Any, spec: LoadBalancerSpec) -> None:
             f"credentials ({cloud.region or 'unset'!r})",
             field="spec.region",
         )
+
+
+def _addresses(store: Store, namespace: str) -> dict[str, str | None]:
+    """Each VM's current address: a member at another address has lost its server."""
+    return {
+        vm["metadata"]["name"]: (vm.get("status") or {}).get("ip")
+        for vm in store.list("VirtualMachine", namespace)
+    }
 
 
 def _wanted_members(

@@ -3,7 +3,8 @@ be after this pass, in one batch, and graceful drain.
 
 A member whose VM leaves (deleted, scaled in, rolled over, no longer Ready) is first
 set to weight 0, kept for the port's ``drainSeconds`` so open connections finish, and
-only then left out of the batch (removed); its VM's server is deleted after that (the
+only then left out of the batch (removed) — unless its server is already gone (the VM
+was deleted, or its server replaced: a new address), then at once; its VM's server is deleted after that (the
 VirtualMachine waits until no LoadBalancer lists it). When each drain began is recorded
 in LoadBalancer status (``members[].drainingSince``), so it survives an operator
 restart. The time comes in as :class:`DrainClock`: nothing here reads a clock.
@@ -37,6 +38,10 @@ class DrainClock:
 
     now: datetime.datetime
     started: dict[str, datetime.datetime] = field(default_factory=dict)
+    addresses: dict[str, str | None] | None = None
+    """VM name → the address its server has now (None: none), for the namespace's VMs;
+    None when unknown. A member whose VM is gone, or whose VM's server was replaced (a
+    new address), has no backend left to drain: it is removed at once."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,8 @@ def pool_members(
         since = (clock.started.get(m.id) if m.weight == 0 else None) or _ceil_second(clock.now)
         leaving = Draining(m, since, since + drain)
         draining.append(leaving)
-        if not drain or (m.weight == 0 and clock.now >= leaving.until):
+        dead = clock.addresses is not None and clock.addresses.get(m.name) != m.address
+        if not drain or dead or (m.weight == 0 and clock.now >= leaving.until):
             removed.append(leaving)
             continue
         if m.weight != 0:

@@ -101,6 +101,11 @@ def members(world: World, port: int) -> list[str]:
     return [m["name"] for m in entry["members"]]
 
 
+def addresses(world: World, port: int) -> list[str]:
+    (entry,) = [p for p in status(world)["ports"] if p["port"] == port]
+    return [m["address"] for m in entry["members"]]
+
+
 def test_create_converges_to_the_full_tree() -> None:
     world = new_world()
     assert run(world) == 1.0
@@ -162,12 +167,29 @@ def test_scaling_the_group_down_removes_members() -> None:
     world = new_world(vms=3)
     converge(world)
     cloud(world).calls.clear()
-    world.store.remove("VirtualMachine", "default", "vm-1")
-    world.store.remove("VirtualMachine", "default", "vm-2")
+    for name in ("vm-1", "vm-2"):  # the group deletes them: they wait for the drain
+        stored(world, "VirtualMachine", name)["metadata"]["deletionTimestamp"] = (
+            "2026-11-22T00:00:00Z"
+        )
     converge(world)
     assert members(world, 80) == members(world, 443) == ["vm-0"]
     # Per pool: one update drains both (weight 0), one removes both once drained.
     assert cloud(world).calls == ["replace_owned_members"] * 4
+
+
+def test_a_member_whose_server_is_gone_is_removed_without_draining() -> None:
+    """Nothing is left to drain when the VM is gone or its server was replaced (a new
+    address): the old member goes in the same update that adds the new one."""
+    world = new_world(vms=3)
+    converge(world)
+    cloud(world).calls.clear()
+    world.store.remove("VirtualMachine", "default", "vm-1")  # gone altogether
+    stored(world, "VirtualMachine", "vm-2")["status"]["ip"] = "10.0.0.99"  # a new server
+    converge(world)
+    assert sorted(members(world, 80)) == ["vm-0", "vm-2"]
+    assert "10.0.0.99" in addresses(world, 80)
+    assert cloud(world).calls == ["replace_owned_members"] * 2, "one update per pool"
+    assert "Draining" not in world.events.reasons()
 
 
 def test_deleting_and_unready_vms_are_not_members() -> None:
