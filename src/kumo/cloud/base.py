@@ -1,7 +1,9 @@
 """CloudBase: how every cloud call is made, and name resolution.
 
-Blocking SDK calls run in threads, bounded per cloud by a semaphore and a token
-bucket, so the event loop never blocks and one cloud is never flooded. ``_call``
+Blocking SDK calls run in threads — each cloud its own pool, as large as its
+concurrency (asyncio's shared default pool has only cpu + 4 threads: 6 on two cores,
+which capped every cloud together) — bounded by a semaphore and a token bucket, so
+the event loop never blocks and one cloud is never flooded. ``_call``
 classifies failures into transient/terminal ReconcileErrors; ``_get`` turns 404
 into ``None``. The per-service calls live in compute.py, octavia.py, designate.py.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
 import openstack.connection
@@ -30,7 +33,7 @@ class CloudBase:
         self,
         conn: openstack.connection.Connection,
         *,
-        concurrency: int = 8,
+        concurrency: int = 16,
         rate: float = 20.0,
         watch_seconds: float = 10.0,
         relist_seconds: float = 600.0,
@@ -38,6 +41,7 @@ class CloudBase:
         self.conn = conn
         self.region = conn.config.get_region_name()
         self._slots = asyncio.Semaphore(concurrency)
+        self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="kumo-cloud")
         self._bucket = TokenBucket(rate, burst=max(concurrency, int(rate)))
         self._names = NameCache()
         #: The cloud-side cache; reads use it once the controller has synced it.
@@ -47,6 +51,7 @@ class CloudBase:
         """Release the connection's sessions (the credentials were replaced or removed)."""
         self.watch.close()
         await asyncio.to_thread(self.conn.close)
+        self._threads.shutdown(wait=False)
 
     async def _call(
         self, action: str, fn: Callable[..., T], *args: Any, field: str | None = None, **kw: Any
@@ -54,7 +59,8 @@ class CloudBase:
         await self._bucket.acquire()
         async with self._slots:
             try:
-                return await asyncio.to_thread(functools.partial(fn, *args, **kw))
+                call = functools.partial(fn, *args, **kw)
+                return await asyncio.get_running_loop().run_in_executor(self._threads, call)
             except Exception as error:
                 raise classify(error, action, field) from error
 
