@@ -92,9 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="full listing of every watched resource type this often (the safety net "
         "for changes the incremental listings cannot show)",
     )
-    run.add_argument("--workers", type=int, default=16, help="objects reconciled concurrently")
+    run.add_argument("--workers", type=int, default=8, help="objects reconciled concurrently")
     run.add_argument(
-        "--cloud-concurrency", type=int, default=16, help="concurrent API calls per cloud"
+        "--cloud-concurrency", type=int, default=8, help="concurrent API calls per cloud"
     )
     run.add_argument(
         "--cloud-rate", type=float, default=20.0, help="API calls per second per cloud"

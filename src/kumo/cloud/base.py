@@ -33,7 +33,7 @@ class CloudBase:
         self,
         conn: openstack.connection.Connection,
         *,
-        concurrency: int = 16,
+        concurrency: int = 8,
         rate: float = 20.0,
         watch_seconds: float = 10.0,
         relist_seconds: float = 600.0,
