@@ -19,7 +19,8 @@ from typing import Any, TypeVar, cast
 import openstack.connection
 from openstack import exceptions as os_exc
 
-from kumo.cloud.errors import classify, missing_ids
+from kumo.cloud.cache import ResourceCache
+from kumo.cloud.errors import classify, missing_ids, refused
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
 from kumo.cloud.watch import CloudWatch, Lister
@@ -78,15 +79,29 @@ class CloudBase:
         fn: Callable[..., T],
         *args: Any,
         resolved: list[str | None],
+        in_doubt: tuple[ResourceCache[Any], str],
         field: str | None = None,
         **kw: Any,
     ) -> T:
-        """``_call`` for a create given IDs from the name cache: when the cloud says one
-        of them is gone (an image rotated, a zone re-created), forget it and retry soon
-        with a fresh lookup instead of failing until the cache entry expires."""
+        """``_call`` for a create.
+
+        Unless the cloud clearly refused it (a 4xx), a create that failed may still have
+        happened — the answer lost to a reset or a proxy's 5xx, or the call cancelled
+        while its thread went on — so its scope in the cache (``in_doubt``: the cache and
+        the owner or parent the next adopt-before-create lists) is put in doubt, and that
+        reader asks the API instead of the cache.
+
+        Given IDs from the name cache: when the cloud says one of them is gone (an image
+        rotated, a zone re-created), forget it and retry soon with a fresh lookup instead
+        of failing until the cache entry expires."""
         try:
             return await self._call(action, fn, *args, field=field, **kw)
-        except ReconcileError as error:
+        except BaseException as error:
+            if not refused(error):
+                cache, scope = in_doubt
+                cache.doubt(scope)
+            if not isinstance(error, ReconcileError):
+                raise
             ids = [i for i in resolved if i]
             gone = self._names.forget_ids(missing_ids(error.__cause__, ids))
             if not gone:
