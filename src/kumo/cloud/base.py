@@ -1,7 +1,9 @@
 """CloudBase: how every cloud call is made, and name resolution.
 
-Blocking SDK calls run in threads, bounded per cloud by a semaphore and a token
-bucket, so the event loop never blocks and one cloud is never flooded. ``_call``
+Blocking SDK calls run in threads — each cloud its own pool, as large as its
+concurrency (asyncio's shared default pool has only cpu + 4 threads: 6 on two cores,
+which capped every cloud together) — bounded by a semaphore and a token bucket, so
+the event loop never blocks and one cloud is never flooded. ``_call``
 classifies failures into transient/terminal ReconcileErrors; ``_get`` turns 404
 into ``None``. The per-service calls live in compute.py, octavia.py, designate.py.
 """
@@ -11,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
 import openstack.connection
 from openstack import exceptions as os_exc
 
-from kumo.cloud.errors import classify, missing_ids
+from kumo.cloud.cache import ResourceCache
+from kumo.cloud.errors import classify, missing_ids, refused
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
 from kumo.cloud.watch import CloudWatch, Lister
@@ -38,6 +42,7 @@ class CloudBase:
         self.conn = conn
         self.region = conn.config.get_region_name()
         self._slots = asyncio.Semaphore(concurrency)
+        self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="kumo-cloud")
         self._bucket = TokenBucket(rate, burst=max(concurrency, int(rate)))
         self._names = NameCache()
         #: The cloud-side cache; reads use it once the controller has synced it.
@@ -47,6 +52,7 @@ class CloudBase:
         """Release the connection's sessions (the credentials were replaced or removed)."""
         self.watch.close()
         await asyncio.to_thread(self.conn.close)
+        self._threads.shutdown(wait=False)
 
     async def _call(
         self, action: str, fn: Callable[..., T], *args: Any, field: str | None = None, **kw: Any
@@ -54,7 +60,8 @@ class CloudBase:
         await self._bucket.acquire()
         async with self._slots:
             try:
-                return await asyncio.to_thread(functools.partial(fn, *args, **kw))
+                call = functools.partial(fn, *args, **kw)
+                return await asyncio.get_running_loop().run_in_executor(self._threads, call)
             except Exception as error:
                 raise classify(error, action, field) from error
 
@@ -72,15 +79,29 @@ class CloudBase:
         fn: Callable[..., T],
         *args: Any,
         resolved: list[str | None],
+        in_doubt: tuple[ResourceCache[Any], str],
         field: str | None = None,
         **kw: Any,
     ) -> T:
-        """``_call`` for a create given IDs from the name cache: when the cloud says one
-        of them is gone (an image rotated, a zone re-created), forget it and retry soon
-        with a fresh lookup instead of failing until the cache entry expires."""
+        """``_call`` for a create.
+
+        Unless the cloud clearly refused it (a 4xx), a create that failed may still have
+        happened — the answer lost to a reset or a proxy's 5xx, or the call cancelled
+        while its thread went on — so its scope in the cache (``in_doubt``: the cache and
+        the owner or parent the next adopt-before-create lists) is put in doubt, and that
+        reader asks the API instead of the cache.
+
+        Given IDs from the name cache: when the cloud says one of them is gone (an image
+        rotated, a zone re-created), forget it and retry soon with a fresh lookup instead
+        of failing until the cache entry expires."""
         try:
             return await self._call(action, fn, *args, field=field, **kw)
-        except ReconcileError as error:
+        except BaseException as error:
+            if not refused(error):
+                cache, scope = in_doubt
+                cache.doubt(scope)
+            if not isinstance(error, ReconcileError):
+                raise
             ids = [i for i in resolved if i]
             gone = self._names.forget_ids(missing_ids(error.__cause__, ids))
             if not gone:

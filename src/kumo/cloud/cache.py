@@ -10,7 +10,11 @@ answered from here instead of a GET per object; a cache may answer three ways:
   without Kumo's marker) — the caller falls back to one GET.
 
 Absence alone never counts as gone: a server Kumo created a moment ago is not in a
-listing that started before the create. Every write bumps a sequence number; a listing
+listing that started before the create. Nor does absence prove a create did not happen:
+when a create's answer is lost (a reset, a 5xx after the cloud carried it out) its scope
+(the owner, the parent) is *in doubt* and readers of that scope ask the API until they
+have listed it themselves (``doubt`` → ``in_doubt`` → ``relisted``), so adopt-before-create
+finds what the lost answer created instead of creating it twice. Every write bumps a sequence number; a listing
 remembers the number it started at and never overrides or deletes what was written
 after it began (``begin`` → ``replace``/``apply``).
 
@@ -63,6 +67,7 @@ class ResourceCache(Generic[R]):
         self._gone: OrderedDict[str, int] = OrderedDict()
         self._written: dict[str, int] = {}
         self._seq = 0
+        self._doubts: dict[str, int] = {}
         self.synced = False
 
     # -- reads ---------------------------------------------------------------------------
@@ -112,6 +117,26 @@ class ResourceCache(Generic[R]):
         self._items.pop(resource_id, None)
         self._written[resource_id] = self._seq
         self._tombstone(resource_id)
+
+    # -- writes whose answer was lost ------------------------------------------------------
+
+    def doubt(self, scope: str) -> None:
+        """A create under ``scope`` may or may not have happened: the cache cannot tell
+        what the scope holds until a listing of it that began after now."""
+        self._seq += 1
+        self._doubts[scope] = self._seq
+
+    def in_doubt(self, scope: str) -> bool:
+        return scope in self._doubts
+
+    def relisted(self, token: int, scope: str, listed: Iterable[R]) -> list[Change[R]]:
+        """The caller listed ``scope`` from the API (``token`` from ``begin``): what it
+        found is current, and the doubt is settled when that listing began after it.
+        Absence is left to the watch's own listings."""
+        changes = self._merge(token, listed)
+        if self._doubts.get(scope, token + 1) <= token:
+            del self._doubts[scope]
+        return changes
 
     # -- listings ------------------------------------------------------------------------
 

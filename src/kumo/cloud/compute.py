@@ -35,13 +35,16 @@ class ComputeCalls(CloudBase):
 
     async def list_owned_servers(self, uid: str) -> list[model.Server]:
         """Servers carrying the ownership marker of ``uid`` and not on their way out."""
-        if self.watch.servers.synced:
-            found = self.watch.servers.owned_by(uid)
+        cache = self.watch.servers
+        if cache.synced and not cache.in_doubt(uid):
+            found = cache.owned_by(uid)
         else:
+            token = cache.begin()
             listed = await self._call(
                 "list servers", lambda: list(self.conn.compute.servers(tags=model.owner_tag(uid)))
             )
             found = [_server(s) for s in listed]
+            cache.relisted(token, uid, found)
         return [s for s in found if s.status not in ("DELETED", "DELETING")]
 
     async def find_servers_by_name(self, name: str) -> list[model.Server]:
@@ -130,6 +133,7 @@ class ComputeCalls(CloudBase):
             "create server",
             self.conn.compute.create_server,
             resolved=[image_id, flavor_id, *network_ids],
+            in_doubt=(self.watch.servers, model.owner_of(tags) or ""),
             **attrs,
         )
         # Nova answers a create with little more than the ID: cache what was asked for.
@@ -207,8 +211,14 @@ class ComputeCalls(CloudBase):
 
     async def list_owned_server_groups(self, uid: str) -> list[model.ServerGroup]:
         """Server groups whose name carries the ownership marker of ``uid``."""
-        marker = model.owner_tag(uid)
-        return [g for g in await self.list_server_groups() if marker in g.name.split()]
+        cache = self.watch.server_groups
+        if cache.in_doubt(uid):
+            token = cache.begin()
+            groups = await self.fetch_server_groups()
+            cache.relisted(token, uid, groups)
+        else:
+            groups = await self.list_server_groups()
+        return [g for g in groups if model.owner_of(g.name.split()) == uid]
 
     async def get_server_group(self, group_id: str) -> model.ServerGroup | None:
         hit = self.watch.server_groups.lookup(group_id)
@@ -220,9 +230,11 @@ class ComputeCalls(CloudBase):
         return _server_group(found) if found is not None else None
 
     async def create_server_group(self, name: str, policy: str) -> model.ServerGroup:
-        created = await self._call(
+        created = await self._create(
             "create server group",
             self.conn.compute.create_server_group,
+            resolved=[],
+            in_doubt=(self.watch.server_groups, model.owner_of(name.split()) or ""),
             name=name,
             policy=policy,
             field="spec.haPolicy",

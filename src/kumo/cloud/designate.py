@@ -60,9 +60,13 @@ class DesignateCalls(CloudBase):
 
     async def list_zone_recordsets(self, zone_id: str) -> list[model.Recordset]:
         """Every recordset of the zone (from the watch once it has listed the zone)."""
-        if self.watch.watches_zone(zone_id):
-            return [rs for rs in self.watch.recordsets.items() if rs.zone_id == zone_id]
-        return await self.fetch_zone_recordsets(zone_id)
+        cache = self.watch.recordsets
+        if self.watch.watches_zone(zone_id) and not cache.in_doubt(zone_id):
+            return [rs for rs in cache.items() if rs.zone_id == zone_id]
+        token = cache.begin()
+        found = await self.fetch_zone_recordsets(zone_id)
+        cache.relisted(token, zone_id, found)
+        return found
 
     async def fetch_zone_recordsets(self, zone_id: str) -> list[model.Recordset]:
         try:
@@ -104,6 +108,7 @@ class DesignateCalls(CloudBase):
             self.conn.dns.create_recordset,
             zone_id,
             resolved=[zone_id],
+            in_doubt=(self.watch.recordsets, zone_id),
             name=name,
             type=type,
             records=records,

@@ -51,6 +51,14 @@ def classify(error: Exception, action: str, field: str | None = None) -> Reconci
     return TransientError("CloudUnreachable", text, field=field)
 
 
+def refused(error: BaseException) -> bool:
+    """The cloud answered a write with a 4xx: it did not carry it out. Anything else —
+    a 5xx, a reset, a timeout, a cancelled call — leaves open whether it did."""
+    cause = error.__cause__ if isinstance(error, ReconcileError) else error
+    status = getattr(cause, "status_code", None)
+    return isinstance(cause, os_exc.HttpException) and status is not None and 400 <= status < 500
+
+
 def missing_ids(error: BaseException | None, ids: Iterable[str]) -> list[str]:
     """Which of ``ids`` (passed to a create) the cloud says do not exist.
 

@@ -45,14 +45,18 @@ class OctaviaCalls(CloudBase):
         return _lb(found)
 
     async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
-        if self.watch.load_balancers.synced:
-            owned = self.watch.load_balancers.owned_by(uid)
-            return [x for x in owned if x.provisioning_status != "DELETED"]
-        found = await self._call(
-            "list load balancers",
-            lambda: list(self.conn.load_balancer.load_balancers(tags=model.owner_tag(uid))),
-        )
-        return [_lb(x) for x in found if x.provisioning_status != "DELETED"]
+        cache = self.watch.load_balancers
+        if cache.synced and not cache.in_doubt(uid):
+            owned = cache.owned_by(uid)
+        else:
+            token = cache.begin()
+            found = await self._call(
+                "list load balancers",
+                lambda: list(self.conn.load_balancer.load_balancers(tags=model.owner_tag(uid))),
+            )
+            owned = [_lb(x) for x in found]
+            cache.relisted(token, uid, owned)
+        return [x for x in owned if x.provisioning_status != "DELETED"]
 
     async def find_load_balancers_by_name(self, name: str) -> list[model.LoadBalancer]:
         """Load balancers named ``name`` (for ``spec.import.name``); not cached."""
@@ -139,6 +143,7 @@ class OctaviaCalls(CloudBase):
             "create load balancer",
             self.conn.load_balancer.create_load_balancer,
             resolved=[vip_network_id, flavor_id],
+            in_doubt=(self.watch.load_balancers, model.owner_of(tags) or ""),
             **attrs,
         )
         lb = _lb(created)
@@ -169,51 +174,70 @@ class OctaviaCalls(CloudBase):
         self.watch.lb_changing(lb_id, "PENDING_DELETE")
 
     async def list_listeners(self, lb_id: str) -> list[model.Listener]:
-        if self.watch.listeners.synced:
-            return [x for x in self.watch.listeners.items() if x.lb_id == lb_id]
+        cache = self.watch.listeners
+        if cache.synced and not cache.in_doubt(lb_id):
+            return [x for x in cache.items() if x.lb_id == lb_id]
+        token = cache.begin()
         found = await self._call(
             "list listeners",
             lambda: list(self.conn.load_balancer.listeners(load_balancer_id=lb_id)),
         )
-        return [dataclasses.replace(_listener(x), lb_id=lb_id) for x in found]
+        listeners = [dataclasses.replace(_listener(x), lb_id=lb_id) for x in found]
+        cache.relisted(token, lb_id, listeners)
+        return listeners
 
     async def create_listener(
         self, lb_id: str, *, name: str, protocol: str, port: int, tags: list[str]
     ) -> str:
-        created = await self._call(
+        created = await self._create(
             "create listener",
             self.conn.load_balancer.create_listener,
+            resolved=[],
+            in_doubt=(self.watch.listeners, lb_id),
             name=name,
             loadbalancer_id=lb_id,
             protocol=LISTENER_PROTOCOL[protocol],
             protocol_port=port,
             tags=tags,
         )
+        self.watch.listeners.put(dataclasses.replace(_listener(created), lb_id=lb_id))
         self.watch.lb_changing(lb_id)
         return str(created.id)
 
     async def list_pools(self, lb_id: str) -> list[model.Pool]:
-        if self.watch.pools.synced:
-            return [p for p in self.watch.pools.items() if p.lb_id == lb_id]
+        cache = self.watch.pools
+        if cache.synced and not cache.in_doubt(lb_id):
+            return [p for p in cache.items() if p.lb_id == lb_id]
+        token = cache.begin()
         found = await self._call(
             "list pools", lambda: list(self.conn.load_balancer.pools(loadbalancer_id=lb_id))
         )
-        return [_pool(x) for x in found]
+        pools = [_pool(x) for x in found]
+        cache.relisted(token, lb_id, pools)
+        return pools
 
     async def create_pool(
         self, listener_id: str, *, name: str, protocol: str, tags: list[str]
     ) -> str:
-        created = await self._call(
+        lb_id = self._lb_of_listener(listener_id)
+        created = await self._create(
             "create pool",
             self.conn.load_balancer.create_pool,
+            resolved=[],
+            in_doubt=(self.watch.pools, lb_id or ""),
             name=name,
             listener_id=listener_id,
             protocol=LISTENER_PROTOCOL[protocol],
             lb_algorithm="ROUND_ROBIN",
             tags=tags,
         )
-        self.watch.lb_changing(self._lb_of_listener(listener_id))
-        return str(created.id)
+        pool = _pool(created)
+        self.watch.pools.put(dataclasses.replace(pool, lb_id=pool.lb_id or lb_id))
+        self.watch.listeners.update(
+            listener_id, lambda x: dataclasses.replace(x, default_pool_id=pool.id)
+        )
+        self.watch.lb_changing(lb_id)
+        return pool.id
 
     def _lb_of_listener(self, listener_id: str) -> str | None:
         listener = self.watch.listeners.lookup(listener_id)
@@ -296,11 +320,21 @@ class OctaviaCalls(CloudBase):
         }
         if url_path and protocol in ("http", "https"):
             attrs["url_path"] = url_path
-        created = await self._call(
-            "create health monitor", self.conn.load_balancer.create_health_monitor, **attrs
+        # The pool listing shows a pool's monitor: a lost answer puts the LB's pools in doubt.
+        created = await self._create(
+            "create health monitor",
+            self.conn.load_balancer.create_health_monitor,
+            resolved=[],
+            in_doubt=(self.watch.pools, self.watch.pool_lb(pool_id) or ""),
+            **attrs,
+        )
+        monitor = dataclasses.replace(_monitor(created), pool_id=pool_id)
+        self.watch.monitors.put(monitor)
+        self.watch.pools.update(
+            pool_id, lambda p: dataclasses.replace(p, health_monitor_id=monitor.id)
         )
         self.watch.lb_changing(self.watch.pool_lb(pool_id))
-        return str(created.id)
+        return monitor.id
 
     async def delete_health_monitor(self, hm_id: str) -> None:
         monitor = self.watch.monitors.lookup(hm_id)

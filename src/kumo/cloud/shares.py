@@ -70,9 +70,13 @@ class ManilaCalls(CloudBase):
 
     async def list_owned_shares(self, uid: str) -> list[model.Share]:
         """Shares whose metadata carries the ownership marker of ``uid``."""
-        if self.watch.shares.synced:
-            return self.watch.shares.owned_by(uid)
-        return await self._list_shares({model.SHARE_OWNER_KEY: uid})
+        cache = self.watch.shares
+        if cache.synced and not cache.in_doubt(uid):
+            return cache.owned_by(uid)
+        token = cache.begin()
+        found = await self._list_shares({model.SHARE_OWNER_KEY: uid})
+        cache.relisted(token, uid, found)
+        return found
 
     async def list_managed_shares(self) -> list[model.Share]:
         """Every share Kumo created in the project (one listing, for drift)."""
@@ -116,6 +120,7 @@ class ManilaCalls(CloudBase):
             "post",
             "/shares",
             resolved=[share_type_id],
+            in_doubt=(self.watch.shares, model.metadata_owner(metadata) or ""),
             json={"share": body},
             field="spec",
         )
@@ -191,15 +196,17 @@ class ManilaCalls(CloudBase):
             "access_level": access_level,
             "metadata": metadata,
         }
-        created = await self._call(
-            "allow access",
-            self._manila,
-            "post",
-            f"/shares/{share_id}/action",
-            json={"allow_access": body},
-            field="spec.access",
-        )
-        self._share_changing(share_id)
+        try:
+            created = await self._call(
+                "allow access",
+                self._manila,
+                "post",
+                f"/shares/{share_id}/action",
+                json={"allow_access": body},
+                field="spec.access",
+            )
+        finally:  # even an error: the rule may exist now, so the next read lists the rules
+            self._share_changing(share_id)
         return _rule(created["access"])
 
     async def delete_access_rule(self, share_id: str, rule_id: str) -> None:

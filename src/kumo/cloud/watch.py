@@ -131,17 +131,12 @@ def format_since(moment: datetime) -> str:
 
 def recordset_owner(rs: model.Recordset) -> str | None:
     """The owner UID in a recordset's description (Designate has no tags)."""
-    for word in (rs.description or "").split():
-        if word.startswith(model.OWNER_PREFIX):
-            return word[len(model.OWNER_PREFIX) :]
-    return None
+    return model.owner_of((rs.description or "").split())
 
 
 def server_group_owner(group: model.ServerGroup) -> str | None:
-    for word in group.name.split():
-        if word.startswith(model.OWNER_PREFIX):
-            return word[len(model.OWNER_PREFIX) :]
-    return None
+    """The owner UID in a server group's name (Nova server groups have no tags)."""
+    return model.owner_of(group.name.split())
 
 
 #: Seconds a server may stay DELETING / BUILD unchanged in the cache before it is read by ID.
@@ -407,10 +402,7 @@ class CloudWatch:
     async def _refresh_octavia(self, full: bool) -> list[tuple[ResourceCache[Any], Change[Any]]]:
         self.stats.count("load-balancers-probe")
         versions = await self._lister.load_balancer_versions()
-        pending = any(
-            lb.provisioning_status.startswith("PENDING_") for lb in self.load_balancers.items()
-        )
-        if not full and not pending and versions == self._lb_versions:
+        if not full and not self._transitional("octavia") and versions == self._lb_versions:
             return []
         caches: list[ResourceCache[Any]] = [
             self.load_balancers,

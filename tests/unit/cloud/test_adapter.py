@@ -395,3 +395,39 @@ def test_list_members_reports_the_weight(cloud: OpenStackCloud, requests_mock: r
     )
     (member,) = run(cloud.list_members(POOL_ID))
     assert (member.name, member.address, member.port, member.weight) == ("a", "10.0.0.10", 80, 0)
+
+
+# -- a create whose answer is lost --------------------------------------------------
+
+
+def _one_owned_server() -> dict[str, Any]:
+    listing = recorded("nova_servers_detail_tags_kumo.json")
+    return {"servers": listing["servers"][:1]}  # web-1, owned by uid-web-1
+
+
+def test_a_create_whose_answer_was_lost_is_found_by_listing_the_api_not_the_cache(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    cloud.watch.servers.replace(cloud.watch.servers.begin(), [])  # synced: Kumo owns nothing
+    requests_mock.post(f"{NOVA}/servers", exc=requests.exceptions.ConnectionError)
+    assert fails(create_server(cloud)).reason == "CloudUnreachable"
+    # Nova may have carried it out: the next adopt-before-create asks Nova by tag...
+    listing = requests_mock.get(f"{NOVA}/servers/detail", json=_one_owned_server())
+    assert [s.id for s in run(cloud.list_owned_servers("uid-web-1"))] == [SERVER_ID]
+    assert listing.last_request.qs == {"tags": ["kumo-owner=uid-web-1"]}
+    # ...once: that listing settled the doubt, and what it found is in the cache now.
+    assert [s.id for s in run(cloud.list_owned_servers("uid-web-1"))] == [SERVER_ID]
+    assert listing.call_count == 1
+
+
+def test_a_create_the_cloud_refused_leaves_the_cache_trusted(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    cloud.watch.servers.replace(cloud.watch.servers.begin(), [])
+    requests_mock.post(
+        f"{NOVA}/servers", status_code=403, json=recorded("nova_quota_exceeded.json")
+    )
+    fails(create_server(cloud))
+    listing = requests_mock.get(f"{NOVA}/servers/detail", json=_one_owned_server())
+    assert run(cloud.list_owned_servers("uid-web-1")) == []
+    assert listing.call_count == 0, "a 4xx is a refusal: nothing was created"

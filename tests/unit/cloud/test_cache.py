@@ -81,3 +81,28 @@ def test_owners_and_live_counts() -> None:
     assert c.live_count("uid-a") == 1, "one on its way out is no duplicate"
     c.put(server("s4"))
     assert c.live_count("uid-a") == 2
+
+
+def test_a_scope_in_doubt_is_settled_only_by_a_listing_of_it_begun_after_the_doubt() -> None:
+    c = cache()
+    c.replace(c.begin(), [server("s1")])
+    early = c.begin()  # a listing of uid-a already on its way...
+    c.doubt("uid-a")  # ...when a create for uid-a lost its answer
+    assert c.in_doubt("uid-a") and not c.in_doubt("uid-b")
+    c.relisted(early, "uid-a", [server("s1")])
+    assert c.in_doubt("uid-a"), "that listing may have missed the create"
+    c.replace(c.begin(), [server("s1")])
+    assert c.in_doubt("uid-a"), "the watch's listings do not settle it: the reader lists"
+    token = c.begin()
+    changes = c.relisted(token, "uid-a", [server("s1"), server("lost-answer")])
+    assert not c.in_doubt("uid-a")
+    assert changes == [Change(None, server("lost-answer"))]
+    assert [s.id for s in c.owned_by("uid-a")] == ["s1", "lost-answer"]
+
+
+def test_a_reader_s_listing_removes_nothing() -> None:
+    c = cache()
+    c.replace(c.begin(), [server("s1"), server("s2")])
+    c.doubt("uid-a")
+    c.relisted(c.begin(), "uid-a", [server("s1")])
+    assert c.lookup("s2") == server("s2"), "absence is for the watch's complete listings"

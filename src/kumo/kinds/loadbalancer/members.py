@@ -39,9 +39,9 @@ class DrainClock:
     now: datetime.datetime
     started: dict[str, datetime.datetime] = field(default_factory=dict)
     addresses: dict[str, str | None] | None = None
-    """VM name → the address its server has now (None: none), for the namespace's VMs;
-    None when unknown. A member whose VM is gone, or whose VM's server was replaced (a
-    new address), has no backend left to drain: it is removed at once."""
+    """VM name → the address its server has now (None: none known), for the namespace's
+    VMs; None when unknown. A member whose VM is gone, or whose VM has a server at a new
+    address, has no backend left to drain: it is removed at once."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def pool_members(
         since = (clock.started.get(m.id) if m.weight == 0 else None) or _ceil_second(clock.now)
         leaving = Draining(m, since, since + drain)
         draining.append(leaving)
-        dead = clock.addresses is not None and clock.addresses.get(m.name) != m.address
+        dead = clock.addresses is not None and _server_gone(clock.addresses, m)
         if not drain or dead or (m.weight == 0 and clock.now >= leaving.until):
             removed.append(leaving)
             continue
@@ -119,6 +119,16 @@ def pool_members(
         added=[b for b in batch if (b.address, b.port) not in held],
         changed=_shape(batch) != _shape(ours),
     )
+
+
+def _server_gone(addresses: dict[str, str | None], m: Member) -> bool:
+    """The member's VM is gone, or has a server at another address now. A VM without an
+    address (being deleted: its status is cut down; or a new server still building) is
+    not proof: its member drains."""
+    if m.name not in addresses:
+        return True
+    now = addresses[m.name]
+    return now is not None and now != m.address
 
 
 def _shape(members: list[Member] | list[MemberSpec]) -> set[tuple[Any, ...]]:

@@ -177,6 +177,19 @@ def test_scaling_the_group_down_removes_members() -> None:
     assert cloud(world).calls == ["replace_owned_members"] * 4
 
 
+def test_a_vm_being_deleted_drains_even_when_its_status_lost_the_address() -> None:
+    """A VM's finalizer writes a cut-down status (no ip): that is no sign its server is
+    gone — it is still serving until drained."""
+    world = new_world(vms=2)
+    converge(world)
+    vm = stored(world, "VirtualMachine", "vm-1")
+    vm["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    vm["status"].pop("ip")
+    world.run(LoadBalancerActuator(), "web")
+    assert "Draining" in world.events.reasons()
+    assert "vm-1" in members(world, 80), "kept at weight 0 while it drains"
+
+
 def test_a_member_whose_server_is_gone_is_removed_without_draining() -> None:
     """Nothing is left to drain when the VM is gone or its server was replaced (a new
     address): the old member goes in the same update that adds the new one."""
