@@ -265,3 +265,176 @@ def test_plan_predicts_create_and_scale_out(
     )
     after = {m["metadata"]["name"] for m in members_of(namespace, "web")}
     assert before < after and len(after - before) == 1, "the one new member the plan showed"
+
+
+def _ready_members(namespace: str, group: str) -> list[dict[str, Any]]:
+    return [m for m in members_of(namespace, group) if condition(m).get("status") == "True"]
+
+
+def _group(name: str, replicas: int, template: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "VirtualMachineGroup",
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas, "haPolicy": "none", "template": template},
+    }
+
+
+def test_plan_predicts_the_rollout_and_the_scale_in_victim(
+    namespace: str, kumo_operator: KumoOperator, demo_conn: Any, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "roll.yaml"
+    manifest.write_text(yaml.safe_dump(_group("roll", 2, VM_SPEC)))
+    apply(namespace, manifest)
+    wait_until("2 members Ready", lambda: len(_ready_members(namespace, "roll")) == 2, 240)
+    wait_ready("vmg", "roll", namespace)
+
+    # A template change: one surge member (maxSurge 1, maxUnavailable 0) and nothing deleted.
+    changed = {**VM_SPEC, "description": "rolled"}
+    manifest.write_text(yaml.safe_dump(_group("roll", 2, changed)))
+    code, report = kumo_plan(kumo_operator, namespace, manifest)
+    actions = [
+        (a["verb"], a["noun"]) for a in plan_of(report, "VirtualMachineGroup", "roll")["actions"]
+    ]
+    assert code == 2 and actions == [("create", "VirtualMachine")], report
+    old = {m["metadata"]["name"] for m in members_of(namespace, "roll")}
+    apply(namespace, manifest)
+    wait_until(
+        "the rollout done: 2 Ready members, none of the old ones",
+        lambda: (
+            len(ready := _ready_members(namespace, "roll")) == 2
+            and not {m["metadata"]["name"] for m in ready} & old
+            and len(members_of(namespace, "roll")) == 2
+        ),
+        420,
+    )
+    wait_ready("vmg", "roll", namespace)
+    for vm in members_of(namespace, "roll"):
+        server = demo_conn.compute.get_server(vm["status"]["id"])
+        assert server.description == "rolled"
+
+    # Scale-in: the plan names the member it deletes; the controller deletes that one.
+    manifest.write_text(yaml.safe_dump(_group("roll", 1, changed)))
+    code, report = kumo_plan(kumo_operator, namespace, manifest)
+    roll = plan_of(report, "VirtualMachineGroup", "roll")
+    deletes = [a["target"] for a in roll["actions"] if a["verb"] == "delete"]
+    assert code == 2 and len(deletes) == 1 and len(roll["actions"]) == 1, report
+    apply(namespace, manifest)
+    wait_until("one member left", lambda: len(members_of(namespace, "roll")) == 1, 240)
+    left = {m["metadata"]["name"] for m in members_of(namespace, "roll")}
+    assert len(left) == 1 and deletes[0] not in left, (deletes, left)
+
+
+def _hand_made_lb(conn: Any, name: str) -> tuple[Any, Any, Any]:
+    """A load balancer with an HTTP listener on 80 and its pool, made without Kumo."""
+    lbs = conn.load_balancer
+    network = conn.network.find_network("kumo-demo-net")
+    lb = lbs.create_load_balancer(name=name, vip_network_id=network.id)
+
+    def active() -> bool:
+        return lbs.get_load_balancer(lb.id).provisioning_status == "ACTIVE"
+
+    def when_active(call: Any) -> Any:
+        wait_until(f"load balancer {name} ACTIVE", active, 180, tolerate=())
+        return call()
+
+    listener = when_active(
+        lambda: lbs.create_listener(loadbalancer_id=lb.id, protocol="HTTP", protocol_port=80)
+    )
+    pool = when_active(
+        lambda: lbs.create_pool(
+            listener_id=listener.id, protocol="HTTP", lb_algorithm="ROUND_ROBIN"
+        )
+    )
+    when_active(lambda: None)
+    return lb, listener, pool
+
+
+def test_a_hand_made_load_balancer_with_listener_and_pool_is_imported(
+    namespace: str, kumo_operator: KumoOperator, demo_conn: Any, tmp_path: Path
+) -> None:
+    apply(namespace, _group("imp-web", 1, VM_SPEC))
+    wait_until("1 member Ready", lambda: len(_ready_members(namespace, "imp-web")) == 1, 240)
+    address = _ready_members(namespace, "imp-web")[0]["status"]["ip"]
+    name = f"legacy-lb-{namespace}"
+    lb, listener, pool = _hand_made_lb(demo_conn, name)
+    try:
+        spec = {
+            "import": {"name": name},
+            "vipNetwork": "kumo-demo-net",
+            "ports": [
+                {
+                    "port": 80,
+                    "protocol": "http",
+                    "realServers": {
+                        "protocol": "http",
+                        "port": 80,
+                        "virtualMachineGroupRef": "imp-web",
+                        "drainSeconds": 0,
+                    },
+                }
+            ],
+        }
+        manifest = tmp_path / "lb.yaml"
+        body = {
+            "apiVersion": "kumo.dev/v1alpha1",
+            "kind": "LoadBalancer",
+            "metadata": {"name": "imported"},
+            "spec": spec,
+        }
+        manifest.write_text(yaml.safe_dump(body))
+
+        # The plan: take the load balancer over (its tags), no new load balancer,
+        # listener or pool — those on port 80 are used as they are.
+        code, report = kumo_plan(kumo_operator, namespace, manifest)
+        planned = plan_of(report, "LoadBalancer", "imported")
+        nouns = [(a["verb"], a["noun"], a.get("target")) for a in planned["actions"]]
+        assert code == 2, report
+        assert ("update", "load balancer", lb.id) in nouns, nouns
+        assert not [n for n in nouns if n[0] == "create"], nouns
+
+        apply(namespace, manifest)
+        ready = wait_ready("lb", "imported", namespace, timeout=240)
+        assert ready["status"]["id"] == lb.id
+        port = ready["status"]["ports"][0]
+        assert (port["listenerId"], port["poolId"]) == (listener.id, pool.id)
+        taken = demo_conn.load_balancer.get_load_balancer(lb.id)
+        assert f"kumo-owner={ready['metadata']['uid']}" in taken.tags
+        assert [x.id for x in demo_conn.load_balancer.listeners(loadbalancer_id=lb.id)] == [
+            listener.id
+        ], "no second listener"
+        assert [p.id for p in demo_conn.load_balancer.pools(loadbalancer_id=lb.id)] == [pool.id]
+        wait_until(
+            "the group's member in the imported pool",
+            lambda: {m.address for m in demo_conn.load_balancer.members(pool.id)} == {address},
+            120,
+        )
+
+        # An immutable change: the plan says it is not applied and why; so does the controller.
+        spec["zone"] = "az-elsewhere"
+        manifest.write_text(yaml.safe_dump(body))
+        code, report = kumo_plan(kumo_operator, namespace, manifest)
+        planned = plan_of(report, "LoadBalancer", "imported")
+        text = json.dumps(planned)
+        assert "ImmutableFieldChanged" in text and "spec.zone" in text, planned
+        assert not [a for a in planned["actions"] if a["verb"] in ("create", "delete")], planned
+        apply(namespace, manifest)
+        wait_until(
+            "unappliedChanges reported",
+            lambda: (
+                "spec.zone"
+                in ((get_obj("lb", "imported", namespace) or {}).get("status") or {}).get(
+                    "unappliedChanges", []
+                )
+            ),
+            120,
+        )
+        assert demo_conn.load_balancer.get_load_balancer(lb.id).provisioning_status != "DELETED"
+        assert get_obj("lb", "imported", namespace)["status"]["id"] == lb.id, "not replaced"
+    finally:
+        kubectl("delete", "lb", "imported", "-n", namespace, "--wait=false", check=False)
+        wait_gone("lb", "imported", namespace, timeout=240)
+        with contextlib.suppress(os_exc.NotFoundException):
+            status = demo_conn.load_balancer.get_load_balancer(lb.id).provisioning_status
+            if status not in ("DELETED", "PENDING_DELETE"):
+                demo_conn.load_balancer.delete_load_balancer(lb.id, cascade=True)
