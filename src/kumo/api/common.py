@@ -7,7 +7,8 @@ objects with them, so the two can never disagree.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -37,6 +38,17 @@ class KumoModel(BaseModel):
 def exactly_one_of(*fields: str) -> JsonDict:
     """Schema fragment requiring exactly one of ``fields`` (enforced at admission)."""
     return {"oneOf": [{"required": [f]} for f in fields]}
+
+
+def set_of_atomic(schema: JsonDict) -> None:
+    """Schema hook for a list of objects whose items must be distinct: the API server
+    refuses a repeated item at admission (``Duplicate value``, with its index), which
+    Kubernetes 1.20 does for ``x-kubernetes-list-type: set`` (its items must then be
+    atomic); ``uniqueItems`` is not allowed in a CRD."""
+    schema["x-kubernetes-list-type"] = "set"
+    items = schema.get("items")
+    if isinstance(items, dict):
+        items["x-kubernetes-map-type"] = "atomic"
 
 
 DeletionPolicy = Literal["Delete", "Orphan"]
@@ -74,6 +86,20 @@ class ImportRef(KumoModel):
     """The resource's cloud ID."""
     name: str | None = Field(default=None, min_length=1)
     """The resource's name (exactly one resource must have it)."""
+
+    @property
+    def key(self) -> str:
+        return import_key({"id": self.id, "name": self.name}) or ""
+
+
+def import_key(ref: Mapping[str, Any]) -> str | None:
+    """``id=<id>`` or ``name=<name>``: how Kumo compares and prints an import reference
+    (as a spec holds it, or an ImportRef's fields); None when it names nothing."""
+    if ref.get("id"):
+        return f"id={ref['id']}"
+    if ref.get("name"):
+        return f"name={ref['name']}"
+    return None
 
 
 class ImportableSpec(KumoModel):

@@ -80,7 +80,8 @@ class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec, ImportableSpec):
 
     server_group: str | None = None
     """Nova server group ID to schedule into (a VirtualMachineGroup sets it for its
-    members). Changing it replaces the server."""
+    members). Changing it replaces the server. Not checked on import: Nova cannot add an
+    existing server to a group, so an imported server stays outside it."""
 
 
 class Address(KumoModel):
@@ -104,7 +105,8 @@ class VirtualMachineStatus(ManagedStatus):
     host_id: str | None = None
     """Nova's opaque host ID: two servers with the same value share a hypervisor."""
     server_group_id: str | None = None
-    """Server group the server was scheduled in (set by a VirtualMachineGroup)."""
+    """Server group the server was scheduled in (set by a VirtualMachineGroup). Empty for
+    an imported server: Nova adds a server to a group only when it boots it."""
     spec_hash: str | None = None
     """Hash of the fields whose change replaces the server, as built."""
     error_replacements: int | None = None

@@ -16,6 +16,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kumo.api.common import import_key
 from kumo.engine.objects import Body, KubeApi, Obj
 
 if TYPE_CHECKING:
@@ -83,7 +84,12 @@ class RecordingKube:
         name = body["metadata"].get("name") or f"{body['metadata'].get('generateName', '')}…"
         spec = body.get("spec") or {}
         changes = tuple(Change(f"spec.{k}", None, v) for k, v in sorted(spec.items()))
-        self.actions.append(Action("create", info.kind, name, changes))
+        ref = spec.get("import")
+        key = import_key(ref) if isinstance(ref, dict) else None
+        # A new object that takes an existing resource over (a group's member importing
+        # a server) is no new resource in the cloud: say so on the line.
+        note = f"imports {key}" if key else ""
+        self.actions.append(Action("create", info.kind, name, changes, note))
         created = copy.deepcopy(body)
         created["metadata"].setdefault("name", name)
         return created

@@ -212,7 +212,7 @@ def _value(value: Any) -> str:
         return "(absent)"
     if isinstance(value, list):
         return "[" + ", ".join(map(str, value)) + "]"
-    return json.dumps(value) if isinstance(value, str) else str(value)
+    return json.dumps(value, sort_keys=True) if isinstance(value, str | dict) else str(value)
 
 
 def render_text(plans: list[ObjectPlan]) -> str:

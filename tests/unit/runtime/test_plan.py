@@ -7,7 +7,7 @@ import copy
 import json
 from pathlib import Path
 
-from kumo.api.kinds import VIRTUAL_MACHINE
+from kumo.api.kinds import VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP, KindInfo
 from kumo.cloud.dryrun import DryRunCloud
 from kumo.engine.dryrun import Action, Change, MutedEvents
 from kumo.engine.objects import Context, Obj
@@ -20,8 +20,10 @@ from tests.unit.fakes import World, make_body
 SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb", "description": "web"}
 
 
-def plan_of(world: World, name: str, new: bool = False) -> plan.ObjectPlan:
-    obj = world.obj(VIRTUAL_MACHINE, name)
+def plan_of(
+    world: World, name: str, new: bool = False, info: KindInfo = VIRTUAL_MACHINE
+) -> plan.ObjectPlan:
+    obj = world.obj(info, name)
     ctx = Context(cloud=world.cloud, kube=world.kube, store=world.store, events=MutedEvents())
     return asyncio.run(plan.plan_object(Engine(dry_run=DryRunCloud), ctx, obj, new))
 
@@ -95,3 +97,24 @@ def test_manifests_are_laid_over_the_cluster_objects(tmp_path: Path) -> None:
     assert body["metadata"]["generation"] == 2, "a changed spec is a new generation"
     assert body["spec"]["description"] == "v2"
     Obj(VIRTUAL_MACHINE, body)  # a body the engine can take
+
+
+def test_a_group_with_import_plans_members_that_import_and_remembers_nothing() -> None:
+    world = World()
+    template = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
+    refs = [{"name": "legacy-a"}, {"id": "srv-b"}]
+    spec = {"replicas": 3, "template": template, "import": {"members": refs}}
+    world.add(VIRTUAL_MACHINE_GROUP, "g", spec, uid=plan.NEW_UID)
+    found = plan_of(world, "g", new=True, info=VIRTUAL_MACHINE_GROUP)
+    members = [a for a in found.actions if a.noun == "VirtualMachine"]
+    assert [a.line() for a in members] == [
+        "create VirtualMachine g-… (imports name=legacy-a)",
+        "create VirtualMachine g-… (imports id=srv-b)",
+        "create VirtualMachine g-…",
+    ]
+    assert Change("spec.import", None, {"name": "legacy-a"}) in members[0].changes
+    text = plan.render_text([found])
+    assert "  + create VirtualMachine g-… (imports name=legacy-a)\n" in text
+    assert '      spec.import: {"name": "legacy-a"}\n' in text
+    assert world.store.list("VirtualMachine") == []
+    assert plan.ACTUATORS["VirtualMachineGroup"]._expected == {}, "a dry pass expects nothing"

@@ -312,7 +312,8 @@ def _status(obj: Obj, server: Server, spec: VirtualMachineSpec, hash_: str) -> d
         "ip": plan.primary_ip(server),
         "addresses": plan.addresses(server),
         "hostId": server.host_id or None,
-        "serverGroupId": spec.server_group,
+        # Nova puts a server in a group only when it boots it: an imported one is in none.
+        "serverGroupId": None if spec.import_ is not None else spec.server_group,
         "specHash": hash_,
     }
     if server.status != "ACTIVE":  # the replacement count lasts until a server works
