@@ -17,7 +17,9 @@ recordset, a Nova server group) is found the same way, so the rules cannot drift
    checked against what cannot change (``ImportMismatch`` naming the field — never
    fixed by replacing it), marked, and its ID recorded. Under ``managementPolicy:
    Observe`` it is only read: not marked, and the check's findings become drift;
-4. else created, and its ID recorded in status at once, before anything else can fail.
+4. else created, and its ID recorded in status at once, before anything else can fail
+   — also when status names an imported resource that is gone since: from its import
+   on it is managed like Kumo's own.
 
 A resource named by status that lacks the marker is taken over only when it is the
 one ``import`` names (Observe imported it, then the user switched to Manage).
@@ -126,9 +128,23 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
             return resource
     candidates = [r for r in await owned.list_owned() if owned.owner_of(r) == obj.uid]
     if not candidates:
-        if ref is not None:
-            return await take_over(ctx, obj, owned, await _imported(owned, ref))
-        return None
+        if ref is None:
+            return None
+        try:
+            named = await _imported(owned, ref)
+        except TerminalError as error:
+            if error.reason != "ImportNotFound" or not known or ref.get("id") not in (None, known):
+                raise
+            # Status recorded it: imported once and gone since. From its import on it was
+            # managed like Kumo's own, so it is rebuilt like Kumo's own.
+            ctx.events.emit(
+                obj,
+                "Normal",
+                f"Imported{owned.noun.title().replace(' ', '')}Gone",
+                f"the imported {owned.noun} {known} is gone: building a new one from the spec",
+            )
+            return None
+        return await take_over(ctx, obj, owned, named)
     unfit = owned.unfit or (lambda _: False)
     candidates.sort(key=lambda r: (owned.id_of(r) != known, unfit(r), owned.id_of(r)))
     keep, *duplicates = candidates

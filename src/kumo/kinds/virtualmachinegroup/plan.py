@@ -24,10 +24,8 @@ from kumo.api.common import ImportRef, ManagedSpec, import_key
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
 
 DEFAULT_POLICY = ManagedSpec.model_fields["deletion_policy"].default
-#: A member's Ready reason when the server its spec.import names does not exist.
-IMPORT_NOT_FOUND = "ImportNotFound"
 #: Reasons of an import refused before the server was marked (engine/ownership.py).
-IMPORT_FAILED = frozenset({IMPORT_NOT_FOUND, "ImportAmbiguous", "ImportMismatch", "AlreadyOwned"})
+IMPORT_FAILED = frozenset({"ImportNotFound", "ImportAmbiguous", "ImportMismatch", "AlreadyOwned"})
 
 
 @dataclass(frozen=True)
@@ -82,21 +80,19 @@ def plan_members(
     """Decide creations and deletions for one pass (``members`` exclude those being
     deleted, ``going``). New members import free refs first."""
     imported = imported or {}
-    # A member whose imported server is gone cannot import it again: replace it.
-    lost = [m for m in members if m.import_key in imported and m.reason == IMPORT_NOT_FOUND]
-    kept = [m for m in members if m not in lost]
-    count, delete, placed = _plan_templates(spec, current_hash, kept)
-    leaving = [*going, *(m for m in kept if m.name in delete)]
+    # (A member whose imported server is gone since rebuilds it itself: engine/ownership.py.)
+    count, delete, placed = _plan_templates(spec, current_hash, members)
+    leaving = [*going, *(m for m in members if m.name in delete)]
     # A ref stays with its member until that member goes — and while it goes, unless
     # its import failed: then it marked nothing its deletion could take along, and the
     # member replacing it (say, built from a template that fixes a mismatch) may have it.
-    held = [m for m in [*kept, *going] if m not in leaving or m.reason not in IMPORT_FAILED]
+    held = [m for m in [*members, *going] if m not in leaving or m.reason not in IMPORT_FAILED]
     taken = {*imported, *(m.import_key for m in held if m.import_key)}
     refs = free_refs(spec, taken)[:count]
     zones = _zones_for(spec.availability_zones, placed, count - len(refs))
     # An imported server is where it is: its member gets no zone (nor counts towards one).
     creates = [NewMember(import_=ref) for ref in refs] + [NewMember(zone) for zone in zones]
-    return MemberPlan(creates, [m.name for m in lost] + delete)
+    return MemberPlan(creates, delete)
 
 
 def _plan_templates(

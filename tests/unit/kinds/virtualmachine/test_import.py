@@ -214,3 +214,30 @@ def test_status_naming_another_foreign_server_is_not_taken_over_by_an_import_by_
     reconcile(world)
     assert condition(world, "Ready")["reason"] == "NotOwned"
     assert world.cloud.servers[stranger]["tags"] == ["team-b"], "untouched"
+
+
+def test_an_imported_server_deleted_later_is_rebuilt_like_kumo_s_own() -> None:
+    """Once imported, the server is managed like one Kumo created: deleted out of band,
+    it is replaced from the spec instead of the object stalling on ImportNotFound."""
+    world = World()
+    sid = hand_made(world)
+    world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "import": {"name": "legacy-web"}})
+    reconcile(world)
+    assert status(world)["id"] == sid
+    asyncio.run(world.cloud.delete_server(sid))
+    world.cloud.settle()
+    reconcile(world)
+    (new,) = world.cloud.servers
+    assert new != sid and status(world)["id"] == new
+    assert set(marker_tags("uid-vm")) <= set(world.cloud.servers[new]["tags"])
+    assert "ImportedServerGone" in world.events.reasons()
+
+
+def test_an_import_that_never_happened_is_still_not_found() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "import": {"id": "no-such-server"}})
+    body = world.store.get("VirtualMachine", "default", "vm")
+    body["status"] = {"id": "another-server-long-gone"}
+    reconcile(world)
+    assert condition(world, "Ready")["reason"] == "ImportNotFound"
+    assert world.cloud.servers == {}, "an import names one server: nothing built in its stead"

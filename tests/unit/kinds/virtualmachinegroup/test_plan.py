@@ -195,17 +195,11 @@ def test_rollouts_and_scale_in_treat_imported_members_like_any_other() -> None:
     assert plan_members(spec(1), "h1", current[::-1], imported).delete == ["x0"], "newest first"
 
 
-def test_a_member_whose_imported_server_is_gone_is_replaced_by_a_fresh_one() -> None:
+def test_a_ref_never_imported_and_not_found_is_reported_and_kept() -> None:
     group = importing(1, {"name": "a"})
-    imported = imported_refs(
-        [{"name": "a", "state": "Imported", "member": "m0", "serverId": "srv-a"}], []
-    )
-    lost = MemberView("m0", "h1", False, import_key="name=a", reason="ImportNotFound")
-    decision = plan_members(group, "h1", [lost], imported)
-    assert decision.delete == ["m0"] and keys(decision) == [None]
-    # a ref never imported that is not found is the user's to fix: reported, kept
-    fresh = plan_members(group, "h1", [lost], {})
-    assert fresh.delete == [] and fresh.creates == []
+    stuck = MemberView("m0", "h1", False, import_key="name=a", reason="ImportNotFound")
+    decision = plan_members(group, "h1", [stuck], {})
+    assert decision.delete == [] and decision.creates == [], "the user's to fix"
 
 
 def test_what_was_imported_is_read_from_status_and_members() -> None:
