@@ -116,7 +116,7 @@ INVALID = [
     (
         "vmg-import-id-and-name",
         mutate(VMG, "spec.import", {"members": [{"id": "b", "name": "a"}]}),
-        "spec.import.members[0]",
+        "spec.import.members",  # the 1.20 API server names the list, not the item
     ),
     (
         "vmg-import-too-many",

@@ -400,7 +400,7 @@ def test_a_hand_made_load_balancer_with_listener_and_pool_is_imported(
         assert (port["listenerId"], port["poolId"]) == (listener.id, pool.id)
         taken = demo_conn.load_balancer.get_load_balancer(lb.id)
         assert f"kumo-owner={ready['metadata']['uid']}" in taken.tags
-        assert [x.id for x in demo_conn.load_balancer.listeners(loadbalancer_id=lb.id)] == [
+        assert [x.id for x in demo_conn.load_balancer.listeners(load_balancer_id=lb.id)] == [
             listener.id
         ], "no second listener"
         assert [p.id for p in demo_conn.load_balancer.pools(loadbalancer_id=lb.id)] == [pool.id]
