@@ -1,4 +1,4 @@
-"""The `kumo` command: print CRDs, print RBAC, run the operator.
+"""The `kumo` command: print CRDs, print RBAC, run the operator, plan.
 
 Only argument parsing lives here; each subcommand calls into the package.
 """
@@ -54,6 +54,16 @@ def _run(args: argparse.Namespace) -> int:
     return run_operator(options)
 
 
+def _plan(args: argparse.Namespace) -> int:
+    import asyncio
+
+    if args.kubeconfig:
+        os.environ["KUBECONFIG"] = args.kubeconfig
+    from kumo.runtime.operator import plan_command
+
+    return asyncio.run(plan_command(args))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kumo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -64,6 +74,28 @@ def build_parser() -> argparse.ArgumentParser:
     kinds = sub.add_parser("kinds", help="list Kumo's kinds (for scripts: CRDs, RBAC, tests)")
     kinds.add_argument("--plural", action="store_true", help="print plural resource names")
     kinds.set_defaults(func=_kinds)
+
+    plan = sub.add_parser(
+        "plan",
+        help="print what the next reconcile of each object would do; change nothing "
+        "(exit code 0: no changes, 1: error, 2: changes)",
+    )
+    plan.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        help="manifest file or folder (repeatable); without it, the objects in the cluster",
+    )
+    plan.add_argument("-n", "--namespace", help="namespace (default: the manifests' or all)")
+    plan.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    plan.add_argument("--clouds-yaml", help="clouds.yaml with the default cloud, as for `run`")
+    plan.add_argument("--cloud", default="kumo", help="cloud name inside clouds.yaml")
+    plan.add_argument(
+        "--credentials-secret", help="NAMESPACE/NAME of the default cloud's Secret, as for `run`"
+    )
+    plan.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)")
+    plan.set_defaults(func=_plan)
 
     run = sub.add_parser("run", help="run the operator")
     run.add_argument("--clouds-yaml", help="clouds.yaml file with the default cloud credentials")

@@ -108,6 +108,21 @@ INVALID = [
     ("vmg-bad-ha", mutate(VMG, "spec.haPolicy", "medium"), "spec.haPolicy"),
     ("vmg-no-template", mutate(VMG, "spec.template", ...), "spec.template"),
     ("vmg-template-no-image", mutate(VMG, "spec.template.image", ...), "spec.template.image"),
+    (
+        "vmg-import-repeated",  # x-kubernetes-list-type: set → Duplicate value
+        mutate(VMG, "spec.import", {"members": [{"name": "a"}, {"id": "b"}, {"name": "a"}]}),
+        "spec.import.members[2]",
+    ),
+    (
+        "vmg-import-id-and-name",
+        mutate(VMG, "spec.import", {"members": [{"id": "b", "name": "a"}]}),
+        "spec.import.members",  # the 1.20 API server names the list, not the item
+    ),
+    (
+        "vmg-import-too-many",
+        mutate(VMG, "spec.import", {"members": [{"id": f"s{i}"} for i in range(1001)]}),
+        "spec.import.members",
+    ),
     ("lb-bad-vip", mutate(LB, "spec.vipType", "internet"), "spec.vipType"),
     ("lb-description-long", mutate(LB, "spec.description", "d" * 256), "spec.description"),
     ("lb-port-zero", mutate(LB, "spec.ports.0.port", 0), "spec.ports.port"),

@@ -17,6 +17,7 @@ from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
 from kumo.cloud import model
+from kumo.cloud.dryrun import DryRunCloud
 from kumo.engine.errors import TerminalError, TransientError
 from kumo.engine.objects import Body, Context, Obj
 from kumo.engine.reconciler import Engine
@@ -203,6 +204,8 @@ class FakeNova:
             host_id="host-a",
             fault=s.get("fault"),
             updated=_iso(s["updated"]),
+            image_id=s["attrs"].get("image_id"),
+            flavor=s["attrs"].get("flavor_id"),
         )
 
     def _listed(self, s: dict[str, Any]) -> model.Server:
@@ -277,9 +280,22 @@ class FakeNova:
         tags: list[str],
         metadata: dict[str, str] | None = None,
         description: str | None = None,
+        image_id: str = "img-1",
+        flavor_id: str = "flv-1",
     ) -> model.Server:
         """A server someone else created (a crashed run, a user): not a recorded call."""
-        return self._create({"name": name, "tags": tags, "metadata": metadata or {}}, description)
+        attrs = {"name": name, "tags": tags, "metadata": metadata or {}}
+        attrs |= {"image_id": image_id, "flavor_id": flavor_id}
+        return self._create(attrs, description)
+
+    async def find_servers_by_name(self, name: str) -> list[model.Server]:
+        return [self._server(s) for s in self.live().values() if s["name"] == name]
+
+    async def flavor_ids(self, ref: str, field: str = "spec.flavor") -> tuple[str, str]:
+        for name, flavor_id in self.flavors.items():
+            if ref in (name, flavor_id):
+                return flavor_id, name
+        raise TerminalError("FlavorNotFound", f"flavor {ref!r} not found", field=field)
 
     async def create_server(
         self,
@@ -331,6 +347,7 @@ class FakeNova:
         self._touch(self.servers[server_id])
 
     async def set_server_tags(self, server_id: str, tags: list[str]) -> None:
+        self.calls.append("set_server_tags")
         self.servers[server_id]["tags"] = list(tags)
 
     async def delete_server(self, server_id: str) -> None:
@@ -385,11 +402,11 @@ class World:
     def run(self, actuator: Any, name: str, engine: Engine | None = None) -> float | None:
         """One engine pass over the object ``name`` of the actuator's kind."""
         obj = self.obj(actuator.info, name)
-        return asyncio.run((engine or Engine()).run(actuator, self.ctx(), obj))
+        return asyncio.run((engine or Engine(dry_run=DryRunCloud)).run(actuator, self.ctx(), obj))
 
     def converge(self, actuator: Any, name: str, limit: int = 60) -> int:
         """Run passes until the engine stops asking to look again; return how many."""
-        engine = Engine()
+        engine = Engine(dry_run=DryRunCloud)
         for passes in range(1, limit + 1):
             if self.run(actuator, name, engine) is None:
                 return passes

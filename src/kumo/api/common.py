@@ -7,7 +7,8 @@ objects with them, so the two can never disagree.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -39,7 +40,20 @@ def exactly_one_of(*fields: str) -> JsonDict:
     return {"oneOf": [{"required": [f]} for f in fields]}
 
 
+def set_of_atomic(schema: JsonDict) -> None:
+    """Schema hook for a list of objects whose items must be distinct: the API server
+    refuses a repeated item at admission (``Duplicate value``, with its index), which
+    Kubernetes 1.20 does for ``x-kubernetes-list-type: set`` (its items must then be
+    atomic); ``uniqueItems`` is not allowed in a CRD."""
+    schema["x-kubernetes-list-type"] = "set"
+    items = schema.get("items")
+    if isinstance(items, dict):
+        items["x-kubernetes-map-type"] = "atomic"
+
+
 DeletionPolicy = Literal["Delete", "Orphan"]
+ManagementPolicy = Literal["Manage", "Observe"]
+DriftPolicy = Literal["Correct", "Report"]
 
 #: Nova, Octavia and Designate store descriptions of at most 255 characters.
 MAX_DESCRIPTION = 255
@@ -51,6 +65,52 @@ class ManagedSpec(KumoModel):
     deletion_policy: DeletionPolicy = "Delete"
     """What happens to the cloud resources when this object is deleted: `Delete` removes
     them, `Orphan` leaves them in the cloud (Kumo's ownership marker stays on them)."""
+    management_policy: ManagementPolicy = "Manage"
+    """`Manage` (default): Kumo makes the cloud match the spec. `Observe`: Kumo only reads
+    the resource and reports what differs from the spec in `status.drift` and the
+    `Drifted` condition; it changes, creates and deletes nothing (deleting the object
+    leaves the resource). Switching back to `Manage` applies the spec."""
+    drift_policy: DriftPolicy = "Correct"
+    """For managed objects. `Correct` (default): changes made behind Kumo's back are put
+    back. `Report`: they are only reported in `status.drift` (like `Observe`); Kumo still
+    applies the spec whenever it changes (a new `metadata.generation`), until the object
+    is Ready again."""
+
+
+class ImportRef(KumoModel):
+    """An existing cloud resource to take over. Give exactly one of `id` and `name`."""
+
+    model_config = ConfigDict(json_schema_extra=exactly_one_of("id", "name"))
+
+    id: str | None = Field(default=None, min_length=1)
+    """The resource's cloud ID."""
+    name: str | None = Field(default=None, min_length=1)
+    """The resource's name (exactly one resource must have it)."""
+
+    @property
+    def key(self) -> str:
+        return import_key({"id": self.id, "name": self.name}) or ""
+
+
+def import_key(ref: Mapping[str, Any]) -> str | None:
+    """``id=<id>`` or ``name=<name>``: how Kumo compares and prints an import reference
+    (as a spec holds it, or an ImportRef's fields); None when it names nothing."""
+    if ref.get("id"):
+        return f"id={ref['id']}"
+    if ref.get("name"):
+        return f"name={ref['name']}"
+    return None
+
+
+class ImportableSpec(KumoModel):
+    """The `import` field of kinds that can take over an existing resource."""
+
+    import_: ImportRef | None = Field(default=None, alias="import")
+    """Take over this existing resource instead of creating one: Kumo checks that what
+    cannot change matches the spec (else `ImportMismatch`, naming the field), refuses one
+    another object owns (`AlreadyOwned`), puts its ownership marker on it, records its ID
+    and from then on manages it like its own (with `managementPolicy: Observe` it only
+    reads it). Without `import`, Kumo never touches a resource it did not create."""
 
 
 class ConfigMapKeyRef(KumoModel):
@@ -89,6 +149,17 @@ class Condition(KumoModel):
     """The metadata.generation this condition was computed for."""
 
 
+class DriftEntry(KumoModel):
+    """One way the cloud differs from the spec."""
+
+    field: str
+    """The spec field (or the resource, when it is missing or would be replaced)."""
+    desired: str = ""
+    """What the spec asks for."""
+    actual: str = ""
+    """What the cloud holds."""
+
+
 class ManagedStatus(KumoModel):
     """Status fields every kind has."""
 
@@ -100,4 +171,11 @@ class ManagedStatus(KumoModel):
     """The metadata.generation the controller last acted on."""
     conditions: list[Condition] = Field(default_factory=list)
     """Current conditions: `Ready` summarises the object; `Stalled` is True while it
-    waits on something only its user can fix, False while Kumo progresses or retries."""
+    waits on something only its user can fix, False while Kumo progresses or retries;
+    `Drifted` (observed objects) is True while the cloud differs from the spec."""
+    drift: list[DriftEntry] = Field(default_factory=list)
+    """What differs from the spec, field by field, while Kumo only observes
+    (`managementPolicy: Observe`, or `driftPolicy: Report` once the spec is applied)."""
+    applied_generation: int | None = None
+    """With `driftPolicy: Report`: the metadata.generation whose spec Kumo last applied
+    in full; later drift at this generation is reported, not corrected."""

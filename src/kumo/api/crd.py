@@ -34,6 +34,8 @@ _KEPT = {
     "maxProperties",
     "pattern",
     "uniqueItems",
+    "x-kubernetes-list-type",
+    "x-kubernetes-map-type",
 }
 
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from kumo.api.common import ManagedSpec, ManagedStatus, exactly_one_of
+from kumo.api.common import ImportableSpec, ManagedSpec, ManagedStatus, exactly_one_of
 
 RecordType = Literal["A", "AAAA", "CNAME", "TXT"]
 
@@ -14,7 +14,7 @@ RecordType = Literal["A", "AAAA", "CNAME", "TXT"]
 DNS_DESCRIPTION_MAX = 160 - len(" kumo-owner=") - 36
 
 
-class DNSRecordSpec(ManagedSpec):
+class DNSRecordSpec(ManagedSpec, ImportableSpec):
     """Desired state of a DNSRecord. Give exactly one target."""
 
     model_config = ConfigDict(

@@ -7,7 +7,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from kumo.api.common import MAX_DESCRIPTION, KumoModel, ManagedSpec, ManagedStatus
+from kumo.api.common import (
+    MAX_DESCRIPTION,
+    ImportableSpec,
+    KumoModel,
+    ManagedSpec,
+    ManagedStatus,
+)
 
 Protocol = Literal["http", "https", "tcp", "udp"]
 MonitorProtocol = Literal["http", "https", "tcp", "ping", "udp-connect", "tls-hello"]
@@ -54,7 +60,7 @@ class Port(KumoModel):
     """Health checks; the first is applied (see Monitor)."""
 
 
-class LoadBalancerSpec(ManagedSpec):
+class LoadBalancerSpec(ManagedSpec, ImportableSpec):
     """Desired state of a LoadBalancer."""
 
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)

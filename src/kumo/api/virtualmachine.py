@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field, StringConstraints
 from kumo.api.common import (
     MAX_DESCRIPTION,
     ConfigMapKeyRef,
+    ImportableSpec,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
@@ -74,12 +75,13 @@ class VirtualMachineTemplate(KumoModel):
     Nova's default quota is 128 and Kumo adds two); updated in place."""
 
 
-class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec):
+class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec, ImportableSpec):
     """Desired state of a VirtualMachine."""
 
     server_group: str | None = None
     """Nova server group ID to schedule into (a VirtualMachineGroup sets it for its
-    members). Changing it replaces the server."""
+    members). Changing it replaces the server. Not checked on import: Nova cannot add an
+    existing server to a group, so an imported server stays outside it."""
 
 
 class Address(KumoModel):
@@ -103,7 +105,8 @@ class VirtualMachineStatus(ManagedStatus):
     host_id: str | None = None
     """Nova's opaque host ID: two servers with the same value share a hypervisor."""
     server_group_id: str | None = None
-    """Server group the server was scheduled in (set by a VirtualMachineGroup)."""
+    """Server group the server was scheduled in (set by a VirtualMachineGroup). Empty for
+    an imported server: Nova adds a server to a group only when it boots it."""
     spec_hash: str | None = None
     """Hash of the fields whose change replaces the server, as built."""
     error_replacements: int | None = None

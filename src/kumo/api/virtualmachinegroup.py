@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from kumo.api.common import MAX_DESCRIPTION, KumoModel, ManagedSpec, ManagedStatus
+from kumo.api.common import (
+    MAX_DESCRIPTION,
+    ImportRef,
+    KumoModel,
+    ManagedSpec,
+    ManagedStatus,
+    set_of_atomic,
+)
 from kumo.api.virtualmachine import VirtualMachineTemplate
 
 HaPolicy = Literal["soft", "hard", "none"]
@@ -27,6 +34,33 @@ class RolloutStrategy(KumoModel):
     """How many members below `replicas` may be not Ready during a rollout."""
 
 
+class GroupImport(KumoModel):
+    """Existing servers the group's members take over instead of booting new ones."""
+
+    members: list[ImportRef] = Field(max_length=MAX_REPLICAS, json_schema_extra=set_of_atomic)
+    """Servers to take over, each by `id` or `name`, each at most once. A member the
+    group creates (at creation, scale-out, rollout) imports, through its own
+    `spec.import`, the first of the first `replicas` entries that no member has imported
+    or is importing; later entries are not imported (`status.imports` says what became
+    of each). Nova cannot add an existing server to a server group: an imported server
+    stays outside the group's, so `haPolicy` does not hold for it until a template
+    change rolls it over."""
+
+    @field_validator("members")
+    @classmethod
+    def _each_once(cls, members: list[ImportRef]) -> list[ImportRef]:
+        """The schema refuses repeats at admission; objects parsed without it agree."""
+        seen: dict[str, int] = {}
+        for index, ref in enumerate(members):
+            if ref.key in seen:
+                raise ValueError(
+                    f"members[{index}] repeats members[{seen[ref.key]}] ({ref.key}): "
+                    "each server can be imported once"
+                )
+            seen[ref.key] = index
+        return members
+
+
 class VirtualMachineGroupSpec(ManagedSpec):
     """Desired state of a VirtualMachineGroup."""
 
@@ -43,6 +77,30 @@ class VirtualMachineGroupSpec(ManagedSpec):
     """Spread members round-robin over these Nova availability zones."""
     strategy: RolloutStrategy = Field(default_factory=RolloutStrategy)
     """Rolling replacement limits."""
+    import_: GroupImport | None = Field(default=None, alias="import")
+    """Take over existing servers as members (each member imports one; see
+    `import.members`) instead of booting new ones."""
+
+
+ImportState = Literal["Pending", "BeyondReplicas", "Importing", "Imported"]
+
+
+class MemberImport(KumoModel):
+    """What became of one entry of `spec.import.members`."""
+
+    id: str | None = None
+    """The server ID, as the entry gives it."""
+    name: str | None = None
+    """The server name, as the entry gives it."""
+    state: ImportState
+    """`Imported`: a member took the server over (for good: it is not offered again).
+    `Importing`: a member carries it in its `spec.import` (see that member's status).
+    `Pending`: the next member the group creates imports it. `BeyondReplicas`: not
+    imported, the entry is past the first `replicas` ones."""
+    member: str | None = None
+    """The member VirtualMachine importing it, or that imported it."""
+    server_id: str | None = None
+    """The server the member took over."""
 
 
 class VirtualMachineGroupStatus(ManagedStatus):
@@ -60,3 +118,5 @@ class VirtualMachineGroupStatus(ManagedStatus):
     """Label selector of the members (used by the scale subresource)."""
     members: list[str] = Field(default_factory=list)
     """Names of the member VirtualMachines."""
+    imports: list[MemberImport] = Field(default_factory=list)
+    """One entry per `spec.import.members` entry, in its order: what became of it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import re
 from typing import Any
 
 from openstack import exceptions
@@ -12,6 +13,7 @@ from openstack.compute.v2 import server as _server_resource
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
+from kumo.engine.errors import TerminalError
 
 
 class ComputeCalls(CloudBase):
@@ -44,6 +46,28 @@ class ComputeCalls(CloudBase):
             found = [_server(s) for s in listed]
             cache.relisted(token, uid, found)
         return [s for s in found if s.status not in ("DELETED", "DELETING")]
+
+    async def find_servers_by_name(self, name: str) -> list[model.Server]:
+        """Servers named exactly ``name`` (for ``spec.import.name``); not cached."""
+        pattern = f"^{re.escape(name)}$"  # Nova's name filter is a regular expression
+        listed = await self._call(
+            "list servers", lambda: list(self.conn.compute.servers(name=pattern))
+        )
+        found = [_server(s) for s in listed]
+        return [s for s in found if s.name == name and s.status not in ("DELETED", "DELETING")]
+
+    async def flavor_ids(self, ref: str, field: str = "spec.flavor") -> tuple[str, str]:
+        """The flavor's ID and name (a server shows one or the other, by microversion)."""
+        found = await self._call(
+            f"look up flavor {ref!r}",
+            self.conn.compute.find_flavor,
+            ref,
+            ignore_missing=True,
+            field=field,
+        )
+        if found is None:
+            raise TerminalError("FlavorNotFound", f"flavor {ref!r} not found", field=field)
+        return str(found.id), str(found.name)
 
     async def list_servers_since(self, since: str | None) -> tuple[list[model.Server], str | None]:
         """Servers changed since ``since`` (deleted ones included, status DELETED), or with
@@ -249,7 +273,18 @@ def _server(s: Any) -> model.Server:
         host_id=s.host_id,
         fault=fault,
         updated=getattr(s, "updated_at", None),
+        image_id=_ref(getattr(s, "image", None), "id"),
+        flavor=_ref(getattr(s, "flavor", None), "id")
+        or _ref(getattr(s, "flavor", None), "original_name"),
     )
+
+
+def _ref(value: Any, key: str) -> str | None:
+    """``value[key]`` of an embedded image or flavor (a dict or an SDK resource)."""
+    if value is None:
+        return None
+    found = value.get(key) if isinstance(value, dict) else getattr(value, key, None)
+    return str(found) if found else None
 
 
 def _server_group(g: Any) -> model.ServerGroup:

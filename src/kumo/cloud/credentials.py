@@ -251,6 +251,15 @@ class CloudRegistry:
             cloud = self._clouds[key] = self._factory(conn)
             return cloud
 
+    async def close_all(self) -> None:
+        """Close every connection (a short-lived process, such as `kumo plan`, ends)."""
+        clouds, self._clouds = list(self._clouds.values()), {}
+        self._used_by.clear()
+        for cloud in clouds:
+            close = getattr(cloud, "close", None)
+            if close is not None:
+                await close()
+
     async def _use(self, namespace: str, key: str | None) -> None:
         """Record which cloud ``namespace`` uses; close one no namespace uses any more."""
         old = self._used_by.pop(namespace, None)

@@ -41,6 +41,8 @@ class Server:
     host_id: str | None = None
     fault: str | None = None
     updated: str | None = None  # Nova's own clock: where the next changes-since starts
+    image_id: str | None = None
+    flavor: str | None = None  # the flavor's ID, or (Nova ≥ 2.47) its original name
 
 
 @dataclass(frozen=True)

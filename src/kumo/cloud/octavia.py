@@ -58,6 +58,22 @@ class OctaviaCalls(CloudBase):
             cache.relisted(token, uid, owned)
         return [x for x in owned if x.provisioning_status != "DELETED"]
 
+    async def find_load_balancers_by_name(self, name: str) -> list[model.LoadBalancer]:
+        """Load balancers named ``name`` (for ``spec.import.name``); not cached."""
+        found = await self._call(
+            "list load balancers",
+            lambda: list(self.conn.load_balancer.load_balancers(name=name)),
+        )
+        return [_lb(x) for x in found if x.name == name and x.provisioning_status != "DELETED"]
+
+    async def set_load_balancer_tags(self, lb_id: str, tags: list[str]) -> None:
+        """Replace the load balancer's tags (an import puts Kumo's marker on it)."""
+        await self._call(
+            "tag load balancer", self.conn.load_balancer.update_load_balancer, lb_id, tags=tags
+        )
+        self.watch.load_balancers.update(lb_id, lambda lb: dataclasses.replace(lb, tags=list(tags)))
+        self.watch.lb_changing(lb_id)
+
     async def load_balancer_versions(self) -> dict[str, str]:
         """``{id: "updated_at status"}`` of Kumo's load balancers: one small listing
         that moves whenever anything under one of them changed (see watch.py)."""

@@ -129,6 +129,13 @@ class Context:
     #: Drift saw more than one resource carrying this object's marker: look for
     #: duplicates even though status names the resource (one extra list call).
     audit: bool = False
+    #: A dry pass (``kumo plan``, Observe, Report): ``cloud`` records writes instead of
+    #: making them, so a kind may list every change it can decide now, not only the first.
+    dry_run: bool = False
+    #: Kumo only observes: an imported resource is read, never marked; what its import
+    #: check finds is reported in ``findings`` instead of failing the pass.
+    observe: bool = False
+    findings: list[Any] = field(default_factory=list)
 
 
 class Actuator(Protocol):

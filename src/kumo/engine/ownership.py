@@ -12,7 +12,17 @@ recordset, a Nova server group) is found the same way, so the rules cannot drift
    one, else one that fits the spec, else the lowest ID) and the others deleted. When
    drift saw several carrying the marker while status names one (a create retried
    after its answer was lost), ``ctx.audit`` makes step 1 look for them too;
-3. else created, and its ID recorded in status at once, before anything else can fail.
+3. else, when the spec says ``import: {id | name}``, that resource is taken over
+   (:func:`take_over`): refused if another object's marker is on it (``AlreadyOwned``),
+   checked against what cannot change (``ImportMismatch`` naming the field — never
+   fixed by replacing it), marked, and its ID recorded. Under ``managementPolicy:
+   Observe`` it is only read: not marked, and the check's findings become drift;
+4. else created, and its ID recorded in status at once, before anything else can fail
+   — also when status names an imported resource that is gone since: from its import
+   on it is managed like Kumo's own.
+
+A resource named by status that lacks the marker is taken over only when it is the
+one ``import`` names (Observe imported it, then the user switched to Manage).
 
 Deletion (:func:`delete_owned`) deletes exactly what carries the marker. A kind gives
 the routine an :class:`Owned` — how to get by ID, list what carries the marker, read a
@@ -26,6 +36,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Obj
@@ -52,6 +63,11 @@ class Owned(Generic[R]):
     id_field: str = "id"  # where status records the ID
     recorded: Callable[[R], Body] | None = None  # more status fields naming it (a zone)
     unfit: Callable[[R], bool] | None = None  # of duplicates, keep one that fits the spec
+    #: For ``spec.import``: resources with this name; what differs from the spec that
+    #: cannot change in place (old = cloud, new = spec); put the marker on it.
+    find_by_name: Callable[[str], Awaitable[list[R]]] | None = None
+    verify: Callable[[R], Awaitable[list[Change]]] | None = None
+    mark: Callable[[R], Awaitable[R]] | None = None  # returns it as marked
 
     def status_of(self, resource: R) -> Body:
         fields = {self.id_field: self.id_of(resource)}
@@ -73,16 +89,38 @@ class NotOwned(TerminalError):
         )
 
 
-async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
-    """The resource ``obj`` owns, by recorded ID or adopted by marker; None if there is none.
+class AlreadyOwned(TerminalError):
+    def __init__(self, noun: str, resource_id: str, owner: str) -> None:
+        super().__init__(
+            "AlreadyOwned",
+            f"{noun} {resource_id} carries the marker of another Kumo object (uid {owner}): "
+            "Kumo will not import it",
+            field="spec.import",
+        )
 
-    Raises :class:`NotOwned` when status names a resource without the marker.
+
+def import_ref(obj: Obj) -> dict[str, str] | None:
+    """``spec.import`` of the object, if it asks to take over a resource."""
+    ref = obj.spec.get("import")
+    return ref if isinstance(ref, dict) and (ref.get("id") or ref.get("name")) else None
+
+
+async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
+    """The resource ``obj`` owns, by recorded ID, adopted by marker or imported; None
+    if there is none.
+
+    Raises :class:`NotOwned` when status names a resource without the marker (unless
+    it is the one ``spec.import`` names), :class:`AlreadyOwned` or ``ImportMismatch``
+    when an import cannot be taken over.
     """
     known = obj.status.get(owned.id_field)
+    ref = import_ref(obj)
     if known:
         resource = await owned.get_by_id(known)
         if resource is not None:
             if owned.owner_of(resource) != obj.uid:
+                if ref is not None and await _names_it(owned, ref, known):
+                    return await take_over(ctx, obj, owned, resource)
                 raise NotOwned(owned.noun, known, owned.id_field)
             if ctx.audit:  # a create whose answer was lost, then retried: a second one
                 others = [r for r in await owned.list_owned() if owned.id_of(r) != known]
@@ -90,7 +128,23 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
             return resource
     candidates = [r for r in await owned.list_owned() if owned.owner_of(r) == obj.uid]
     if not candidates:
-        return None
+        if ref is None:
+            return None
+        try:
+            named = await _imported(owned, ref)
+        except TerminalError as error:
+            if error.reason != "ImportNotFound" or not known or ref.get("id") not in (None, known):
+                raise
+            # Status recorded it: imported once and gone since. From its import on it was
+            # managed like Kumo's own, so it is rebuilt like Kumo's own.
+            ctx.events.emit(
+                obj,
+                "Normal",
+                f"Imported{owned.noun.title().replace(' ', '')}Gone",
+                f"the imported {owned.noun} {known} is gone: building a new one from the spec",
+            )
+            return None
+        return await take_over(ctx, obj, owned, named)
     unfit = owned.unfit or (lambda _: False)
     candidates.sort(key=lambda r: (owned.id_of(r) != known, unfit(r), owned.id_of(r)))
     keep, *duplicates = candidates
@@ -104,6 +158,77 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
         )
         obj.body = await ctx.kube.patch_status(obj, owned.status_of(keep))
     return keep
+
+
+async def _names_it(owned: Owned[R], ref: dict[str, str], resource_id: str) -> bool:
+    """Is the resource status names the one ``spec.import`` names? (Status alone never
+    hands Kumo a foreign resource: someone may have written it.)"""
+    if ref.get("id"):
+        return ref["id"] == resource_id
+    if owned.find_by_name is None:
+        return False
+    return any(owned.id_of(r) == resource_id for r in await owned.find_by_name(ref["name"]))
+
+
+async def _imported(owned: Owned[R], ref: dict[str, str]) -> R:
+    """The resource ``spec.import`` names; ImportNotFound / ImportAmbiguous if not one."""
+    if ref.get("id"):
+        found = await owned.get_by_id(ref["id"])
+        if found is None:
+            raise TerminalError(
+                "ImportNotFound", f"{owned.noun} {ref['id']} not found", field="spec.import.id"
+            )
+        return found
+    name = ref["name"]
+    if owned.find_by_name is None:
+        raise TerminalError(
+            "InvalidSpec", f"a {owned.noun} can only be imported by ID", field="spec.import.name"
+        )
+    matches = await owned.find_by_name(name)
+    if not matches:
+        raise TerminalError(
+            "ImportNotFound", f"no {owned.noun} named {name!r}", field="spec.import.name"
+        )
+    if len(matches) > 1:
+        ids = ", ".join(sorted(owned.id_of(r) for r in matches))
+        raise TerminalError(
+            "ImportAmbiguous",
+            f"{len(matches)} {owned.noun}s are named {name!r} ({ids}): import one by ID",
+            field="spec.import.name",
+        )
+    return matches[0]
+
+
+async def take_over(ctx: Context, obj: Obj, owned: Owned[R], resource: R) -> R:
+    """Import ``resource``: refuse another object's, check what cannot change, mark it
+    and record its ID. Observing, only read it: what the check finds is drift."""
+    rid = owned.id_of(resource)
+    owner = owned.owner_of(resource)
+    if owner is not None and owner != obj.uid:
+        raise AlreadyOwned(owned.noun, rid, owner)
+    mismatches = await owned.verify(resource) if owned.verify is not None else []
+    if ctx.observe:
+        ctx.findings.extend(mismatches)
+    elif mismatches:
+        fields = ", ".join(
+            f"{c.field} is {c.new!r} but the {owned.noun} has {c.old!r}" for c in mismatches
+        )
+        raise TerminalError(
+            "ImportMismatch",
+            f"{owned.noun} {rid} cannot be imported as is: {fields} (Kumo does not replace "
+            "an imported resource: fix the spec, or import another)",
+            field=mismatches[0].field,
+        )
+    if not ctx.observe and owner is None:
+        if owned.mark is None:
+            raise TerminalError(
+                "InvalidSpec", f"a {owned.noun} cannot be imported", field="spec.import"
+            )
+        resource = await owned.mark(resource)
+        ctx.events.emit(obj, "Normal", "Imported", f"imported {owned.noun} {rid}: marker added")
+    if obj.status.get(owned.id_field) != rid:
+        obj.body = await ctx.kube.patch_status(obj, owned.status_of(resource))
+    return resource
 
 
 async def _delete_duplicates(

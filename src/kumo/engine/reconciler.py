@@ -5,20 +5,28 @@ actuator, turns errors into conditions (``Ready``, and ``Stalled`` saying whethe
 the user must act), and writes status once at the end. It returns when to look at
 the object again (``None``: only on the next change or resync). It knows no kind
 and imports neither kopf nor openstacksdk.
+
+Policies (``spec.managementPolicy``, ``spec.driftPolicy``) are applied here, for every
+kind alike: a pass that only observes runs the kind's actuator as a dry run
+(:meth:`Engine.preview`, writes recorded, not made — see ``dryrun.py``) and reports
+what it would have changed as ``status.drift`` and the ``Drifted`` condition.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 
 from kumo.engine import conditions
+from kumo.engine.dryrun import Action, Change, MutedEvents, RecordingKube, drift_entries
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 from kumo.engine.objects import Actuator, Context, Key, Obj
 from kumo.engine.result import Result
@@ -29,6 +37,41 @@ MANAGED_STATUS_KEYS = ("phase", "conditions", "observedGeneration")
 #: Failures counted per key at most: 2**30 s is far past any cap, and 2**n of an
 #: uncapped count overflows a float after ~1,024 failures (OverflowError).
 MAX_BACKOFF_EXPONENT = 30
+DRIFTED = "Drifted"
+#: How often an observed object is looked at again: a resource without Kumo's marker is
+#: not in the cloud watch's listings, so its drift is found by this re-read.
+OBSERVE_SECONDS = 30.0
+
+Mode = Literal["manage", "observe", "report"]
+
+
+def mode(obj: Obj) -> Mode:
+    """What a pass may do: ``manage`` (apply the spec), ``observe`` (managementPolicy
+    Observe: read and report), ``report`` (driftPolicy Report and this generation's
+    spec already applied: read and report drift, correct nothing)."""
+    spec = obj.spec
+    if spec.get("managementPolicy") == "Observe":
+        return "observe"
+    applied = obj.status.get("appliedGeneration")
+    if spec.get("driftPolicy") == "Report" and applied is not None and applied == obj.generation:
+        return "report"
+    return "manage"
+
+
+@dataclass
+class Preview:
+    """What one dry pass found: the actuator's result (or error) and the writes it
+    would have made."""
+
+    result: Result | None
+    error: ReconcileError | None
+    actions: list[Action]
+    findings: list[Change]
+    events: list[tuple[str, str, str]]
+
+    @property
+    def drift(self) -> list[dict[str, str]]:
+        return drift_entries(self.actions, self.findings)
 
 
 @dataclass
@@ -82,8 +125,38 @@ def field_path(error: pydantic.ValidationError) -> str:
 
 
 class Engine:
-    def __init__(self, backoff: Backoff | None = None) -> None:
+    def __init__(
+        self, backoff: Backoff | None = None, dry_run: Callable[[Any], Any] | None = None
+    ) -> None:
         self.backoff = backoff or Backoff()
+        #: Wraps a cloud adapter so that writes are recorded (``actions``), not made.
+        self.dry_run = dry_run
+
+    async def preview(
+        self, actuator: Actuator, ctx: Context, obj: Obj, spec: Any, observe: bool = False
+    ) -> Preview:
+        """Run one pass of ``actuator`` on a copy of ``obj`` as a dry run: reads are real,
+        writes (cloud and Kubernetes) are recorded; events are not posted. Shared by
+        Observe, Report and ``kumo plan``, so all three see what a pass would do."""
+        if self.dry_run is None:
+            raise RuntimeError("this engine was built without a dry-run cloud")
+        cloud = self.dry_run(ctx.cloud)
+        kube = RecordingKube(ctx.kube)
+        events = MutedEvents()
+        dry = dataclasses.replace(
+            ctx, cloud=cloud, kube=kube, events=events, dry_run=True, observe=observe, findings=[]
+        )
+        scratch = Obj(obj.info, copy.deepcopy(obj.body))
+        result: Result | None = None
+        error: ReconcileError | None = None
+        try:
+            if scratch.deleting:
+                result = await actuator.finalize(dry, scratch, spec)
+            else:
+                result = await actuator.reconcile(dry, scratch, spec)
+        except ReconcileError as failed:
+            error = failed
+        return Preview(result, error, [*cloud.actions, *kube.actions], dry.findings, events.emitted)
 
     def held(self, obj: Obj) -> float | None:
         """Seconds left before ``obj``'s permanent error is worth retrying unchanged;
@@ -105,18 +178,59 @@ class Engine:
         try:
             if obj.deleting:
                 return await self._finalize(actuator, ctx, obj, spec)
+            how = mode(obj)
+            if how != "manage":  # no finalizer: deleting an observed object leaves all
+                return await self._observe(actuator, ctx, obj, spec, how)
             if actuator.info.finalizer not in obj.finalizers:
                 body = await ctx.kube.set_finalizers(
                     obj, [*obj.finalizers, actuator.info.finalizer]
                 )
                 obj.body = body
             result = await actuator.reconcile(ctx, obj, spec)
+            if obj.spec.get("driftPolicy") == "Report" and result.ready:
+                result.status["appliedGeneration"] = obj.generation
         except ReconcileError as error:
             return await self._report_error(ctx, obj, error)
         except Exception as error:  # a bug or an unclassified failure: retry, say so
             log.exception("reconcile of %s failed unexpectedly", obj.key)
             wrapped = TransientError("InternalError", f"{type(error).__name__}: {error}")
             return await self._report_error(ctx, obj, wrapped)
+        self.backoff.reset(obj.key)
+        await self._write_status(ctx, obj, result)
+        return result.requeue_after
+
+    async def _observe(
+        self, actuator: Actuator, ctx: Context, obj: Obj, spec: Any, how: Mode
+    ) -> float | None:
+        """A pass that changes nothing: the actuator runs dry, and what it would have
+        written is reported as drift (Ready=False ``Drifted``, condition and event)."""
+        preview = await self.preview(actuator, ctx, obj, spec, observe=how == "observe")
+        if preview.error is not None:
+            return await self._report_error(ctx, obj, preview.error)
+        assert preview.result is not None
+        drift = preview.drift
+        missing = any(a.verb == "create" for a in preview.actions)
+        status = {} if missing else dict(preview.result.status)
+        status["appliedGeneration"] = obj.status.get("appliedGeneration")
+        if missing:
+            reason, text = "NotFound", "the resource does not exist; Kumo creates nothing"
+        elif drift:
+            fields = ", ".join(d["field"] for d in drift)
+            reason, text = DRIFTED, f"differs from the spec: {fields}"
+        else:
+            reason, text = "InSync", "the cloud matches the spec"
+        verb = "observing" if how == "observe" else "reporting drift (driftPolicy: Report)"
+        result = Result(
+            phase="Observed" if how == "observe" else preview.result.phase,
+            ready=not drift,
+            reason="Ready" if not drift else reason,
+            message=f"{verb}: {text}",
+            status=status,
+            requeue_after=OBSERVE_SECONDS,
+            drift=drift,
+        )
+        if drift and drift != obj.status.get("drift"):
+            ctx.events.emit(obj, "Warning", DRIFTED, f"{verb}: {text}")
         self.backoff.reset(obj.key)
         await self._write_status(ctx, obj, result)
         return result.requeue_after
@@ -128,7 +242,14 @@ class Engine:
         if not owned:
             return None
         policy = obj.spec.get("deletionPolicy", "Delete")
-        if policy == "Orphan":
+        if obj.spec.get("managementPolicy") == "Observe":
+            ctx.events.emit(
+                obj,
+                "Normal",
+                "Orphaned",
+                "cloud resources left in place (managementPolicy: Observe)",
+            )
+        elif policy == "Orphan":
             ctx.events.emit(
                 obj, "Normal", "Orphaned", "cloud resources left in place (deletionPolicy: Orphan)"
             )
@@ -182,6 +303,18 @@ class Engine:
             *stalled(result, error),
             generation=obj.generation,
         )
+        if result.drift is not None:
+            new["drift"] = result.drift
+            new["conditions"] = conditions.set_condition(
+                new["conditions"],
+                DRIFTED,
+                bool(result.drift),
+                DRIFTED if result.drift else "InSync",
+                result.message if result.drift else "",
+                generation=obj.generation,
+            )
+        elif error is None:
+            new["conditions"] = [c for c in new["conditions"] if c.get("type") != DRIFTED]
         new_ready = conditions.get_condition(new["conditions"], conditions.READY)
         new = prune_none(new)
         if new == old:

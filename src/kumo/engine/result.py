@@ -21,6 +21,8 @@ class Result:
     status: dict[str, Any] = field(default_factory=dict)
     requeue_after: float | None = None
     done: bool = True
+    #: Set by the engine on passes that only observe: ``status.drift`` and ``Drifted``.
+    drift: list[dict[str, str]] | None = None
 
     @classmethod
     def waiting(

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
+from kumo.cloud.dryrun import DryRunCloud
 from kumo.engine.errors import ReconcileError, TransientError
 from kumo.engine.objects import Actuator, Body, Context, Key, Obj
 from kumo.engine.queue import WorkQueue
@@ -78,7 +79,7 @@ class Controller:
         self.clouds = clouds
         self.store = MemoryStore()
         self.queue = WorkQueue()
-        self.engine = Engine()
+        self.engine = Engine(dry_run=DryRunCloud)
         self.events = EventRecorder(kube)
         self.workers = workers
         self.resync_seconds = resync_seconds

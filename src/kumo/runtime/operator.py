@@ -16,6 +16,7 @@ import asyncio
 import logging
 import os
 import socket
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,6 +231,25 @@ async def _default_source(options: OperatorOptions, kube: KubeClient) -> CloudSo
             f"--clouds-yaml {options.clouds_yaml}",
         )
     return None
+
+
+async def plan_command(args: Any) -> int:
+    """`kumo plan`: the default cloud exactly as `kumo run` would resolve it."""
+    from kumo.runtime import plan
+
+    options = OperatorOptions(
+        clouds_yaml=args.clouds_yaml, cloud=args.cloud, credentials_secret=args.credentials_secret
+    )
+    kube = KubeClient.from_environment()
+    try:
+        default = await _default_source(options, kube)
+        plans = await plan.run_plan(args.filename, args.namespace, default, kube)
+    except Exception as error:  # no cluster, unreadable manifests: say so, exit 1
+        sys.stderr.write(f"kumo plan: {type(error).__name__}: {error}\n")
+        return 1
+    finally:
+        await kube.close()
+    return plan.write(plans, args.output)
 
 
 def run_operator(options: OperatorOptions) -> int:

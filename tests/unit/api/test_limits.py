@@ -76,6 +76,11 @@ def test_limits_are_in_the_crds() -> None:
         (VirtualMachineSpec, {**VM, "metadata": {"k": "v" * 256}}),
         (VirtualMachineSpec, {**VM, "description": "d" * 256}),
         (VirtualMachineGroupSpec, {"template": VM, "description": "d" * 256}),
+        (
+            VirtualMachineGroupSpec,
+            {"template": VM, "import": {"members": [{"id": f"s{i}"} for i in range(1001)]}},
+        ),
+        (VirtualMachineGroupSpec, {"template": VM, "import": {"members": [{"name": ""}]}}),
         (LoadBalancerSpec, {"ports": [PORT], "description": "d" * 256}),
         (
             DNSRecordSpec,
@@ -123,3 +128,26 @@ def test_a_secret_ref_cannot_name_another_namespace() -> None:
     assert set(ref["properties"]) == {"name", "key"}
     parsed = SecretKeyRef.model_validate({"name": "s", "key": "k", "namespace": "other"})
     assert "namespace" not in parsed.model_dump()
+
+
+def test_group_import_refs_are_each_once_and_at_most_max_replicas_at_admission() -> None:
+    """The API server refuses a repeated entry of a `set` list (`Duplicate value`, at
+    spec.import.members[i]); its items must be atomic for that. uniqueItems is not
+    allowed in a CRD."""
+    members = spec_schema("VirtualMachineGroup")["properties"]["import"]["properties"]["members"]
+    assert members["x-kubernetes-list-type"] == "set"
+    assert members["items"]["x-kubernetes-map-type"] == "atomic"
+    assert members["maxItems"] == MAX_REPLICAS
+    assert members["items"]["oneOf"] == [{"required": ["id"]}, {"required": ["name"]}]
+    assert "uniqueItems" not in members
+
+
+def test_pydantic_names_the_repeated_import_ref() -> None:
+    refs = [{"name": "a"}, {"id": "a"}, {"name": "b"}, {"name": "a"}]
+    with pytest.raises(pydantic.ValidationError) as raised:
+        VirtualMachineGroupSpec.model_validate({"template": VM, "import": {"members": refs}})
+    (error,) = raised.value.errors()
+    assert error["loc"] == ("import", "members")
+    assert "members[3] repeats members[0] (name=a)" in error["msg"]
+    ok = [{"name": "a"}, {"id": "a"}]  # an ID and a name are different refs
+    VirtualMachineGroupSpec.model_validate({"template": VM, "import": {"members": ok}})

@@ -75,6 +75,8 @@ def test_managed_servers_are_listed_by_tag_as_plain_values(
         host_id="b8f4c1d2e3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6",
         fault=None,
         updated="2026-11-22T00:00:30Z",
+        image_id=IMAGE_ID,
+        flavor="n3-1vcpu-2gb",  # Nova >= 2.47 embeds the flavor's original name, not its ID
     )
     assert (web2.status, web2.addresses) == ("ERROR", [])
     assert web2.fault == "No valid host was found. There are not enough hosts available."

@@ -21,6 +21,7 @@ from kumo.api import kinds
 from kumo.api.dnsrecord import DNSRecordSpec
 from kumo.cloud.model import Recordset
 from kumo.engine import ownership
+from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
@@ -48,7 +49,15 @@ class DNSRecordActuator:
                 "Waiting", "WaitingForTarget", str(waiting), after=TARGET_SECONDS, **kept
             )
 
-        owned = _recordsets(ctx, obj, zone_id, name=name, type_=spec.type)
+        owned = _recordsets(
+            ctx,
+            obj,
+            zone_id,
+            name=name,
+            type_=spec.type,
+            description=description,
+            zone_name=zone_name,
+        )
         rs = await ownership.find_owned(ctx, obj, owned)
         if rs is not None and plan.needs_replacement(rs, zone_id, name, spec.type):
             await ctx.cloud.delete_recordset(rs.zone_id, rs.id)
@@ -130,11 +139,19 @@ class DNSRecordActuator:
 
 
 def _recordsets(
-    ctx: Context, obj: Obj, *zone_ids: str, name: str = "", type_: str = ""
+    ctx: Context,
+    obj: Obj,
+    *zone_ids: str,
+    name: str = "",
+    type_: str = "",
+    description: str = "",
+    zone_name: str = "",
 ) -> ownership.Owned[Recordset]:
     """The object's recordset as the ownership routine sees it: the marker is the last
     word of its description (Designate has no tags), looked for in ``zone_ids``. Of
-    duplicates, the one at the spec's zone, name and type is kept."""
+    duplicates, the one at the spec's zone, name and type is kept. ``spec.import`` finds
+    a recordset by ID or by name (with the spec's type) in the spec's zone, checks its
+    zone, name and type, and marks it by setting the description."""
     cloud = ctx.cloud
     known_zone = obj.status.get("zoneId") or (zone_ids[0] if zone_ids else "")
 
@@ -156,6 +173,21 @@ def _recordsets(
         await cloud.delete_recordset(rs.zone_id, rs.id)
 
     zone = zone_ids[0] if zone_ids else ""
+
+    async def find_by_name(ref: str) -> list[Recordset]:
+        wanted = plan.fqdn(ref, zone_name).lower()  # relative to the zone, like spec.name
+        listed: list[Recordset] = await cloud.list_zone_recordsets(zone)
+        return [rs for rs in listed if rs.name.lower() == wanted and rs.type == type_]
+
+    async def verify(rs: Recordset) -> list[Change]:
+        return plan.import_mismatches(rs, zone, name, type_)
+
+    async def mark(rs: Recordset) -> Recordset:
+        marked: Recordset = await cloud.update_recordset(
+            rs.zone_id, rs.id, records=rs.records, ttl=rs.ttl or 300, description=description
+        )
+        return marked
+
     return ownership.Owned(
         noun="recordset",
         id_of=lambda rs: rs.id,
@@ -165,6 +197,9 @@ def _recordsets(
         delete=delete,
         recorded=lambda rs: {"zoneId": rs.zone_id},
         unfit=lambda rs: plan.needs_replacement(rs, zone, name, type_),
+        find_by_name=find_by_name,
+        verify=verify,
+        mark=mark,
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kumo.api.dnsrecord import DNSRecordSpec
 from kumo.cloud.model import Recordset, owner_of, owner_tag
+from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
 from kumo.kinds.labels import GROUP_LABEL
@@ -273,6 +274,18 @@ def needs_replacement(rs: Recordset, zone_id: str, name: str, type_: str) -> boo
     """Designate cannot move a recordset to another zone, rename it or change its type:
     Kumo deletes its own recordset and creates the new one."""
     return rs.zone_id != zone_id or rs.name.lower() != name.lower() or rs.type != type_
+
+
+def import_mismatches(rs: Recordset, zone_id: str, name: str, type_: str) -> list[Change]:
+    """What Designate cannot change on a recordset to import (old = the recordset's)."""
+    found = []
+    if rs.zone_id != zone_id:
+        found.append(Change("spec.zone", rs.zone_id, zone_id))
+    if rs.name.lower() != name.lower():
+        found.append(Change("spec.name", rs.name, name))
+    if rs.type != type_:
+        found.append(Change("spec.type", rs.type, type_))
+    return found
 
 
 def conflicting(recordsets: list[Recordset], name: str, type_: str, uid: str) -> Recordset | None:

@@ -13,6 +13,7 @@ earliest drain ends.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ from kumo.api import kinds
 from kumo.api.loadbalancer import LoadBalancerSpec
 from kumo.cloud.model import LoadBalancer, marker_tags, owner_of
 from kumo.engine import ownership
+from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError, TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
@@ -49,7 +51,7 @@ class LoadBalancerActuator:
         _check_region(ctx.cloud, spec)
         plan.validate(spec)
         wanted = _wanted_members(ctx.store, obj.namespace, spec)
-        owned = _load_balancers(ctx, obj)
+        owned = _load_balancers(ctx, obj, spec)
         lb = await ownership.find_owned(ctx, obj, owned)
         if lb is None:
             lb = await ownership.create_owned(
@@ -157,15 +159,30 @@ def _wanted_members(
 # -- observe / create ----------------------------------------------------------------------
 
 
-def _load_balancers(ctx: Context, obj: Obj) -> ownership.Owned[LoadBalancer]:
+def _load_balancers(
+    ctx: Context, obj: Obj, spec: LoadBalancerSpec | None = None
+) -> ownership.Owned[LoadBalancer]:
     """The object's Octavia LB as the ownership routine sees it (tag ``kumo-owner=<uid>``).
     Deleting cascades to its listeners, pools, members and monitors; one already going
-    (PENDING_DELETE) or busy (409) is left for the next pass."""
+    (PENDING_DELETE) or busy (409) is left for the next pass. ``spec.import`` checks
+    the fields Octavia cannot change (zone, VIP network, flavor) and tags only the load
+    balancer: its listeners, pools, monitors and members are used as they are where
+    they fit the spec, and never removed (they carry no marker)."""
     cloud = ctx.cloud
 
     async def delete(lb: LoadBalancer) -> None:
         if not plan.is_pending(lb):
             await _busy_is_waiting(cloud.delete_load_balancer(lb.id))
+
+    async def verify(lb: LoadBalancer) -> list[Change]:
+        assert spec is not None
+        network_id, flavor_id = await _placement(cloud, spec)
+        return plan.immutable_changes(spec, lb, network_id, flavor_id)
+
+    async def mark(lb: LoadBalancer) -> LoadBalancer:
+        tags = [*lb.tags, *(t for t in marker_tags(obj.uid) if t not in lb.tags)]
+        await cloud.set_load_balancer_tags(lb.id, tags)
+        return dataclasses.replace(lb, tags=tags, provisioning_status="PENDING_UPDATE")
 
     return ownership.Owned(
         noun="load balancer",
@@ -174,6 +191,9 @@ def _load_balancers(ctx: Context, obj: Obj) -> ownership.Owned[LoadBalancer]:
         get_by_id=cloud.get_load_balancer,
         list_owned=lambda: cloud.list_owned_load_balancers(obj.uid),
         delete=delete,
+        find_by_name=lambda name: cloud.find_load_balancers_by_name(name),
+        verify=verify,
+        mark=mark,
     )
 
 
@@ -214,13 +234,7 @@ async def _unapplied_changes(
     Kumo does not recreate the load balancer on its own (that would change the VIP and
     drop traffic); it reports the fields and warns once."""
     network_id, flavor_id = await _placement(ctx.cloud, spec)
-    changed = []
-    if (spec.zone or None) != lb.availability_zone:
-        changed.append("spec.zone")
-    if lb.vip_network_id and network_id != lb.vip_network_id:
-        changed.append("spec.vipNetwork" if spec.vip_network else "spec.vipType")
-    if flavor_id != lb.flavor_id:
-        changed.append("spec.serviceType")
+    changed = [c.field for c in plan.immutable_changes(spec, lb, network_id, flavor_id)]
     if changed != (obj.status.get("unappliedChanges") or []) and changed:
         ctx.events.emit(
             obj,
@@ -258,7 +272,11 @@ async def _apply(
     steps: list[plan.Step],
     drains: dict[str, members.Draining],
 ) -> Result:
-    """One change, then wait: Octavia holds the LB PENDING_UPDATE until it is applied."""
+    """One change, then wait: Octavia holds the LB PENDING_UPDATE until it is applied.
+    A dry run (plan, Observe) records every step computable now instead: none is made."""
+    if ctx.dry_run:
+        for later in steps[1:]:
+            await getattr(ctx.cloud, later.op)(*later.args, **later.kwargs)
     step = steps[0]
     ctx.log.info("%s: %s", obj.key, step.why)
     busy = await _busy_is_waiting(getattr(ctx.cloud, step.op)(*step.args, **step.kwargs))

@@ -29,6 +29,7 @@ from kumo.cloud.model import (
     marker_tags,
     owner_of,
 )
+from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body
 from kumo.kinds.labels import GROUP_LABEL
@@ -174,6 +175,22 @@ def wanted_members(vms: list[Body], port: Port) -> list[members.WantedMember]:
 
 
 # -- observed tree -----------------------------------------------------------------------------
+
+
+def immutable_changes(
+    spec: LoadBalancerSpec, lb: LoadBalancer, network_id: str, flavor_id: str | None
+) -> list[Change]:
+    """Spec fields Octavia cannot change on an existing load balancer that differ from
+    it (old = the load balancer's, new = the spec's, resolved to IDs)."""
+    changed = []
+    if (spec.zone or None) != lb.availability_zone:
+        changed.append(Change("spec.zone", lb.availability_zone, spec.zone))
+    if lb.vip_network_id and network_id != lb.vip_network_id:
+        field = "spec.vipNetwork" if spec.vip_network else "spec.vipType"
+        changed.append(Change(field, lb.vip_network_id, network_id))
+    if flavor_id != lb.flavor_id:
+        changed.append(Change("spec.serviceType", lb.flavor_id, flavor_id))
+    return changed
 
 
 def is_pending(lb: LoadBalancer) -> bool:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from typing import Any
 
 from kumo.api import kinds
 from kumo.api.virtualmachine import VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags, owner_of
 from kumo.engine import conditions, ownership
+from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
@@ -35,7 +37,7 @@ class VirtualMachineActuator:
     async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> Result:
         user_data = await _user_data(ctx, obj, spec)
         hash_ = plan.spec_hash(spec, user_data)
-        servers = _servers(ctx, obj)
+        servers = _servers(ctx, obj, spec)
         server = await ownership.find_owned(ctx, obj, servers)
 
         if server is None or plan.needs_replacement(server, hash_):
@@ -188,13 +190,27 @@ async def _from_secret(ctx: Context, namespace: str, name: str, key: str, field:
         ) from None
 
 
-def _servers(ctx: Context, obj: Obj) -> ownership.Owned[Server]:
-    """The VM's server as the ownership routine sees it: marked by tag ``kumo-owner=<uid>``."""
+def _servers(
+    ctx: Context, obj: Obj, spec: VirtualMachineSpec | None = None
+) -> ownership.Owned[Server]:
+    """The VM's server as the ownership routine sees it: marked by tag ``kumo-owner=<uid>``;
+    ``spec.import`` checks its image and flavor (see :func:`plan.import_mismatches`)."""
     cloud = ctx.cloud
 
     async def delete(server: Server) -> None:
         if server.status != "DELETING":  # already on its way: asking again is a write
             await cloud.delete_server(server.id)
+
+    async def verify(server: Server) -> list[Change]:
+        assert spec is not None
+        image_id = await cloud.image_id(spec.image)
+        flavor = await cloud.flavor_ids(spec.flavor)
+        return plan.import_mismatches(spec, server, image_id, flavor)
+
+    async def mark(server: Server) -> Server:
+        tags = [*server.tags, *(t for t in marker_tags(obj.uid) if t not in server.tags)]
+        await cloud.set_server_tags(server.id, tags)
+        return dataclasses.replace(server, tags=tags)
 
     return ownership.Owned(
         noun="server",
@@ -203,6 +219,9 @@ def _servers(ctx: Context, obj: Obj) -> ownership.Owned[Server]:
         get_by_id=cloud.get_server,
         list_owned=lambda: cloud.list_owned_servers(obj.uid),
         delete=delete,
+        find_by_name=lambda name: cloud.find_servers_by_name(name),
+        verify=verify,
+        mark=mark,
     )
 
 
@@ -293,7 +312,8 @@ def _status(obj: Obj, server: Server, spec: VirtualMachineSpec, hash_: str) -> d
         "ip": plan.primary_ip(server),
         "addresses": plan.addresses(server),
         "hostId": server.host_id or None,
-        "serverGroupId": spec.server_group,
+        # Nova puts a server in a group only when it boots it: an imported one is in none.
+        "serverGroupId": None if spec.import_ is not None else spec.server_group,
         "specHash": hash_,
     }
     if server.status != "ACTIVE":  # the replacement count lasts until a server works

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from kumo.api.virtualmachine import INIT_SCRIPT_MAX_BYTES, USER_DATA_MAX_BASE64, VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags
+from kumo.engine.dryrun import Change
 
 HASH_KEY = "kumo:spec-hash"  # Nova metadata keys allow [a-zA-Z0-9-_:. ] only
 NAME_KEY = "kumo:object"
@@ -90,6 +91,23 @@ def plan_fix(
     missing = [t for t in marker_tags(uid) if t not in server.tags]
     tags = [*server.tags, *missing] if missing else None
     return ServerFix(description, set_metadata, remove_metadata, tags)
+
+
+def import_mismatches(
+    spec: VirtualMachineSpec, server: Server, image_id: str, flavor: tuple[str, str]
+) -> list[Change]:
+    """What an imported server has that the spec does not ask for, among what Nova cannot
+    change in place and shows: its image (by ID) and flavor (by ID, or the name Nova ≥
+    2.47 shows). Not checked, because Nova does not show them back: user data, networks
+    by name, key, security groups — they are taken as they are. (old = the server's.)"""
+    found = []
+    if server.image_id != image_id:
+        found.append(
+            Change("spec.image", server.image_id or "(none: boot from volume)", spec.image)
+        )
+    if server.flavor not in flavor:
+        found.append(Change("spec.flavor", server.flavor, spec.flavor))
+    return found
 
 
 def needs_replacement(server: Server, hash_: str) -> bool:

@@ -5,6 +5,10 @@ objects (with ownerReferences, like ReplicaSet → Pod) and each member's own
 controller builds, heals and deletes its server. Because the watch cache lags a
 create or delete by a moment, the actuator remembers what it just did
 ("expectations") so two quick passes never create twice.
+
+Import is the same: a new member gets ``spec.import`` naming one server of the
+group's ``spec.import.members`` and its own controller takes the server over. Which
+refs are taken is read from the members and ``status.imports`` (plan.py decides).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import time
 from typing import Any
 
 from kumo.api import kinds
-from kumo.api.common import API_VERSION
+from kumo.api.common import API_VERSION, import_key
 from kumo.api.virtualmachinegroup import SERVER_GROUP_POLICY, VirtualMachineGroupSpec
 from kumo.cloud.model import ServerGroup, owner_tag
 from kumo.engine import conditions, ownership
@@ -31,8 +35,8 @@ class VirtualMachineGroupActuator:
     info = kinds.VIRTUAL_MACHINE_GROUP
 
     def __init__(self) -> None:
-        # uid → {member name: (expected to exist?, since)}
-        self._expected: dict[str, dict[str, tuple[bool, float]]] = {}
+        # uid → {member name: (expected to exist?, since, the ref it imports)}
+        self._expected: dict[str, dict[str, tuple[bool, float, str | None]]] = {}
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec) -> Result:
         problem = plan.validate(spec)
@@ -41,26 +45,39 @@ class VirtualMachineGroupActuator:
         group = await self._ensure_server_group(ctx, obj, spec)
         hash_ = plan.template_hash(spec, group.id if group else None)
         bodies = self._members(ctx.store, obj)
-        views = [_view(b) for b in bodies] + self._pending_views(obj, bodies, hash_)
-        decision = plan.plan_members(spec, hash_, views)
+        seen = [_view(b) for b in bodies]
+        views = seen + self._pending_views(obj, bodies, hash_)
+        going = [
+            _view(b)
+            for b in self._members(ctx.store, obj, include_deleting=True)
+            if b["metadata"].get("deletionTimestamp")
+        ]
+        imported = plan.imported_refs(obj.status.get("imports") or [], [*views, *going])
+        decision = plan.plan_members(spec, hash_, views, imported, going)
 
         for name in decision.delete:
             await ctx.kube.delete(kinds.VIRTUAL_MACHINE, obj.namespace, name)
-            self._expect(obj, name, exists=False)
+            self._expect(ctx, obj, name, exists=False)
+        going += [v for v in views if v.name in decision.delete]
         views = [v for v in views if v.name not in decision.delete]
         await _sync_deletion_policy(ctx, obj, spec, bodies, skip=decision.delete)
-        for zone in decision.create_zones:
-            created = await ctx.kube.create(
-                kinds.VIRTUAL_MACHINE, obj.namespace, _member_body(obj, spec, group, hash_, zone)
-            )
-            self._expect(obj, created["metadata"]["name"], exists=True)
-            views.append(plan.MemberView(created["metadata"]["name"], hash_, ready=False))
-        if decision.delete or decision.create_zones:
+        stale = plan.stale_imports(spec, [v for v in seen if v.name not in decision.delete])
+        await _drop_stale_imports(ctx, obj, stale)
+        for new in decision.creates:
+            body = _member_body(obj, spec, group, hash_, new)
+            created = await ctx.kube.create(kinds.VIRTUAL_MACHINE, obj.namespace, body)
+            name, key = created["metadata"]["name"], new.import_.key if new.import_ else None
+            self._expect(ctx, obj, name, exists=True, import_key=key)
+            views.append(plan.MemberView(name, hash_, ready=False, import_key=key))
+        if decision.delete or decision.creates:
+            imports = sum(new.import_ is not None for new in decision.creates)
             ctx.events.emit(
                 obj,
                 "Normal",
                 "Scaling",
-                f"created {len(decision.create_zones)}, deleting {len(decision.delete)} member(s)",
+                f"created {len(decision.creates)}"
+                + (f" ({imports} importing a server)" if imports else "")
+                + f", deleting {len(decision.delete)} member(s)",
             )
         if (
             group is not None
@@ -71,6 +88,9 @@ class VirtualMachineGroupActuator:
 
         ready = sum(v.ready for v in views)
         updated = sum(v.template_hash == hash_ for v in views)
+        entries = plan.import_status(spec, [*going, *views], imported)
+        outside = plan.outside_group(views, imported, group.members) if group else []
+        _report_imports(ctx, obj, entries, group, outside)
         status = {
             "replicas": len(views),
             "readyReplicas": ready,
@@ -78,6 +98,7 @@ class VirtualMachineGroupActuator:
             "serverGroupId": group.id if group else None,
             "selector": f"{GROUP_LABEL}={obj.name}",
             "members": sorted(v.name for v in views),
+            "imports": entries or None,
         }
         converged = len(views) == ready == updated == spec.replicas
         message = f"{ready}/{spec.replicas} members ready, {updated} up to date"
@@ -86,6 +107,7 @@ class VirtualMachineGroupActuator:
             name, reason, detail = failing
             where = "spec.haPolicy: " if reason == "NoValidHost" else ""
             message = f"{where}{message}; member {name}: {reason}: {detail}"
+        message += plan.import_notes(spec, entries, outside, group.id if group else None)
         return Result(
             phase="Ready" if converged else ("Degraded" if failing else "Scaling"),
             ready=converged,
@@ -174,20 +196,24 @@ class VirtualMachineGroupActuator:
                 members.append(body)
         return members
 
-    def _expect(self, obj: Obj, name: str, exists: bool) -> None:
-        self._expected.setdefault(obj.uid, {})[name] = (exists, time.monotonic())
+    def _expect(
+        self, ctx: Context, obj: Obj, name: str, exists: bool, import_key: str | None = None
+    ) -> None:
+        if ctx.dry_run:  # nothing was created or deleted: nothing to wait for
+            return
+        self._expected.setdefault(obj.uid, {})[name] = (exists, time.monotonic(), import_key)
 
     def _pending_views(self, obj: Obj, bodies: list[Body], hash_: str) -> list[plan.MemberView]:
         """Members created but not yet seen; forget expectations once observed or stale."""
         seen = {b["metadata"]["name"] for b in bodies}
         expected = self._expected.get(obj.uid, {})
         pending = []
-        for name, (exists, since) in list(expected.items()):
+        for name, (exists, since, key) in list(expected.items()):
             observed = (name in seen) == exists
             if observed or time.monotonic() - since > EXPECTATION_TTL:
                 del expected[name]
             elif exists:
-                pending.append(plan.MemberView(name=name, template_hash=hash_, ready=False))
+                pending.append(plan.MemberView(name, hash_, ready=False, import_key=key))
         return pending
 
 
@@ -218,6 +244,42 @@ async def _sync_deletion_policy(
         )
 
 
+async def _drop_stale_imports(ctx: Context, obj: Obj, names: list[str]) -> None:
+    """Members still waiting to import a server the list no longer names: they build
+    their own (spec.import removed; a server they marked meanwhile is adopted)."""
+    for name in names:
+        await ctx.kube.patch(kinds.VIRTUAL_MACHINE, obj.namespace, name, {"spec": {"import": None}})
+    if names:
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "ImportDropped",
+            f"member(s) {', '.join(names)} no longer import a server: "
+            "it is not in spec.import.members any more",
+        )
+
+
+def _report_imports(
+    ctx: Context,
+    obj: Obj,
+    entries: list[dict[str, Any]],
+    group: ServerGroup | None,
+    outside: list[str],
+) -> None:
+    """An event when a member has taken its server over (once: status records it),
+    saying when the server stays outside the group's server group."""
+    for entry in plan.newly_imported(obj.status.get("imports") or [], entries):
+        message = (
+            f"member {entry['member']} imported server {entry['serverId']} ({import_key(entry)})"
+        )
+        if group is not None and entry["member"] in outside:
+            message += (
+                f"; it stays outside server group {group.id}: Nova cannot add an existing "
+                "server to a server group (a template change rolls it over into one)"
+            )
+        ctx.events.emit(obj, "Normal", "MemberImported", message)
+
+
 def _failing_member(bodies: list[Body]) -> tuple[str, str, str] | None:
     """The first member reporting an error, to say in the group why it is not Ready."""
     for body in sorted(bodies, key=lambda b: b["metadata"]["name"]):
@@ -231,24 +293,40 @@ def _failing_member(bodies: list[Body]) -> tuple[str, str, str] | None:
 def _view(body: Body) -> plan.MemberView:
     meta = body["metadata"]
     status = body.get("status") or {}
+    spec = body.get("spec") or {}
+    ref = spec.get("import")
+    ready = conditions.get_condition(status.get("conditions") or [], "Ready") or {}
     return plan.MemberView(
         name=meta["name"],
         template_hash=(meta.get("labels") or {}).get(TEMPLATE_HASH_LABEL, ""),
         ready=conditions.is_true(status.get("conditions") or []),
-        zone=(body.get("spec") or {}).get("availabilityZone"),
+        zone=spec.get("availabilityZone"),
         created=meta.get("creationTimestamp", ""),
+        import_key=import_key(ref) if isinstance(ref, dict) else None,
+        server_id=status.get("id"),
+        reason=str(ready.get("reason") or ""),
     )
 
 
 def _member_body(
-    obj: Obj, spec: VirtualMachineGroupSpec, group: ServerGroup | None, hash_: str, zone: str | None
+    obj: Obj,
+    spec: VirtualMachineGroupSpec,
+    group: ServerGroup | None,
+    hash_: str,
+    new: plan.NewMember,
 ) -> Body:
+    """A member built from the template. One that imports a server carries it in
+    ``spec.import`` (not in the template hash: it does not make the member out of
+    date) and keeps ``serverGroup``: Nova does not check it on import, and a server the
+    member builds itself later (the import dropped) belongs in the group."""
     member_spec: dict[str, Any] = spec.template.model_dump(by_alias=True, exclude_none=True)
     member_spec["deletionPolicy"] = spec.deletion_policy
     if group is not None:
         member_spec["serverGroup"] = group.id
-    if zone:
-        member_spec["availabilityZone"] = zone
+    if new.zone:
+        member_spec["availabilityZone"] = new.zone
+    if new.import_ is not None:
+        member_spec["import"] = new.import_.model_dump(exclude_none=True)
     if not spec.template.description and spec.description:
         member_spec["description"] = spec.description
     return {

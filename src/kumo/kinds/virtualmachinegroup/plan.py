@@ -3,6 +3,12 @@
 Like a ReplicaSet and a Deployment in one: members built from an older template
 are rolled over within ``maxSurge``/``maxUnavailable``; scale-down removes members
 that are not ready first, then the newest.
+
+Import (``spec.import.members``): a new member takes the next entry no member has
+imported or carries (its own ``spec.import``). What was imported is read back from the
+members and the group's ``status.imports`` — never from memory — so a restart does not
+offer a server twice. The import ref is not part of the template hash: it never makes a
+member look out of date.
 """
 
 from __future__ import annotations
@@ -10,13 +16,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from kumo.api.common import ManagedSpec
+from kumo.api.common import ImportRef, ManagedSpec, import_key
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
 
 DEFAULT_POLICY = ManagedSpec.model_fields["deletion_policy"].default
+#: Reasons of an import refused before the server was marked (engine/ownership.py).
+IMPORT_FAILED = frozenset({"ImportNotFound", "ImportAmbiguous", "ImportMismatch", "AlreadyOwned"})
 
 
 @dataclass(frozen=True)
@@ -26,12 +35,33 @@ class MemberView:
     ready: bool
     zone: str | None = None
     created: str = ""
+    import_key: str | None = None  # the ref its spec.import carries (ImportRef.key)
+    server_id: str | None = None  # its status.id: with import_key, the imported server
+    reason: str = ""  # its Ready condition's reason
+
+
+@dataclass(frozen=True)
+class NewMember:
+    zone: str | None = None
+    import_: ImportRef | None = None  # the server it imports instead of booting one
 
 
 @dataclass(frozen=True)
 class MemberPlan:
-    create_zones: list[str | None] = field(default_factory=list)
+    creates: list[NewMember] = field(default_factory=list)
     delete: list[str] = field(default_factory=list)
+
+    @property
+    def create_zones(self) -> list[str | None]:
+        return [c.zone for c in self.creates]
+
+
+@dataclass(frozen=True)
+class Imported:
+    """A ref a member took over: it is never offered to another member."""
+
+    member: str
+    server_id: str
 
 
 def template_hash(spec: VirtualMachineGroupSpec, server_group_id: str | None) -> str:
@@ -41,9 +71,35 @@ def template_hash(spec: VirtualMachineGroupSpec, server_group_id: str | None) ->
 
 
 def plan_members(
-    spec: VirtualMachineGroupSpec, current_hash: str, members: list[MemberView]
+    spec: VirtualMachineGroupSpec,
+    current_hash: str,
+    members: list[MemberView],
+    imported: Mapping[str, Imported] | None = None,
+    going: Sequence[MemberView] = (),
 ) -> MemberPlan:
-    """Decide creations and deletions for one pass (members being deleted excluded)."""
+    """Decide creations and deletions for one pass (``members`` exclude those being
+    deleted, ``going``). New members import free refs first."""
+    imported = imported or {}
+    # (A member whose imported server is gone since rebuilds it itself: engine/ownership.py.)
+    count, delete, placed = _plan_templates(spec, current_hash, members)
+    leaving = [*going, *(m for m in members if m.name in delete)]
+    # A ref stays with its member until that member goes — and while it goes, unless
+    # its import failed: then it marked nothing its deletion could take along, and the
+    # member replacing it (say, built from a template that fixes a mismatch) may have it.
+    held = [m for m in [*members, *going] if m not in leaving or m.reason not in IMPORT_FAILED]
+    taken = {*imported, *(m.import_key for m in held if m.import_key)}
+    refs = free_refs(spec, taken)[:count]
+    zones = _zones_for(spec.availability_zones, placed, count - len(refs))
+    # An imported server is where it is: its member gets no zone (nor counts towards one).
+    creates = [NewMember(import_=ref) for ref in refs] + [NewMember(zone) for zone in zones]
+    return MemberPlan(creates, delete)
+
+
+def _plan_templates(
+    spec: VirtualMachineGroupSpec, current_hash: str, members: list[MemberView]
+) -> tuple[int, list[str], list[MemberView]]:
+    """Scale and roll over by template hash: how many to create, whom to delete, and
+    the members that stay or count for zone spreading."""
     desired = spec.replicas
     updated = [m for m in members if m.template_hash == current_hash]
     old = [m for m in members if m.template_hash != current_hash]
@@ -58,7 +114,7 @@ def plan_members(
         delete += [m.name for m in _victims(updated, len(updated) - desired)]
         updated = [m for m in updated if m.name not in delete]
         delete += [m.name for m in old]
-        return MemberPlan([], delete)
+        return 0, delete, updated
 
     # Bring current members up to `desired` without exceeding desired + maxSurge in all.
     need = desired - len(updated)
@@ -69,8 +125,116 @@ def plan_members(
     ready_total = sum(m.ready for m in updated) + len(old)
     removable = ready_total - (desired - spec.strategy.max_unavailable)
     delete += [m.name for m in _victims(old, max(0, min(len(old), removable)))]
-    zones = _zones_for(spec.availability_zones, [*updated, *old], creates)
-    return MemberPlan(zones, delete)
+    return creates, delete, [*updated, *old]
+
+
+def refs_of(spec: VirtualMachineGroupSpec) -> list[ImportRef]:
+    return spec.import_.members if spec.import_ is not None else []
+
+
+def free_refs(spec: VirtualMachineGroupSpec, taken: Collection[str]) -> list[ImportRef]:
+    """Refs a new member may import, in order: among the first ``replicas`` entries,
+    those no member has imported or carries."""
+    return [ref for ref in refs_of(spec)[: spec.replicas] if ref.key not in taken]
+
+
+def imported_refs(
+    recorded: list[Mapping[str, Any]], members: list[MemberView]
+) -> dict[str, Imported]:
+    """Refs taken over for good: recorded in ``status.imports`` (the member may be gone
+    since), or carried by a member that has a server (it can only be the imported one)."""
+    found: dict[str, Imported] = {}
+    for entry in recorded:
+        key = import_key(entry)
+        if key and entry.get("state") == "Imported" and entry.get("serverId"):
+            found[key] = Imported(str(entry.get("member") or ""), str(entry["serverId"]))
+    for m in members:
+        if m.import_key and m.server_id:
+            found.setdefault(m.import_key, Imported(m.name, m.server_id))
+    return found
+
+
+def import_status(
+    spec: VirtualMachineGroupSpec, members: list[MemberView], imported: Mapping[str, Imported]
+) -> list[dict[str, Any]]:
+    """``status.imports``: one entry per ``spec.import.members`` entry, in order.
+    ``members`` are all the group's members, being deleted and just created included
+    (a later one carrying the same ref as one going is the one named)."""
+    carrying = {m.import_key: m.name for m in members if m.import_key}
+    entries: list[dict[str, Any]] = []
+    for index, ref in enumerate(refs_of(spec)):
+        entry: dict[str, Any] = {"id": ref.id, "name": ref.name}
+        if ref.key in imported:
+            done = imported[ref.key]
+            entry |= {"state": "Imported", "member": done.member, "serverId": done.server_id}
+        elif ref.key in carrying:
+            entry |= {"state": "Importing", "member": carrying[ref.key]}
+        else:
+            entry["state"] = "BeyondReplicas" if index >= spec.replicas else "Pending"
+        entries.append(entry)
+    return entries
+
+
+def newly_imported(
+    previous: list[Mapping[str, Any]], entries: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Entries that became ``Imported`` since ``previous`` (the status before)."""
+    before = {import_key(e): e.get("state") for e in previous}
+    return [
+        e for e in entries if e["state"] == "Imported" and before.get(import_key(e)) != "Imported"
+    ]
+
+
+def stale_imports(spec: VirtualMachineGroupSpec, members: list[MemberView]) -> list[str]:
+    """Members carrying a ref no longer listed that they never took over: their import
+    is dropped (they build a server of their own), so a ref removed from the list, e.g.
+    one that cannot be imported, does not leave a member stuck on it."""
+    listed = {ref.key for ref in refs_of(spec)}
+    return sorted(
+        m.name for m in members if m.import_key and m.import_key not in listed and not m.server_id
+    )
+
+
+def outside_group(
+    members: list[MemberView], imported: Mapping[str, Imported], group_members: Collection[str]
+) -> list[str]:
+    """Members whose imported server is not in the group's server group (Nova adds a
+    server to a group only when it boots it): ``haPolicy`` does not hold for them."""
+    return sorted(
+        m.name
+        for m in members
+        if m.import_key in imported and m.server_id and m.server_id not in group_members
+    )
+
+
+def import_notes(
+    spec: VirtualMachineGroupSpec,
+    entries: list[dict[str, Any]],
+    outside: list[str],
+    group_id: str | None,
+) -> str:
+    """What the Ready message adds about imports: refs not imported and why, imported
+    members outside the server group."""
+
+    def refs(state: str) -> str:
+        return ", ".join(str(import_key(e)) for e in entries if e["state"] == state)
+
+    notes = []
+    if beyond := refs("BeyondReplicas"):
+        notes.append(
+            f"spec.import.members: {beyond}: not imported, beyond replicas ({spec.replicas})"
+        )
+    if pending := refs("Pending"):
+        notes.append(
+            f"spec.import.members: {pending}: not imported yet, until the group creates a "
+            "member (scale-out or rollout)"
+        )
+    if outside and group_id:
+        notes.append(
+            f"imported member(s) {', '.join(outside)} outside server group {group_id} "
+            "(Nova cannot add an existing server to a group)"
+        )
+    return "".join(f"; {note}" for note in notes)
 
 
 def policy_patches(policy: str, members: Mapping[str, str | None]) -> list[str]:

@@ -142,6 +142,13 @@ class FakeOctavia:
         fake = self._mutate(self.lbs[lb_id], "update_load_balancer")
         fake.lb = replace(fake.lb, description=description or "")
 
+    async def find_load_balancers_by_name(self, name: str) -> list[model.LoadBalancer]:
+        return [f.lb for f in self.lbs.values() if f.lb.name == name]
+
+    async def set_load_balancer_tags(self, lb_id: str, tags: list[str]) -> None:
+        fake = self._mutate(self.lbs[lb_id], "set_load_balancer_tags")
+        fake.lb = replace(fake.lb, tags=list(tags))
+
     async def delete_load_balancer(self, lb_id: str) -> None:
         """Always cascade, like the adapter: the whole tree goes with it."""
         if lb_id not in self.lbs:

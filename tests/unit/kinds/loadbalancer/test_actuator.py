@@ -519,3 +519,36 @@ def test_a_vm_no_longer_deleted_goes_back_to_weight_one() -> None:
     converge(world)
     assert weights(world, 80) == weights(world, 443) == {"vm-0": 1, "vm-1": 1}
     assert all("drainingSince" not in m for p in status(world)["ports"] for m in p["members"])
+
+
+# -- spec.import -------------------------------------------------------------------------------
+
+
+def hand_made_lb(world: LBWorld, vip_network_id: str) -> str:
+    fake = cloud(world).add_lb([], name="legacy")
+    fake.lb = replace(fake.lb, availability_zone="dev", vip_network_id=vip_network_id)
+    return fake.lb.id
+
+
+def test_import_of_an_lb_on_another_vip_network_is_refused_naming_the_field() -> None:
+    world = new_world()
+    lb_id = hand_made_lb(world, "net-public")
+    stored(world, "LoadBalancer", "web")["spec"]["import"] = {"name": "legacy"}
+    run(world)
+    assert (ready(world)["reason"], ready(world)["message"][:13]) == (
+        "ImportMismatch",
+        "spec.vipType:",
+    )
+    assert cloud(world).lbs[lb_id].lb.tags == [], "not marked"
+    assert len(cloud(world).lbs) == 1, "not replaced, nothing created"
+
+
+def test_an_imported_lb_is_marked_and_its_ports_are_built() -> None:
+    world = new_world()
+    lb_id = hand_made_lb(world, "net-private")
+    stored(world, "LoadBalancer", "web")["spec"]["import"] = {"id": lb_id}
+    converge(world)
+    assert set(marker_tags("uid-web")) <= set(cloud(world).lbs[lb_id].lb.tags)
+    assert status(world)["id"] == lb_id and ready(world)["status"] == "True"
+    assert len(cloud(world).lbs) == 1
+    assert "Imported" in world.events.reasons()

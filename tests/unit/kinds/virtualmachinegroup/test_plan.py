@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
 from kumo.kinds.virtualmachinegroup.plan import (
+    Imported,
+    MemberPlan,
     MemberView,
+    import_notes,
+    import_status,
+    imported_refs,
+    newly_imported,
+    outside_group,
     plan_members,
     policy_patches,
+    stale_imports,
     template_hash,
     validate,
 )
@@ -95,3 +103,125 @@ def test_policy_patches_only_members_that_differ() -> None:
     current = {"a": "Delete", "b": "Orphan", "c": None}
     assert policy_patches("Orphan", current) == ["a", "c"]
     assert policy_patches("Delete", current) == ["b"]
+
+
+# -- import (spec.import.members) ----------------------------------------------------------
+
+
+def importing(replicas: int, *refs: dict[str, str], **extra: object) -> VirtualMachineGroupSpec:
+    return spec(replicas, **{"import": {"members": list(refs)}}, **extra)
+
+
+def carrying(
+    name: str, key: str, server_id: str | None = None, reason: str = "", hash_: str = "h1"
+) -> MemberView:
+    return MemberView(name, hash_, True, import_key=key, server_id=server_id, reason=reason)
+
+
+def keys(decision: MemberPlan) -> list[str | None]:
+    return [c.import_.key if c.import_ else None for c in decision.creates]
+
+
+def test_new_members_import_the_refs_first_in_order_and_without_a_zone() -> None:
+    group = importing(3, {"name": "a"}, {"id": "b"}, availabilityZones=["az1", "az2"])
+    decision = plan_members(group, "h1", [])
+    assert keys(decision) == ["name=a", "id=b", None]
+    assert decision.create_zones == [None, None, "az1"], "an imported server stays where it is"
+
+
+def test_refs_carried_or_imported_are_never_offered_again() -> None:
+    group = importing(4, {"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"})
+    members = [carrying("m0", "name=a")]
+    imported = {"name=b": Imported("gone", "srv-b")}  # its member was deleted since
+    going = [carrying("m9", "name=c", reason="Building")]  # being deleted, may hold the server
+    decision = plan_members(group, "h1", members, imported, going)
+    assert keys(decision) == ["name=d", None, None]
+
+
+def test_a_ref_whose_import_failed_passes_to_the_member_replacing_it() -> None:
+    """The user fixes an ImportMismatch by changing the template: the old member (never
+    ready) goes, and its replacement imports the same server with the new template."""
+    group = importing(1, {"name": "a"})
+    stuck = MemberView("m0", "old", False, import_key="name=a", reason="ImportMismatch")
+    decision = plan_members(group, "new", [stuck])
+    assert decision.delete == ["m0"]
+    assert keys(decision) == ["name=a"]
+
+
+def test_refs_beyond_replicas_are_not_imported_and_reported() -> None:
+    group = importing(2, {"name": "a"}, {"name": "b"}, {"name": "c"})
+    decision = plan_members(group, "h1", [])
+    assert keys(decision) == ["name=a", "name=b"]
+    created = [carrying(f"n{i}", k) for i, k in enumerate(["name=a", "name=b"])]
+    entries = import_status(group, created, {})
+    assert [(e["name"], e["state"], e.get("member")) for e in entries] == [
+        ("a", "Importing", "n0"),
+        ("b", "Importing", "n1"),
+        ("c", "BeyondReplicas", None),
+    ]
+    assert "name=c: not imported, beyond replicas (2)" in import_notes(group, entries, [], None)
+
+
+def test_a_ref_added_to_a_full_group_waits_for_a_new_member() -> None:
+    group = importing(2, {"name": "a"})
+    assert plan_members(group, "h1", members(2)).creates == [], "no server is replaced for it"
+    entries = import_status(group, members(2), {})
+    assert entries == [{"id": None, "name": "a", "state": "Pending"}]
+    assert "name=a: not imported yet, until the group creates a member" in import_notes(
+        group, entries, [], None
+    )
+
+
+def test_import_does_not_change_the_template_hash() -> None:
+    assert template_hash(importing(2, {"name": "a"}), "sg") == template_hash(spec(2), "sg")
+
+
+def test_rollouts_and_scale_in_treat_imported_members_like_any_other() -> None:
+    group = importing(2, {"name": "a"}, {"name": "b"})
+    old = [
+        carrying("m0", "name=a", "srv-a", hash_="old"),
+        carrying("m1", "name=b", "srv-b", hash_="old"),
+    ]
+    imported = imported_refs([], old)
+    first = plan_members(group, "new", old, imported)
+    assert (keys(first), first.delete) == ([None], []), "new servers: the refs were imported"
+    then = plan_members(group, "new", [*old, MemberView("n0", "new", True)], imported)
+    assert len(then.delete) == 1 and then.delete[0].startswith("m"), "rolled over"
+    current = [
+        MemberView("m0", "h1", True, created="2026-11-22T00:00:00Z", import_key="name=a"),
+        MemberView("x0", "h1", True, created="2026-11-22T00:00:09Z"),
+    ]
+    assert plan_members(importing(1, {"name": "a"}), "h1", current, imported).delete == ["x0"]
+    assert plan_members(spec(1), "h1", current[::-1], imported).delete == ["x0"], "newest first"
+
+
+def test_a_ref_never_imported_and_not_found_is_reported_and_kept() -> None:
+    group = importing(1, {"name": "a"})
+    stuck = MemberView("m0", "h1", False, import_key="name=a", reason="ImportNotFound")
+    decision = plan_members(group, "h1", [stuck], {})
+    assert decision.delete == [] and decision.creates == [], "the user's to fix"
+
+
+def test_what_was_imported_is_read_from_status_and_members() -> None:
+    recorded = [
+        {"name": "a", "state": "Imported", "member": "m0", "serverId": "srv-a"},
+        {"name": "b", "state": "Importing", "member": "m1"},
+    ]
+    found = imported_refs(recorded, [carrying("m2", "id=c", "srv-c"), carrying("m1", "name=b")])
+    assert found == {"name=a": Imported("m0", "srv-a"), "id=c": Imported("m2", "srv-c")}
+    entries = import_status(importing(3, {"name": "a"}, {"id": "c"}), [], found)
+    assert newly_imported(recorded, entries) == [entries[1]], "name=a was imported before"
+
+
+def test_members_waiting_on_a_ref_no_longer_listed_drop_it() -> None:
+    group = importing(3, {"name": "a"})
+    current = [carrying("m0", "name=a"), carrying("m1", "name=x"), carrying("m2", "name=y", "s")]
+    assert stale_imports(group, current) == ["m1"], "m2 has its server: it keeps it"
+
+
+def test_imported_members_outside_the_server_group_are_named() -> None:
+    imported = {"name=a": Imported("m0", "srv-a"), "name=b": Imported("m1", "srv-b")}
+    current = [carrying("m0", "name=a", "srv-a"), carrying("m1", "name=b", "srv-b"), *members(1)]
+    assert outside_group(current, imported, ["srv-b"]) == ["m0"]
+    note = import_notes(spec(3), [], ["m0"], "sg-1")
+    assert "imported member(s) m0 outside server group sg-1" in note

@@ -1,0 +1,315 @@
+"""DryRunCloud: the cloud adapter with its writes recorded instead of made.
+
+Reads (``get_*``, ``list_*``, ``fetch_*``, ``find_*`` and name lookups) go to the real
+adapter; every write method of the adapter is defined here and only appends an
+:class:`~kumo.engine.dryrun.Action` — with the fields it would change, old (read from
+the adapter) → new — and returns what the actuator needs to carry on (a new server as
+``BUILD`` with the ID ``(new)``). Any other attribute is refused, so a write added to
+the adapter and forgotten here fails loudly instead of being made
+(``tests/unit/cloud/test_dryrun.py`` checks that every write of the adapter is here).
+
+Who uses it: the engine's dry passes (``managementPolicy: Observe``, ``driftPolicy:
+Report``) and ``kumo plan``, through ``Engine(dry_run=DryRunCloud)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kumo.cloud import model
+from kumo.engine.dryrun import Action, Change
+
+NEW_ID = "(new)"
+
+#: Reads that are not named get_/list_/fetch_/find_*: name → ID lookups and attributes.
+READS = frozenset(
+    {
+        "region",
+        "watch",
+        "image_id",
+        "flavor_id",
+        "flavor_ids",
+        "network_id",
+        "default_network_id",
+        "lb_flavor_id",
+        "share_type_id",
+        "zone",
+        "zone_id",
+        "load_balancer_versions",
+        "zone_versions",
+    }
+)
+READ_PREFIXES = ("get_", "list_", "fetch_", "find_")
+
+
+def _is_read(name: str) -> bool:
+    return name in READS or name.startswith(READ_PREFIXES)
+
+
+class DryRunCloud:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.actions: list[Action] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if not _is_read(name):
+            raise AttributeError(f"DryRunCloud does not know {name!r}: not a read, not a write")
+        return getattr(self._inner, name)
+
+    def _record(
+        self, verb: str, noun: str, target: str = "", *changes: Change, note: str = ""
+    ) -> None:
+        self.actions.append(Action(verb, noun, target, tuple(changes), note))
+
+    # -- Nova --------------------------------------------------------------------------
+
+    async def create_server(self, **attrs: Any) -> model.Server:
+        shown = (
+            "image_id",
+            "flavor_id",
+            "network_ids",
+            "availability_zone",
+            "key_name",
+            "security_groups",
+            "server_group_id",
+            "description",
+        )
+        changes = [Change(f"spec.{k}", None, attrs.get(k)) for k in shown if attrs.get(k)]
+        if attrs.get("user_data"):
+            changes.append(Change("spec.initScript", None, f"{len(attrs['user_data'])} bytes"))
+        self._record("create", "server", attrs["name"], *changes)
+        return model.Server(
+            id=NEW_ID,
+            name=attrs["name"],
+            status="BUILD",
+            tags=list(attrs.get("tags") or []),
+            metadata=dict(attrs.get("metadata") or {}),
+            description=attrs.get("description"),
+        )
+
+    async def update_server(self, server_id: str, *, description: str | None) -> None:
+        old = await self._inner.get_server(server_id)
+        before = old.description if old is not None else None
+        self._record("update", "server", server_id, Change("spec.description", before, description))
+
+    async def set_server_metadata(
+        self, server_id: str, metadata: dict[str, str], remove: list[str]
+    ) -> None:
+        old = await self._inner.get_server(server_id)
+        have = old.metadata if old is not None else {}
+        changes = [Change(_metadata_field(k), have.get(k), v) for k, v in sorted(metadata.items())]
+        changes += [Change(_metadata_field(k), have.get(k), None) for k in sorted(remove)]
+        self._record("update", "server", server_id, *changes)
+
+    async def set_server_tags(self, server_id: str, tags: list[str]) -> None:
+        old = await self._inner.get_server(server_id)
+        before = old.tags if old is not None else []
+        self._record("update", "server", server_id, Change("tags", before, tags))
+
+    async def delete_server(self, server_id: str) -> None:
+        self._record("delete", "server", server_id)
+
+    async def create_server_group(self, name: str, policy: str) -> model.ServerGroup:
+        self._record("create", "server group", name, Change("spec.haPolicy", None, policy))
+        return model.ServerGroup(id=NEW_ID, name=name, policy=policy)
+
+    async def delete_server_group(self, group_id: str) -> None:
+        self._record("delete", "server group", group_id)
+
+    # -- Octavia -----------------------------------------------------------------------
+
+    async def create_load_balancer(self, **attrs: Any) -> model.LoadBalancer:
+        shown = {
+            "vip_network_id": "spec.vipType",
+            "availability_zone": "spec.zone",
+            "flavor_id": "spec.serviceType",
+            "description": "spec.description",
+        }
+        changes = [Change(f, None, attrs.get(k)) for k, f in shown.items() if attrs.get(k)]
+        self._record("create", "load balancer", attrs["name"], *changes)
+        return model.LoadBalancer(
+            id=NEW_ID,
+            name=attrs["name"],
+            provisioning_status="PENDING_CREATE",
+            operating_status="OFFLINE",
+            vip_address=None,
+            tags=list(attrs.get("tags") or []),
+            description=attrs.get("description"),
+        )
+
+    async def update_load_balancer(self, lb_id: str, *, description: str | None) -> None:
+        old = await self._inner.get_load_balancer(lb_id)
+        before = old.description if old is not None else None
+        self._record(
+            "update", "load balancer", lb_id, Change("spec.description", before, description)
+        )
+
+    async def set_load_balancer_tags(self, lb_id: str, tags: list[str]) -> None:
+        old = await self._inner.get_load_balancer(lb_id)
+        self._record(
+            "update", "load balancer", lb_id, Change("tags", old.tags if old else [], tags)
+        )
+
+    async def delete_load_balancer(self, lb_id: str) -> None:
+        self._record("delete", "load balancer", lb_id, note="with its listeners, pools and members")
+
+    async def create_listener(
+        self, lb_id: str, *, name: str, protocol: str, port: int, tags: list[str]
+    ) -> str:
+        self._record(
+            "create", "listener", name, Change(f"spec.ports[{port}].protocol", None, protocol)
+        )
+        return NEW_ID
+
+    async def create_pool(
+        self, listener_id: str, *, name: str, protocol: str, tags: list[str]
+    ) -> str:
+        self._record(
+            "create", "pool", name, Change("spec.ports[].realServers.protocol", None, protocol)
+        )
+        return NEW_ID
+
+    async def create_health_monitor(
+        self, pool_id: str, *, protocol: str, url_path: str | None, tags: list[str]
+    ) -> str:
+        label = f"{protocol} {url_path}" if url_path else protocol
+        self._record(
+            "create",
+            "health monitor",
+            f"on pool {pool_id}",
+            Change("spec.ports[].monitors[0]", None, label),
+        )
+        return NEW_ID
+
+    async def delete_health_monitor(self, hm_id: str) -> None:
+        self._record("delete", "health monitor", hm_id)
+
+    async def delete_listener(self, listener_id: str) -> None:
+        self._record("delete", "listener", listener_id)
+
+    async def delete_pool(self, pool_id: str) -> None:
+        self._record("delete", "pool", pool_id)
+
+    async def replace_owned_members(
+        self, pool_id: str, uid: str, members: list[model.MemberSpec]
+    ) -> None:
+        """The batch update, as members to add, drain (weight 0), restore and remove."""
+        current = [
+            m for m in await self._inner.list_members(pool_id) if model.owner_of(m.tags) == uid
+        ]
+        have = {(m.address, m.port): m for m in current}
+        want = {(m.address, m.port): m for m in members}
+        changes = []
+        for key, m in sorted(want.items()):
+            old = have.get(key)
+            label = f"{m.name} {m.address}:{m.port}"
+            if old is None:
+                changes.append(Change("members", None, f"add {label}"))
+            elif old.weight != m.weight:
+                what = "drain" if m.weight == 0 else "restore"
+                changes.append(
+                    Change("members", f"weight {old.weight}", f"{what} {label} (weight {m.weight})")
+                )
+        for key, old in sorted(have.items()):
+            if key not in want:
+                changes.append(Change("members", f"{old.name} {old.address}:{old.port}", "remove"))
+        self._record("update", "members of pool", pool_id, *changes)
+
+    # -- Designate ---------------------------------------------------------------------
+
+    async def create_recordset(
+        self, zone_id: str, *, name: str, type: str, records: list[str], ttl: int, description: str
+    ) -> model.Recordset:
+        self._record(
+            "create",
+            "recordset",
+            f"{name} {type}",
+            Change("spec.values", None, records),
+            Change("spec.ttl", None, ttl),
+        )
+        return model.Recordset(
+            NEW_ID, zone_id, name, type, list(records), ttl, description, "PENDING"
+        )
+
+    async def update_recordset(
+        self, zone_id: str, rs_id: str, *, records: list[str], ttl: int, description: str
+    ) -> model.Recordset:
+        old = await self._inner.get_recordset(zone_id, rs_id)
+        changes = []
+        if old is None or sorted(old.records) != sorted(records):
+            changes.append(Change("spec.values", old.records if old else None, records))
+        if old is None or old.ttl != ttl:
+            changes.append(Change("spec.ttl", old.ttl if old else None, ttl))
+        if old is None or (old.description or "") != description:
+            changes.append(
+                Change("spec.description", old.description if old else None, description)
+            )
+        self._record("update", "recordset", old.name if old else rs_id, *changes)
+        if old is None:
+            return model.Recordset(
+                rs_id, zone_id, "", "", list(records), ttl, description, "PENDING"
+            )
+        return model.Recordset(
+            rs_id, zone_id, old.name, old.type, list(records), ttl, description, "PENDING"
+        )
+
+    async def delete_recordset(self, zone_id: str, rs_id: str) -> None:
+        self._record("delete", "recordset", rs_id)
+
+    # -- Manila ------------------------------------------------------------------------
+
+    async def create_share(self, **attrs: Any) -> model.Share:
+        self._record(
+            "create",
+            "share",
+            attrs["name"],
+            Change("spec.size", None, attrs.get("size")),
+            Change("spec.protocol", None, attrs.get("protocol")),
+        )
+        return model.Share(
+            id=NEW_ID,
+            name=attrs["name"],
+            status="creating",
+            size=attrs.get("size", 0),
+            protocol=attrs.get("protocol", ""),
+            metadata=dict(attrs.get("metadata") or {}),
+        )
+
+    async def extend_share(self, share_id: str, new_size: int) -> None:
+        old = await self._inner.get_share(share_id)
+        self._record(
+            "update", "share", share_id, Change("spec.size", old.size if old else None, new_size)
+        )
+
+    async def update_share(self, share_id: str, *, description: str | None) -> None:
+        old = await self._inner.get_share(share_id)
+        self._record(
+            "update",
+            "share",
+            share_id,
+            Change("spec.description", old.description if old else None, description),
+        )
+
+    async def delete_share(self, share_id: str) -> None:
+        self._record("delete", "share", share_id)
+
+    async def create_access_rule(
+        self, share_id: str, *, access_to: str, access_level: str, metadata: dict[str, str]
+    ) -> model.AccessRule:
+        self._record(
+            "create",
+            "access rule",
+            f"{access_to} {access_level}",
+            Change("spec.access", None, f"{access_to} {access_level}"),
+        )
+        return model.AccessRule(
+            NEW_ID, "ip", access_to, access_level, "queued_to_apply", dict(metadata)
+        )
+
+    async def delete_access_rule(self, share_id: str, rule_id: str) -> None:
+        self._record("delete", "access rule", rule_id)
+
+
+def _metadata_field(key: str) -> str:
+    """Kumo's own keys (``kumo:``) are bookkeeping, the rest the spec's metadata."""
+    return f"metadata.{key}" if key.startswith("kumo:") else f"spec.metadata.{key}"

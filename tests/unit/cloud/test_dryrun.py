@@ -1,0 +1,64 @@
+"""DryRunCloud records every write of the adapter and makes none."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+import pytest
+
+from kumo.cloud.adapter import OpenStackCloud
+from kumo.cloud.dryrun import DryRunCloud, _is_read
+from kumo.engine.dryrun import Action, Change, drift_entries
+from tests.unit.fakes import FakeNova
+
+
+def test_every_adapter_method_is_a_read_or_a_recorded_write() -> None:
+    for name, method in inspect.getmembers(OpenStackCloud, inspect.iscoroutinefunction):
+        if name.startswith("_") or name == "close" or _is_read(name):
+            continue
+        mine = getattr(DryRunCloud, name, None)
+        assert mine is not None, f"write {name} would slip through DryRunCloud"
+        params = inspect.signature(mine).parameters.values()
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):  # **attrs
+            assert inspect.signature(mine) == inspect.signature(method), name
+
+
+def test_unknown_attributes_are_refused() -> None:
+    with pytest.raises(AttributeError):
+        DryRunCloud(FakeNova()).resize_server  # noqa: B018 - not a read, not a known write
+
+
+def test_writes_are_recorded_with_old_and_new_values() -> None:
+    nova = FakeNova()
+    sid = nova.add_server("web", tags=[], description="old", metadata={"a": "1"}).id
+    dry = DryRunCloud(nova)
+    asyncio.run(dry.update_server(sid, description="new"))
+    asyncio.run(dry.set_server_metadata(sid, {"a": "2", "kumo:spec-hash": "h"}, ["b"]))
+    asyncio.run(dry.delete_server(sid))
+    assert nova.servers[sid]["description"] == "old"
+    assert nova.servers[sid]["status"] == "BUILD", "not deleted"
+    assert dry.actions[0] == Action(
+        "update", "server", sid, (Change("spec.description", "old", "new"),)
+    )
+    assert Change("spec.metadata.a", "1", "2") in dry.actions[1].changes
+    assert Change("metadata.kumo:spec-hash", None, "h") in dry.actions[1].changes
+    assert dry.actions[2].verb == "delete"
+
+
+def test_drift_leaves_out_bookkeeping_and_names_missing_resources() -> None:
+    actions = [
+        Action(
+            "update",
+            "server",
+            "s1",
+            (Change("spec.description", "a", "b"), Change("tags", [], ["kumo"])),
+        ),
+        Action("create", "listener", "web-80"),
+    ]
+    found = [Change("spec.flavor", "small", "large")]
+    assert drift_entries(actions, found) == [
+        {"field": "spec.flavor", "desired": "large", "actual": "small"},
+        {"field": "spec.description", "desired": "b", "actual": "a"},
+        {"field": "listener", "desired": "present", "actual": "absent"},
+    ]
