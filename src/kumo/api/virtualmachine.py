@@ -115,3 +115,7 @@ class VirtualMachineStatus(ManagedStatus):
     last_error_replacement: str | None = None
     """When Kumo last replaced a server in ERROR; each further replacement waits twice as
     long as the one before (60 s, 2 m, 4 m, … up to 1 h)."""
+    replacing_id: str | None = None
+    """The server being deleted to make way for a new one. In a server group the new one
+    boots only once it is gone: Nova counts a member being deleted on its host, so a
+    replacement booted at once would find no host under `hard` anti-affinity."""

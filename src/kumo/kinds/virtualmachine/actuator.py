@@ -29,6 +29,10 @@ from kumo.kinds.virtualmachine import plan
 #: How long deletion waits for LoadBalancers to drop the VM before deleting anyway,
 #: beyond the longest ``drainSeconds`` of the LoadBalancers holding it.
 DRAIN_TIMEOUT_SECONDS = 120.0
+#: How often a replacement looks whether the server it replaces has left its group.
+REPLACE_POLL_SECONDS = 2.0
+#: Status fields that count ERROR replacements (kept until a server is ACTIVE).
+ERROR_COUNTERS = ("errorReplacements", "lastErrorReplacement")
 
 
 class VirtualMachineActuator:
@@ -48,9 +52,25 @@ class VirtualMachineActuator:
             ctx.events.emit(
                 obj, "Normal", "Replacing", f"replacing server {server.id}: spec changed"
             )
-            obj.body = await ctx.kube.patch_status(obj, {"id": None})
-            return Result.waiting("Replacing", "Replacing", "old server deleted, creating new one")
+            obj.body = await ctx.kube.patch_status(obj, {"id": None, "replacingId": server.id})
+            return Result.waiting(
+                "Replacing",
+                "Replacing",
+                "old server deleted, creating new one",
+                replacingId=server.id,
+            )
 
+        if server is None and await _still_in_server_group(ctx, obj, spec):
+            old = obj.status["replacingId"]
+            return Result.waiting(
+                "Replacing",
+                "Replacing",
+                f"server {old} is being deleted; its replacement boots once it has left "
+                "the server group",
+                after=REPLACE_POLL_SECONDS,
+                replacingId=old,
+                **{k: obj.status[k] for k in ERROR_COUNTERS if obj.status.get(k)},
+            )
         if server is None:
             server = await ownership.create_owned(
                 ctx,
@@ -263,6 +283,19 @@ async def _create(
     return server
 
 
+async def _still_in_server_group(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> bool:
+    """Is the server this VM deleted for a replacement still there while the new one
+    would boot into a server group? (Read from the cloud watch: no call once it lists
+    the server gone.) Once it is gone, forget it."""
+    old = obj.status.get("replacingId")
+    if not old:
+        return False
+    if spec.server_group and await ctx.cloud.get_server(old) is not None:
+        return True
+    obj.body = await ctx.kube.patch_status(obj, {"replacingId": None})
+    return False
+
+
 async def _errored(
     ctx: Context, obj: Obj, spec: VirtualMachineSpec, server: Server, hash_: str
 ) -> Result:
@@ -290,6 +323,7 @@ async def _errored(
     counters: dict[str, Any] = {
         "errorReplacements": replaced + 1,
         "lastErrorReplacement": conditions.now_rfc3339(),
+        "replacingId": server.id,
     }
     obj.body = await ctx.kube.patch_status(obj, {"id": None, **counters})
     note = plan.replacement_note(replaced + 1, plan.replacement_delay(replaced + 1))
@@ -317,7 +351,7 @@ def _status(obj: Obj, server: Server, spec: VirtualMachineSpec, hash_: str) -> d
         "specHash": hash_,
     }
     if server.status != "ACTIVE":  # the replacement count lasts until a server works
-        for key in ("errorReplacements", "lastErrorReplacement"):
+        for key in ERROR_COUNTERS:
             status[key] = obj.status.get(key)
     return status
 

@@ -73,3 +73,37 @@ def test_an_active_server_resets_the_count() -> None:
     assert status(world)["phase"] == "Running"
     assert "errorReplacements" not in status(world)
     assert "lastErrorReplacement" not in status(world)
+
+
+def test_in_a_server_group_the_replacement_boots_once_the_old_server_is_gone() -> None:
+    """Nova counts a group member being deleted on its host: booted at once, the
+    replacement finds no host under hard anti-affinity (the lab's CI saw it)."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "serverGroup": "sg-1"})
+    reconcile(world)
+    fail_server(world)
+    reconcile(world)
+    world.stored("VirtualMachine", "vm")["status"]["conditions"][0]["lastTransitionTime"] = ago(61)
+    reconcile(world)  # the replacement: the ERROR server is deleted (DELETING in Nova)
+    (old,) = world.cloud.servers
+    assert status(world)["replacingId"] == old
+    assert reconcile(world) == 2.0
+    assert world.cloud.calls.count("create_server") == 1, "not while the old one is there"
+    assert "left the server group" in status(world)["conditions"][0]["message"]
+    world.cloud.settle()  # Nova finishes the deletion
+    reconcile(world)
+    assert world.cloud.calls.count("create_server") == 2
+    assert "replacingId" not in status(world)
+
+
+def test_outside_a_server_group_the_replacement_boots_at_once() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    reconcile(world)
+    fail_server(world)
+    reconcile(world)
+    world.stored("VirtualMachine", "vm")["status"]["conditions"][0]["lastTransitionTime"] = ago(61)
+    reconcile(world)
+    reconcile(world)
+    assert world.cloud.calls.count("create_server") == 2
+    assert "replacingId" not in status(world)
