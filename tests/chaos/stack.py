@@ -237,6 +237,10 @@ def settled(conn: Any, namespace: str, replicas: int) -> Settled | None:
         return None
     if not all(_current(v) and _status(v).get("id") and _status(v).get("ip") for v in vms):
         return None
+    # Statuses alone can look settled while a new leader has not yet seen that a recorded
+    # server was deleted (a kill right after an out-of-band delete): ask Nova too.
+    if not all(_server_active(conn, _status(v)["id"]) for v in vms):
+        return None
     ips = {_status(v)["ip"] for v in vms}
     lb = get_obj("lb", LB, namespace)
     vip, lb_id = _status(lb).get("vip"), _status(lb).get("id")
@@ -249,6 +253,14 @@ def settled(conn: Any, namespace: str, replicas: int) -> Settled | None:
         return None
     assert lb is not None and dns is not None
     return Settled(group, vms, lb, dns, ips)
+
+
+def _server_active(conn: Any, server_id: str) -> bool:
+    try:
+        server = conn.compute.get_server(server_id)
+    except os_exc.NotFoundException:
+        return False
+    return bool(server.status == "ACTIVE" and not getattr(server, "task_state", None))
 
 
 def wait_settled(
