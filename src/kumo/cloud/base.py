@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
@@ -27,6 +27,7 @@ from kumo.cloud.watch import CloudWatch, Lister
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class CloudBase:
@@ -111,6 +112,16 @@ class CloudBase:
                 f"{action}: {', '.join(gone)} no longer exist(s); looking the name up again",
                 field=field,
             ) from error
+
+    async def _relist(
+        self, cache: ResourceCache[R], scope: str, fetch: Callable[[], Awaitable[list[R]]]
+    ) -> list[R]:
+        """List ``scope`` from the API instead of the cache (not synced yet, or a lost
+        create put it in doubt) and hand the answer to the cache, settling the doubt."""
+        token = cache.begin()
+        found = await fetch()
+        cache.relisted(token, scope, found)
+        return found
 
     # -- name resolution (cached for NAME_CACHE_TTL: names rarely move, but do) --------
 

@@ -39,12 +39,15 @@ class ComputeCalls(CloudBase):
         if cache.synced and not cache.in_doubt(uid):
             found = cache.owned_by(uid)
         else:
-            token = cache.begin()
-            listed = await self._call(
-                "list servers", lambda: list(self.conn.compute.servers(tags=model.owner_tag(uid)))
-            )
-            found = [_server(s) for s in listed]
-            cache.relisted(token, uid, found)
+
+            async def fetch() -> list[model.Server]:
+                listed = await self._call(
+                    "list servers",
+                    lambda: list(self.conn.compute.servers(tags=model.owner_tag(uid))),
+                )
+                return [_server(s) for s in listed]
+
+            found = await self._relist(cache, uid, fetch)
         return [s for s in found if s.status not in ("DELETED", "DELETING")]
 
     async def find_servers_by_name(self, name: str) -> list[model.Server]:
@@ -213,9 +216,7 @@ class ComputeCalls(CloudBase):
         """Server groups whose name carries the ownership marker of ``uid``."""
         cache = self.watch.server_groups
         if cache.in_doubt(uid):
-            token = cache.begin()
-            groups = await self.fetch_server_groups()
-            cache.relisted(token, uid, groups)
+            groups = await self._relist(cache, uid, self.fetch_server_groups)
         else:
             groups = await self.list_server_groups()
         return [g for g in groups if model.owner_of(g.name.split()) == uid]

@@ -63,10 +63,7 @@ class DesignateCalls(CloudBase):
         cache = self.watch.recordsets
         if self.watch.watches_zone(zone_id) and not cache.in_doubt(zone_id):
             return [rs for rs in cache.items() if rs.zone_id == zone_id]
-        token = cache.begin()
-        found = await self.fetch_zone_recordsets(zone_id)
-        cache.relisted(token, zone_id, found)
-        return found
+        return await self._relist(cache, zone_id, lambda: self.fetch_zone_recordsets(zone_id))
 
     async def fetch_zone_recordsets(self, zone_id: str) -> list[model.Recordset]:
         try:

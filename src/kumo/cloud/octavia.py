@@ -49,13 +49,15 @@ class OctaviaCalls(CloudBase):
         if cache.synced and not cache.in_doubt(uid):
             owned = cache.owned_by(uid)
         else:
-            token = cache.begin()
-            found = await self._call(
-                "list load balancers",
-                lambda: list(self.conn.load_balancer.load_balancers(tags=model.owner_tag(uid))),
-            )
-            owned = [_lb(x) for x in found]
-            cache.relisted(token, uid, owned)
+
+            async def fetch() -> list[model.LoadBalancer]:
+                found = await self._call(
+                    "list load balancers",
+                    lambda: list(self.conn.load_balancer.load_balancers(tags=model.owner_tag(uid))),
+                )
+                return [_lb(x) for x in found]
+
+            owned = await self._relist(cache, uid, fetch)
         return [x for x in owned if x.provisioning_status != "DELETED"]
 
     async def find_load_balancers_by_name(self, name: str) -> list[model.LoadBalancer]:
@@ -177,14 +179,15 @@ class OctaviaCalls(CloudBase):
         cache = self.watch.listeners
         if cache.synced and not cache.in_doubt(lb_id):
             return [x for x in cache.items() if x.lb_id == lb_id]
-        token = cache.begin()
-        found = await self._call(
-            "list listeners",
-            lambda: list(self.conn.load_balancer.listeners(load_balancer_id=lb_id)),
-        )
-        listeners = [dataclasses.replace(_listener(x), lb_id=lb_id) for x in found]
-        cache.relisted(token, lb_id, listeners)
-        return listeners
+
+        async def fetch() -> list[model.Listener]:
+            found = await self._call(
+                "list listeners",
+                lambda: list(self.conn.load_balancer.listeners(load_balancer_id=lb_id)),
+            )
+            return [dataclasses.replace(_listener(x), lb_id=lb_id) for x in found]
+
+        return await self._relist(cache, lb_id, fetch)
 
     async def create_listener(
         self, lb_id: str, *, name: str, protocol: str, port: int, tags: list[str]
@@ -208,13 +211,14 @@ class OctaviaCalls(CloudBase):
         cache = self.watch.pools
         if cache.synced and not cache.in_doubt(lb_id):
             return [p for p in cache.items() if p.lb_id == lb_id]
-        token = cache.begin()
-        found = await self._call(
-            "list pools", lambda: list(self.conn.load_balancer.pools(loadbalancer_id=lb_id))
-        )
-        pools = [_pool(x) for x in found]
-        cache.relisted(token, lb_id, pools)
-        return pools
+
+        async def fetch() -> list[model.Pool]:
+            found = await self._call(
+                "list pools", lambda: list(self.conn.load_balancer.pools(loadbalancer_id=lb_id))
+            )
+            return [_pool(x) for x in found]
+
+        return await self._relist(cache, lb_id, fetch)
 
     async def create_pool(
         self, listener_id: str, *, name: str, protocol: str, tags: list[str]

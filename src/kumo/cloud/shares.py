@@ -73,10 +73,9 @@ class ManilaCalls(CloudBase):
         cache = self.watch.shares
         if cache.synced and not cache.in_doubt(uid):
             return cache.owned_by(uid)
-        token = cache.begin()
-        found = await self._list_shares({model.SHARE_OWNER_KEY: uid})
-        cache.relisted(token, uid, found)
-        return found
+        return await self._relist(
+            cache, uid, lambda: self._list_shares({model.SHARE_OWNER_KEY: uid})
+        )
 
     async def list_managed_shares(self) -> list[model.Share]:
         """Every share Kumo created in the project (one listing, for drift)."""
