@@ -286,14 +286,12 @@ async def _create(
 async def _still_in_server_group(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> bool:
     """Is the server this VM deleted for a replacement still there while the new one
     would boot into a server group? (Read from the cloud watch: no call once it lists
-    the server gone.) Once it is gone, forget it."""
+    the server gone.)"""
     old = obj.status.get("replacingId")
     if not old:
         return False
-    if spec.server_group and await ctx.cloud.get_server(old) is not None:
-        return True
-    obj.body = await ctx.kube.patch_status(obj, {"replacingId": None})
-    return False
+    # Once it is gone the field goes with this pass's status (it is not carried on).
+    return bool(spec.server_group) and await ctx.cloud.get_server(old) is not None
 
 
 async def _errored(
