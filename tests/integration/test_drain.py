@@ -184,3 +184,89 @@ def test_members_land_in_one_batch_and_leave_after_draining(
         # catches the moment between the two depends on timing, so it is not asserted).
         assert not [s for s in samples if ip in s.weights and server_id not in s.servers]
         assert [s for s in samples if server_id not in s.servers], f"{ip}: server deleted"
+
+
+def member_writes(pool_id: str, offset: int) -> list[str]:
+    """Octavia API writes to ``pool_id``'s members since ``offset``: ``PUT batch`` for a
+    batch update, ``POST``/``PUT``/``DELETE`` for single-member calls."""
+    with OCTAVIA_LOG.open("rb") as log:
+        log.seek(offset)
+        text = log.read().decode(errors="replace")
+    batch = f"/lbaas/pools/{pool_id}/members "
+    single = f"/lbaas/pools/{pool_id}/members"
+    found = []
+    for line in text.splitlines():
+        if single not in line or " => " not in line:
+            continue
+        method = line.split("] ")[-1].split(" ", 1)[0]
+        if method != "GET":
+            found.append("PUT batch" if method == "PUT" and batch in line else method)
+    return found
+
+
+def test_a_repair_in_a_big_pool_uses_single_member_calls_and_spares_foreign_members(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    """With 40 members in the pool a batch update would lock the LB for the whole pool's
+    worth of work: replacing one server is a create and a delete of one member each, and
+    the 38 members someone added by hand keep their IDs, names and weights."""
+    ns = namespace
+    apply(ns, group(2))
+    apply(ns, load_balancer())
+    lb = wait_ready("lb", LB, ns, timeout=300)
+    pool_id = lb["status"]["ports"][0]["poolId"]
+    lb_id = lb["status"]["id"]
+    wait_until("2 members", lambda: len(pool_addresses(demo_conn, pool_id)) == 2, 120)
+
+    def lb_active() -> bool:
+        return demo_conn.load_balancer.get_load_balancer(lb_id).provisioning_status == "ACTIVE"
+
+    wait_until("the LB ACTIVE after Kumo's batch", lb_active, 120)
+
+    # 38 foreign members, added in one batch that sends Kumo's two back as they are.
+    kumos = list(demo_conn.load_balancer.members(pool_id))
+    body = [
+        {"name": m.name, "address": m.address, "protocol_port": m.protocol_port, "tags": m.tags}
+        for m in kumos
+    ]
+    body += [
+        {"name": f"by-hand-{i}", "address": f"192.168.7.{i + 10}", "protocol_port": 80, "weight": 3}
+        for i in range(38)
+    ]
+    response = demo_conn.load_balancer.put(
+        f"/lbaas/pools/{pool_id}/members", json={"members": body}
+    )
+    assert response.status_code == 202, response.text
+    wait_until("the LB ACTIVE after the foreign batch", lb_active, 120)
+    foreign = {
+        m.id: (m.name, m.address, m.weight)
+        for m in demo_conn.load_balancer.members(pool_id)
+        if "kumo" not in (m.tags or [])
+    }
+    assert len(foreign) == 38
+
+    # Replace one of Kumo's servers out of band.
+    vm = members_of(ns, GROUP)[0]
+    name, old_id, old_ip = vm["metadata"]["name"], vm["status"]["id"], vm["status"]["ip"]
+    offset = OCTAVIA_LOG.stat().st_size
+    demo_conn.compute.delete_server(old_id)
+
+    def repaired() -> str | None:
+        status = get_obj("vm", name, ns)["status"]
+        new_ip = status.get("ip")
+        if status.get("id") == old_id or not new_ip or new_ip == old_ip:
+            return None
+        addresses = pool_addresses(demo_conn, pool_id)
+        return new_ip if new_ip in addresses and old_ip not in addresses else None
+
+    wait_until("the pool follows the new server", repaired, 300)
+    wait_until("the LB ACTIVE", lb_active, 120)
+    writes = wait_until("the member writes logged", lambda: member_writes(pool_id, offset), 30)
+    assert "PUT batch" not in writes, f"no batch update for one server: {writes}"
+    assert "POST" in writes and "DELETE" in writes, writes
+    after = {
+        m.id: (m.name, m.address, m.weight)
+        for m in demo_conn.load_balancer.members(pool_id)
+        if "kumo" not in (m.tags or [])
+    }
+    assert after == foreign, "the hand-made members are untouched"

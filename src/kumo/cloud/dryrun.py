@@ -215,6 +215,25 @@ class DryRunCloud:
                 changes.append(Change("members", f"{old.name} {old.address}:{old.port}", "remove"))
         self._record("update", "members of pool", pool_id, *changes)
 
+    async def create_member(self, pool_id: str, member: model.MemberSpec) -> None:
+        label = f"add {member.name} {member.address}:{member.port}"
+        self._record("update", "members of pool", pool_id, Change("members", None, label))
+
+    async def update_owned_member(
+        self, pool_id: str, member_id: str, uid: str, member: model.MemberSpec
+    ) -> None:
+        old = next((m for m in await self._inner.list_members(pool_id) if m.id == member_id), None)
+        label = f"{member.name} {member.address}:{member.port}"
+        what = "drain" if member.weight == 0 else "update"
+        before = f"weight {old.weight}" if old is not None else None
+        new = f"{what} {label} (weight {member.weight})"
+        self._record("update", "members of pool", pool_id, Change("members", before, new))
+
+    async def delete_owned_member(self, pool_id: str, member_id: str, uid: str) -> None:
+        old = next((m for m in await self._inner.list_members(pool_id) if m.id == member_id), None)
+        label = f"{old.name} {old.address}:{old.port}" if old is not None else member_id
+        self._record("update", "members of pool", pool_id, Change("members", label, "remove"))
+
     # -- Designate ---------------------------------------------------------------------
 
     async def create_recordset(

@@ -2,7 +2,9 @@
 
 Pool membership changes in one batch call per pool (:meth:`OctaviaCalls.replace_owned_members`):
 Octavia locks the load balancer for seconds after every change, so a scale event of N
-members must be one change, not N.
+members must be one change, not N. A batch, though, locks it for time that grows with
+the pool (its worker handles every member), so a few changes to a big pool use the
+per-member calls (:meth:`OctaviaCalls.create_member` and the ``*_owned_member`` ones).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from openstack import exceptions as os_exc
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
+from kumo.engine.errors import TerminalError
 
 LISTENER_PROTOCOL = {"http": "HTTP", "https": "HTTPS", "tcp": "TCP", "udp": "UDP"}
 MONITOR_TYPE = {
@@ -299,6 +302,70 @@ class OctaviaCalls(CloudBase):
 
         await self._call("replace pool members", replace)
         self._members_changing(pool_id)
+
+    async def create_member(self, pool_id: str, member: model.MemberSpec) -> None:
+        """Add one member. Octavia refuses a second member at the same address + port
+        (409, a wait like a busy LB), so a create whose answer was lost is found by the
+        next pass's member listing and never doubled: no doubt to record."""
+        try:
+            await self._call(
+                "create member",
+                self.conn.load_balancer.create_member,
+                pool_id,
+                **_member_body(member),
+            )
+        finally:
+            self._members_changing(pool_id)
+
+    async def update_owned_member(
+        self, pool_id: str, member_id: str, uid: str, member: model.MemberSpec
+    ) -> None:
+        """Change one of ``uid``'s members (name, weight, monitor port) — read first: one
+        without that marker, whatever the last listing said, is not changed."""
+
+        def update() -> None:
+            found = self._owned_member(pool_id, member_id, uid)
+            if found is None:
+                return
+            attrs: dict[str, Any] = {"name": member.name, "weight": member.weight}
+            if member.monitor_port != found.monitor_port:
+                attrs["monitor_port"] = member.monitor_port  # None: back to the member port
+            self.conn.load_balancer.update_member(member_id, pool_id, **attrs)
+
+        try:
+            await self._call("update member", update)
+        finally:
+            self._members_changing(pool_id)
+
+    async def delete_owned_member(self, pool_id: str, member_id: str, uid: str) -> None:
+        """Remove one of ``uid``'s members — read first, as for an update; one already
+        gone is done."""
+
+        def delete() -> None:
+            if self._owned_member(pool_id, member_id, uid) is not None:
+                self.conn.load_balancer.delete_member(member_id, pool_id, ignore_missing=True)
+
+        try:
+            await self._call("delete member", delete)
+        finally:
+            self._members_changing(pool_id)
+
+    def _owned_member(self, pool_id: str, member_id: str, uid: str) -> Any:
+        """In the call's thread: the member, None when it is gone; NotOwned when it does not
+        carry ``uid``'s marker (the one check single-member writes need: a batch sends
+        foreign members back as they are)."""
+        try:
+            found = self.conn.load_balancer.get_member(member_id, pool_id)
+        except exceptions.NotFoundException:
+            return None
+        if model.owner_of(found.tags or []) != uid:
+            raise TerminalError(
+                "NotOwned",
+                f"pool member {member_id} ({found.address}:{found.protocol_port}) does not "
+                "carry Kumo's marker for this object: Kumo will not change or remove it",
+                field="spec.ports",
+            )
+        return found
 
     async def get_health_monitor(self, hm_id: str) -> model.HealthMonitor | None:
         hit = self.watch.monitors.lookup(hm_id)

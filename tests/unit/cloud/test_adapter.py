@@ -388,6 +388,60 @@ def test_replace_owned_members_while_the_load_balancer_is_busy_is_a_wait(
     assert "PENDING_UPDATE" in error.message
 
 
+def test_single_member_writes_read_the_member_first_and_leave_a_foreign_one_alone(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """The status or cache may say a member is Kumo's; the GET right before the write
+    decides. A member without this object's marker is NotOwned: no PUT, no DELETE."""
+    url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members/mem-1"
+    requests_mock.get(url, json={"member": octavia_member("10.0.0.10", ["team-x"], id="mem-1")})
+    put = requests_mock.put(url, json={"member": {}})
+    delete = requests_mock.delete(url, status_code=204)
+    ours = model.MemberSpec("vm-a", "10.0.0.10", 80, None, 0, model.marker_tags("uid-web"))
+    for call in (
+        cloud.update_owned_member(POOL_ID, "mem-1", "uid-web", ours),
+        cloud.delete_owned_member(POOL_ID, "mem-1", "uid-web"),
+    ):
+        error = fails(call)
+        assert (type(error), error.reason) == (TerminalError, "NotOwned")
+    assert put.call_count == delete.call_count == 0
+
+
+def test_single_member_writes_to_kumos_member(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
+    mine = octavia_member("10.0.0.10", model.marker_tags("uid-web"), id="mem-1")
+    requests_mock.get(f"{url}/mem-1", json={"member": mine})
+    put = requests_mock.put(f"{url}/mem-1", json={"member": mine})
+    delete = requests_mock.delete(f"{url}/mem-1", status_code=204)
+    post = requests_mock.post(url, status_code=201, json={"member": mine})
+    tags = model.marker_tags("uid-web")
+    run(
+        cloud.update_owned_member(
+            POOL_ID, "mem-1", "uid-web", model.MemberSpec("vm-a", "10.0.0.10", 80, None, 0, tags)
+        )
+    )
+    assert put.last_request.json() == {"member": {"name": "vm-a", "weight": 0}}
+    run(cloud.delete_owned_member(POOL_ID, "mem-1", "uid-web"))
+    assert delete.call_count == 1
+    run(cloud.create_member(POOL_ID, model.MemberSpec("vm-b", "10.0.0.11", 80, 8080, 1, tags)))
+    assert post.last_request.json() == {
+        "member": {
+            "name": "vm-b",
+            "address": "10.0.0.11",
+            "protocol_port": 80,
+            "weight": 1,
+            "tags": tags,
+            "monitor_port": 8080,
+        }
+    }
+    # A member already gone is done: no DELETE is sent for it.
+    requests_mock.get(f"{url}/mem-1", status_code=404, json={"faultstring": "not found"})
+    run(cloud.delete_owned_member(POOL_ID, "mem-1", "uid-web"))
+    assert delete.call_count == 1
+
+
 def test_list_members_reports_the_weight(cloud: OpenStackCloud, requests_mock: rm.Mocker) -> None:
     requests_mock.get(
         f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members",

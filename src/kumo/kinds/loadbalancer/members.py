@@ -8,6 +8,13 @@ was deleted, or its server replaced: a new address), then at once; its VM's serv
 VirtualMachine waits until no LoadBalancer lists it). When each drain began is recorded
 in LoadBalancer status (``members[].drainingSince``), so it survives an operator
 restart. The time comes in as :class:`DrainClock`: nothing here reads a clock.
+
+How the changes reach Octavia (:func:`one_by_one`): a batch update is ONE change, but
+Octavia's worker then processes every member of the pool, not just the changed ones —
+on the lab the load balancer stays ``PENDING_UPDATE`` ≈ 6.5 s at 100 members and
+≈ 200 s at 1,000 to change one of them, while a single member's create, update or
+delete holds it ≈ 0.6 s at 100 and 1.5 to 3 s at 1,000. So a few changes to a big pool go
+one member at a time (one per pass), and many changes in one batch.
 """
 
 from __future__ import annotations
@@ -119,6 +126,49 @@ def pool_members(
         added=[b for b in batch if (b.address, b.port) not in held],
         changed=_shape(batch) != _shape(ours),
     )
+
+
+#: A batch update costs about as much as this many single-member calls (lock time plus a
+#: pass to notice the end of each), measured on the lab at 100 and 1,000 members.
+SINGLES_PER_BATCH = 20
+
+
+@dataclass(frozen=True)
+class MemberCall:
+    """One member changed through Octavia's per-member API."""
+
+    op: str
+    """``create_member``, ``update_owned_member`` or ``delete_owned_member`` (the
+    cloud adapter's methods)."""
+    spec: MemberSpec
+    """The member as it should be (for a delete: as it is)."""
+    member_id: str | None = None
+    """The member changed (None for a create)."""
+
+
+def one_by_one(change: PoolMembers, current: list[Member], uid: str) -> list[MemberCall] | None:
+    """The batch as single-member calls — additions first (capacity before anything
+    leaves), then updates (weights, names), then removals — or None when a batch update
+    is as cheap: a pool of fewer than ``2 * SINGLES_PER_BATCH`` members (its batch takes
+    about as long as one single call), or more changes than ``pool size //
+    SINGLES_PER_BATCH``. So a pool being filled (or emptied) is one batch; a repair or a
+    drain in a big pool is not."""
+    ours = {(m.address, m.port): m for m in current if owner_of(m.tags) == uid}
+    added = {(m.address, m.port) for m in change.added}
+    calls = [MemberCall("create_member", spec) for spec in change.added]
+    for spec in change.batch:
+        old = ours.get((spec.address, spec.port))
+        if (spec.address, spec.port) in added or old is None:
+            continue
+        if (old.name, old.monitor_port, old.weight) != (spec.name, spec.monitor_port, spec.weight):
+            calls.append(MemberCall("update_owned_member", spec, old.id))
+    for gone in change.removed:
+        m = gone.member
+        spec = MemberSpec(m.name, m.address, m.port, m.monitor_port, m.weight, list(m.tags))
+        calls.append(MemberCall("delete_owned_member", spec, m.id))
+    if len(calls) > len(current) // SINGLES_PER_BATCH or len(current) < 2 * SINGLES_PER_BATCH:
+        return None
+    return calls
 
 
 def _server_gone(addresses: dict[str, str | None], m: Member) -> bool:

@@ -7,7 +7,8 @@ change meanwhile gets 409), so the actuator makes ONE change per pass.
 actuator applies the first step and looks again. A step names the cloud adapter
 method to call, so a plan can be read (and tested) as the exact calls it will make.
 
-Members change in one batch per pool (``replace_owned_members``). A member whose VM
+Members change in one batch per pool (``replace_owned_members``), or — a few members
+of a big pool — one member per call (see :func:`members.one_by_one`). A member whose VM
 leaves (deleted, scaled in, rolled over, no longer Ready) drains first: weight 0 for
 the port's ``drainSeconds``, then removed. When the drain started is recorded in status
 (``members[].drainingSince``), so it survives a restart; the time comes in as ``now``
@@ -221,8 +222,9 @@ def plan_steps(
     name: str,
     clock: members.DrainClock,
 ) -> list[Step]:
-    """Everything that can be decided now, one step per port (a port's later steps
-    depend on IDs its earlier steps create). Empty means converged."""
+    """Everything that can be decided now: per port, its next step (a port's later
+    steps depend on IDs its earlier steps create), or its member changes — each
+    single-member call stands alone, so all of them are listed. Empty means converged."""
     steps: list[Step] = []
     if (tree.lb.description or "") != (spec.description or ""):
         steps.append(
@@ -234,20 +236,18 @@ def plan_steps(
             )
         )
     for port, port_wanted in zip(spec.ports, wanted, strict=True):
-        step = port_step(port, port_wanted, tree, uid, name, clock)
-        if step is not None:
-            steps.append(step)
+        steps += port_steps(port, port_wanted, tree, uid, name, clock)
     return steps + stale_steps(spec, tree, uid)
 
 
-def port_step(
+def port_steps(
     port: Port,
     wanted: list[members.WantedMember],
     tree: Tree,
     uid: str,
     name: str,
     clock: members.DrainClock,
-) -> Step | None:
+) -> list[Step]:
     """The next change for one port: listener, then pool, then monitor, then members."""
     rs = port.real_servers
     listener = listener_for(tree, port.port)
@@ -258,24 +258,26 @@ def port_step(
             "port": port.port,
             "tags": marker_tags(uid),
         }
-        return Step("create_listener", (tree.lb.id,), kwargs, f"port {port.port}: add listener")
+        return [Step("create_listener", (tree.lb.id,), kwargs, f"port {port.port}: add listener")]
     pool = pool_for(tree, listener)
     if listener.protocol.upper() != port.protocol.upper():
         _must_own("listener", listener.id, listener.tags, uid, f"port {port.port}: protocol")
         if pool is not None:
             _must_own("pool", pool.id, pool.tags, uid, f"port {port.port}: protocol")
-        return remove_listener(listener, pool, f"port {port.port}: protocol changed")
+        return [remove_listener(listener, pool, f"port {port.port}: protocol changed")]
     if pool is None:
         kwargs = {
             "name": child_name(name, port.port),
             "protocol": rs.protocol,
             "tags": marker_tags(uid),
         }
-        return Step("create_pool", (listener.id,), kwargs, f"port {port.port}: add pool")
+        return [Step("create_pool", (listener.id,), kwargs, f"port {port.port}: add pool")]
     if pool.protocol.upper() != rs.protocol.upper():
         _must_own("pool", pool.id, pool.tags, uid, f"port {port.port}: backend protocol")
-        return Step("delete_pool", (pool.id,), {}, f"port {port.port}: backend protocol changed")
-    return monitor_step(port, pool, tree, uid) or member_step(port, wanted, pool, tree, uid, clock)
+        why = f"port {port.port}: backend protocol changed"
+        return [Step("delete_pool", (pool.id,), {}, why)]
+    monitor = monitor_step(port, pool, tree, uid)
+    return [monitor] if monitor else member_steps(port, wanted, pool, tree, uid, clock)
 
 
 def remove_listener(listener: Listener, pool: Pool | None, why: str) -> Step:
@@ -308,40 +310,70 @@ def monitor_step(port: Port, pool: Pool, tree: Tree, uid: str) -> Step | None:
     )
 
 
-def member_step(
+def member_steps(
     port: Port,
     wanted: list[members.WantedMember],
     pool: Pool,
     tree: Tree,
     uid: str,
     clock: members.DrainClock,
-) -> Step | None:
-    """One batch update with every member change the pool needs now: additions, drains
-    starting (weight 0) and removals whose drain is over. Foreign members are not
-    Kumo's to list: the adapter sends them back as they are."""
-    change = members.pool_members(port, wanted, tree.members.get(pool.id, []), uid, clock)
+) -> list[Step]:
+    """Every member change the pool needs now — additions, drains starting (weight 0),
+    removals whose drain is over — as ONE batch update, or, when only a few members of
+    a big pool change, as single-member calls (:func:`members.one_by_one`), applied one
+    per pass. Foreign members are not Kumo's to list: the adapter sends them back as
+    they are (batch) or refuses to touch them (single calls)."""
+    current = tree.members.get(pool.id, [])
+    change = members.pool_members(port, wanted, current, uid, clock)
     if not change.changed:
-        return None
+        return []
     drain = port.real_servers.drain_seconds
     leaving = f"weight 0 for {drain}s, then removed"
+    started = {d.member.id for d in change.started}
+    calls = members.one_by_one(change, current, uid)
+    if calls is not None:
+        steps = []
+        for i, call in enumerate(calls, 1):
+            what = f"{call.spec.name} ({call.spec.address}:{call.spec.port})"
+            events: tuple[tuple[str, str], ...] = ()
+            if call.op == "create_member":
+                args: tuple[Any, ...] = (pool.id, call.spec)
+                verb = "add member"
+            elif call.op == "delete_owned_member":
+                args = (pool.id, call.member_id, uid)
+                verb = "remove member"
+                events = (("MemberRemoved", f"member {what} removed from port {port.port}"),)
+            else:
+                args = (pool.id, call.member_id, uid, call.spec)
+                verb = "update member"
+                if call.member_id in started:
+                    verb = "drain member"
+                    events = (("Draining", f"member {what} of port {port.port}: {leaving}"),)
+            steps.append(
+                Step(
+                    call.op, args, {}, f"port {port.port}: {verb} {what} ({i}/{len(calls)})", events
+                )
+            )
+        return steps
     parts = [f"{len(change.added)} to add"] if change.added else []
     parts += [f"{len(change.started)} to drain"] if change.started else []
     parts += [f"{len(change.removed)} to remove"] if change.removed else []
-    events = [
+    events = tuple(
         ("Draining", f"member {members.label(d.member)} of port {port.port}: {leaving}")
         for d in change.started
-    ]
-    events += [
+    ) + tuple(
         ("MemberRemoved", f"member {members.label(d.member)} removed from port {port.port}")
         for d in change.removed
-    ]
-    return Step(
-        "replace_owned_members",
-        (pool.id, uid, change.batch),
-        {},
-        f"port {port.port}: update members ({', '.join(parts) or 'correct weights'})",
-        tuple(events),
     )
+    return [
+        Step(
+            "replace_owned_members",
+            (pool.id, uid, change.batch),
+            {},
+            f"port {port.port}: update members ({', '.join(parts) or 'correct weights'})",
+            events,
+        )
+    ]
 
 
 def draining(

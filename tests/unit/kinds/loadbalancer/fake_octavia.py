@@ -242,6 +242,54 @@ class FakeOctavia:
         fake.members[pool_id] = result
         self._sync_pool(fake, pool_id)
 
+    async def create_member(self, pool_id: str, member: model.MemberSpec) -> None:
+        """Octavia's single create: 409 for an address + port the pool already has."""
+        fake = self._mutate(self._by_pool(pool_id), "create_member")
+        if any(
+            (m.address, m.port) == (member.address, member.port)
+            for m in fake.members[pool_id].values()
+        ):
+            raise TransientError("CloudBusy", f"duplicate member {member.address}:{member.port}")
+        member_id = new_id("mem")
+        fake.members[pool_id][member_id] = model.Member(
+            member_id,
+            member.name,
+            member.address,
+            member.port,
+            member.monitor_port,
+            list(member.tags),
+            member.weight,
+        )
+        self._sync_pool(fake, pool_id)
+
+    async def update_owned_member(
+        self, pool_id: str, member_id: str, uid: str, member: model.MemberSpec
+    ) -> None:
+        fake = self._by_pool(pool_id)
+        if self._owned_member(fake, pool_id, member_id, uid):
+            self._mutate(fake, "update_owned_member")
+            old = fake.members[pool_id][member_id]
+            fake.members[pool_id][member_id] = replace(
+                old, name=member.name, weight=member.weight, monitor_port=member.monitor_port
+            )
+
+    async def delete_owned_member(self, pool_id: str, member_id: str, uid: str) -> None:
+        fake = self._by_pool(pool_id)
+        if self._owned_member(fake, pool_id, member_id, uid):
+            self._mutate(fake, "delete_owned_member")
+            del fake.members[pool_id][member_id]
+            self._sync_pool(fake, pool_id)
+
+    @staticmethod
+    def _owned_member(fake: FakeLB, pool_id: str, member_id: str, uid: str) -> bool:
+        """As the adapter: gone is done, a foreign member is NotOwned."""
+        found = fake.members[pool_id].get(member_id)
+        if found is None:
+            return False
+        if model.owner_of(found.tags) != uid:
+            raise TerminalError("NotOwned", f"pool member {member_id} is not ours")
+        return True
+
     async def get_health_monitor(self, hm_id: str) -> model.HealthMonitor | None:
         for fake in self.lbs.values():
             if hm_id in fake.monitors:

@@ -205,6 +205,21 @@ def test_a_member_whose_server_is_gone_is_removed_without_draining() -> None:
     assert "Draining" not in world.events.reasons()
 
 
+def test_a_repair_in_a_big_pool_changes_two_members_not_the_whole_pool() -> None:
+    """At 100 members a batch update would hold the LB for seconds (it grows with the
+    pool): a replaced server is one create and one delete, each a short lock."""
+    world = new_world(vms=100, spec=seed_spec())
+    converge(world, limit=400)
+    cloud(world).calls.clear()
+    stored(world, "VirtualMachine", "vm-5")["status"]["ip"] = "10.0.9.99"  # a new server
+    converge(world)
+    assert "10.0.9.99" in addresses(world, 80) and "10.0.0.15" not in addresses(world, 80)
+    assert len(members(world, 80)) == 100
+    per_pool = ["create_member", "delete_owned_member"]
+    assert sorted(cloud(world).calls) == sorted(per_pool * 2), "two ports: two pools"
+    assert world.events.reasons().count("MemberRemoved") == 2
+
+
 def test_deleting_and_unready_vms_are_not_members() -> None:
     world = new_world(vms=1)
     add_vm(world, "vm-going", "10.0.0.50", deletionTimestamp="2026-11-22T00:00:00Z")

@@ -179,3 +179,66 @@ def test_status_records_weight_and_drain_start_and_reads_them_back() -> None:
     assert (
         members.recorded_drains({"ports": [{"members": [{"id": "m", "drainingSince": "x"}]}]}) == {}
     )
+
+
+# -- a few changes to a big pool: one member at a time -------------------------------
+
+
+def big_pool(n: int) -> list[Member]:
+    return [ours(f"m{i}", f"vm-{i}", f"10.0.{i // 250}.{i % 250 + 2}") for i in range(n)]
+
+
+def wanted_from(pool: list[Member], **replaced: str) -> list[list[WantedMember]]:
+    """The pool's VMs as wanted members; ``replaced`` gives VMs a new address."""
+    return want(*((m.name, replaced.get(m.name.replace("-", "_"), m.address)) for m in pool))
+
+
+def test_a_replaced_server_in_a_big_pool_is_an_add_then_a_remove_not_a_batch() -> None:
+    """A batch update of a 100-member pool locks Octavia's LB ≈ 6.5 s (≈ 200 s at 1,000):
+    a repair adds the new address and removes the dead one by single calls."""
+    pool = big_pool(100)
+    clock = DrainClock(T0, {}, {m.name: m.address for m in pool} | {"vm-7": "10.9.9.9"})
+    add, remove = steps(tree(*pool), wanted_from(pool, vm_7="10.9.9.9"), clock)
+    assert add.op == "create_member"
+    assert add.args == (POOL.id, MemberSpec("vm-7", "10.9.9.9", 80, None, 1, OURS))
+    assert remove.op == "delete_owned_member"
+    assert remove.args == (POOL.id, "m7", UID)
+    assert [e[0] for e in remove.events] == ["MemberRemoved"]
+    assert "(1/2)" in add.why and "(2/2)" in remove.why
+
+
+def test_a_drain_in_a_big_pool_is_one_weight_update() -> None:
+    pool = big_pool(100)
+    wanted = wanted_from(pool[1:])  # vm-0 is leaving (no longer Ready)
+    (step,) = steps(tree(*pool), wanted, at(0))
+    assert step.op == "update_owned_member"
+    assert step.args == (POOL.id, "m0", UID, MemberSpec("vm-0", pool[0].address, 80, None, 0, OURS))
+    assert [e[0] for e in step.events] == ["Draining"]
+    # Restored when wanted again: weight back to 1, the same member.
+    draining = [replace_weight(pool[0], 0), *pool[1:]]
+    (back,) = steps(tree(*draining), wanted_from(pool), at(1))
+    assert (back.op, back.args[1], back.args[3].weight) == ("update_owned_member", "m0", 1)
+
+
+def replace_weight(m: Member, weight: int) -> Member:
+    return Member(m.id, m.name, m.address, m.port, m.monitor_port, m.tags, weight)
+
+
+def test_many_changes_or_a_small_pool_stay_one_batch() -> None:
+    pool = big_pool(100)
+    more = [*wanted_from(pool)[0], *(WantedMember(f"new-{i}", f"10.1.0.{i}", 80) for i in range(6))]
+    (step,) = steps(tree(*pool), [more], at(0))
+    assert step.op == "replace_owned_members", "6 changes to 100 members: one batch"
+    assert "6 to add" in step.why
+    small = big_pool(39)
+    (step,) = steps(tree(*small), wanted_from(small[1:]), at(0))
+    assert step.op == "replace_owned_members", "a 39-member batch is as quick as one call"
+
+
+def test_one_by_one_never_lists_foreign_members() -> None:
+    pool = [*big_pool(99), Member("f1", "by-hand", "10.5.5.5", 80, None, ["team-x"], 3)]
+    wanted = [[*wanted_from(pool[:99])[0], WantedMember("vm-x", "10.5.5.5", 80)]]
+    assert steps(tree(*pool), wanted, at(0)) == [], "the foreign member keeps its address"
+    leaving = [[w for w in wanted[0] if w.name != "vm-3"]]
+    (step,) = steps(tree(*pool), leaving, at(0))
+    assert (step.op, step.args[1]) == ("update_owned_member", "m3")

@@ -178,7 +178,7 @@ def test_a_foreign_listener_on_a_port_whose_protocol_changed_is_not_replaced() -
     theirs = replace(LISTENER, protocol="TCP", tags=[])
     t = Tree(LB, [theirs], [POOL], {}, {MONITOR.id: MONITOR})
     with pytest.raises(TerminalError) as error:
-        plan.port_step(spec().ports[0], [], t, UID, "n", NOW)
+        plan.port_steps(spec().ports[0], [], t, UID, "n", NOW)
     assert error.value.reason == "NotOwned" and "lis-1" in error.value.message
 
 
