@@ -83,6 +83,10 @@ class ResourceCache(Generic[R]):
     def items(self) -> list[R]:
         return list(self._items.values())
 
+    def live(self) -> list[R]:
+        """Resources not on their way out."""
+        return [r for r in self._items.values() if self._live(r)]
+
     def owned_by(self, uid: str) -> list[R]:
         return [r for r in self._items.values() if self._owner_of(r) == uid]
 

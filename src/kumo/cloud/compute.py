@@ -50,6 +50,15 @@ class ComputeCalls(CloudBase):
             found = await self._relist(cache, uid, fetch)
         return [s for s in found if s.status not in ("DELETED", "DELETING")]
 
+    def list_live_server_addresses(self) -> frozenset[str] | None:
+        """Every address of Kumo's servers the watch holds alive, from the cache (no
+        call); None before its first listing. A pool member at none of them has lost
+        its server."""
+        cache = self.watch.servers
+        if not cache.synced:
+            return None
+        return frozenset(a[1] for s in cache.live() for a in s.addresses)
+
     async def find_servers_by_name(self, name: str) -> list[model.Server]:
         """Servers named exactly ``name`` (for ``spec.import.name``); not cached."""
         pattern = f"^{re.escape(name)}$"  # Nova's name filter is a regular expression

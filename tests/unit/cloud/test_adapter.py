@@ -485,3 +485,23 @@ def test_a_create_the_cloud_refused_leaves_the_cache_trusted(
     listing = requests_mock.get(f"{NOVA}/servers/detail", json=_one_owned_server())
     assert run(cloud.list_owned_servers("uid-web-1")) == []
     assert listing.call_count == 0, "a 4xx is a refusal: nothing was created"
+
+
+def test_live_server_addresses_come_from_the_watch_and_leave_out_servers_going(
+    cloud: OpenStackCloud,
+) -> None:
+    assert cloud.list_live_server_addresses() is None, "unknown before the first listing"
+
+    def server(sid: str, status: str, *ips: str) -> model.Server:
+        addresses = [("net", ip, 4) for ip in ips]
+        return model.Server(sid, sid, status, ["kumo"], addresses=addresses)
+
+    cloud.watch.servers.replace(
+        cloud.watch.servers.begin(),
+        [
+            server("a", "ACTIVE", "10.0.0.1", "10.0.1.1"),
+            server("b", "DELETING", "10.0.0.2"),
+            server("c", "ERROR", "10.0.0.3"),
+        ],
+    )
+    assert cloud.list_live_server_addresses() == {"10.0.0.1", "10.0.1.1", "10.0.0.3"}

@@ -67,6 +67,7 @@ class LoadBalancerActuator:
             self.clock(),
             members.recorded_drains(obj.status),
             _addresses(ctx.store, obj.namespace),
+            ctx.cloud.list_live_server_addresses(),
         )
         drains = plan.draining(spec, wanted, tree, obj.uid, clock)
         if plan.is_pending(lb):

@@ -49,6 +49,11 @@ class DrainClock:
     """VM name → the address its server has now (None: none known), for the namespace's
     VMs; None when unknown. A member whose VM is gone, or whose VM has a server at a new
     address, has no backend left to drain: it is removed at once."""
+    live: frozenset[str] | None = None
+    """Addresses of Kumo's servers the cloud watch holds alive (None: unknown). A leaving
+    member at none of them lost its server (deleted out of band, noticed by the watch):
+    removed at once, while its VM's new server builds — so the new member is the only
+    change left when that server is ready."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,7 @@ def pool_members(
         leaving = Draining(m, since, since + drain)
         draining.append(leaving)
         dead = clock.addresses is not None and _server_gone(clock.addresses, m)
+        dead = dead or (clock.live is not None and m.address not in clock.live)
         if not drain or dead or (m.weight == 0 and clock.now >= leaving.until):
             removed.append(leaving)
             continue

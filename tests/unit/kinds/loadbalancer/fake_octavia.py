@@ -46,6 +46,8 @@ class FakeOctavia:
         self.calls: list[str] = []
         self.busy = 0
         """How many changes were refused because the LB was PENDING_* (409)."""
+        self.live_addresses: frozenset[str] | None = None
+        """Addresses of live servers, as the cloud watch would report (None: unknown)."""
 
     # -- helpers for tests ----------------------------------------------------------------
 
@@ -241,6 +243,10 @@ class FakeOctavia:
             )
         fake.members[pool_id] = result
         self._sync_pool(fake, pool_id)
+
+    def list_live_server_addresses(self) -> frozenset[str] | None:
+        """What the cloud watch knows of Nova: unknown unless a test says."""
+        return self.live_addresses
 
     async def create_member(self, pool_id: str, member: model.MemberSpec) -> None:
         """Octavia's single create: 409 for an address + port the pool already has."""

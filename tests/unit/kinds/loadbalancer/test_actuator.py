@@ -220,6 +220,30 @@ def test_a_repair_in_a_big_pool_changes_two_members_not_the_whole_pool() -> None
     assert world.events.reasons().count("MemberRemoved") == 2
 
 
+def test_a_member_whose_server_the_watch_saw_go_is_removed_while_the_vm_rebuilds() -> None:
+    """Out of band, a server is deleted: its VM is not Ready and has no address while a
+    new server builds — no proof by itself. The watch no longer holding a live server at
+    the member's address is: the member is removed at once, not drained, so the new
+    member is the only change left when the new server is ready."""
+    world = new_world(vms=3)
+    converge(world)
+    cloud(world).calls.clear()
+    cloud(world).live_addresses = frozenset({"10.0.0.10", "10.0.0.12"})  # vm-1's is gone
+    vm = stored(world, "VirtualMachine", "vm-1")
+    vm["status"] = {"conditions": [{"type": "Ready", "status": "False"}]}  # rebuilding
+    converge(world)
+    assert members(world, 80) == ["vm-0", "vm-2"]
+    assert "Draining" not in world.events.reasons()
+    assert cloud(world).calls == ["replace_owned_members"] * 2, "one removal per pool"
+    # With the address live (a VM merely not Ready), the member drains as before.
+    world = new_world(vms=3)
+    converge(world)
+    cloud(world).live_addresses = frozenset({"10.0.0.10", "10.0.0.11", "10.0.0.12"})
+    stored(world, "VirtualMachine", "vm-1")["status"]["conditions"][0]["status"] = "False"
+    run(world)
+    assert "Draining" in world.events.reasons()
+
+
 def test_deleting_and_unready_vms_are_not_members() -> None:
     world = new_world(vms=1)
     add_vm(world, "vm-going", "10.0.0.50", deletionTimestamp="2026-11-22T00:00:00Z")

@@ -242,3 +242,18 @@ def test_one_by_one_never_lists_foreign_members() -> None:
     leaving = [[w for w in wanted[0] if w.name != "vm-3"]]
     (step,) = steps(tree(*pool), leaving, at(0))
     assert (step.op, step.args[1]) == ("update_owned_member", "m3")
+
+
+def test_a_leaving_member_whose_server_the_watch_lost_is_removed_not_drained() -> None:
+    """Its VM is rebuilding (no address yet): no proof. No live server at the member's
+    address in the cloud watch is."""
+    a, b = ours("m1", "a", "10.0.0.1"), ours("m2", "b", "10.0.0.2")
+    wanted = want(("a", "10.0.0.1"))
+    rebuilding = {"a": "10.0.0.1", "b": None}
+    drains = DrainClock(T0, {}, rebuilding, frozenset({"10.0.0.1", "10.0.0.2"}))
+    (step,) = steps(tree(a, b), wanted, drains)
+    assert batch_of(step) == {"10.0.0.1": 1, "10.0.0.2": 0}, "server alive: it drains"
+    lost = DrainClock(T0, {}, rebuilding, frozenset({"10.0.0.1"}))
+    (step,) = steps(tree(a, b), wanted, lost)
+    assert batch_of(step) == {"10.0.0.1": 1}, "server gone: removed at once"
+    assert [e[0] for e in step.events] == ["MemberRemoved"]
