@@ -39,16 +39,18 @@ image: venv
 
 # Benchmarks (not part of `make test`; docs/performance.md). They take the lab lock
 # (/tmp/kumo-lab.lock) themselves and run this checkout's Kumo (PYTHONPATH=src).
-# make bench BENCH_N=20 · make bench-fleet FLEET_N=300 · BENCH_ARGS="--repairs 20"
+# make bench BENCH_N=20 · make bench-fleet FLEET_N=300 FLEET_GROUPS=3 · BENCH_ARGS="--repairs 20"
 BENCH_N ?= 20,100
 FLEET_N ?= 1000
+FLEET_GROUPS ?= 10
 # Real stack: Kumo vs. a direct openstacksdk script vs. Heat (installed into the lab if missing).
 bench: venv
 	PYTHONPATH=src $(VENV)/bin/python -m bench stack --n $(BENCH_N) $(BENCH_ARGS)
 
-# Kumo alone on a big fleet once converged: idle requests, repairs, RSS, restart.
+# Kumo alone on a big fleet once converged: idle requests, repairs, RSS, restart. The N
+# VMs are split over FLEET_GROUPS groups, each with its own LB and DNS record.
 bench-fleet: venv
-	PYTHONPATH=src $(VENV)/bin/python -m bench fleet --n $(FLEET_N) $(BENCH_ARGS)
+	PYTHONPATH=src $(VENV)/bin/python -m bench fleet --n $(FLEET_N) --groups $(FLEET_GROUPS) $(BENCH_ARGS)
 
 # The in-memory drift benchmark (no lab needed).
 bench-memory: venv

@@ -8,7 +8,8 @@ holds every server.
   meanwhile, then ONE batch member update.
 * ``Heat``: one stack (bench/heat/group.yaml: a ResourceGroup of server + PoolMember).
 * ``KumoRun``: a `kumo run` process of this checkout with a VirtualMachineGroup and a
-  LoadBalancer in their own namespace.
+  LoadBalancer in their own namespace. The fleet run splits its N VMs over several
+  groups, each with its own LoadBalancer and a DNSRecord of that LB (``topology``).
 
 Each exposes ``converge()`` and ``delete()``; the harness (bench/stack.py) times them and
 counts the requests the services logged meanwhile.
@@ -21,11 +22,13 @@ import subprocess
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import lab
-from bench.lab import FLAVOR, IMAGE, NETWORK, PREFIX, SUBNET, say, wait_for
+from bench.lab import FLAVOR, IMAGE, NETWORK, PREFIX, SUBNET, ZONE, say, wait_for
+from kumo.kinds.labels import GROUP_LABEL
 
 HEAT_DIR = Path(__file__).resolve().parent / "heat"
 THREADS = 16
@@ -201,24 +204,74 @@ class Heat:
         raise RuntimeError("heat: stack deleted but cloud resources are left")
 
 
-def vmg_body(n: int) -> dict[str, Any]:
+#: Kumo's kinds in delete order: a LoadBalancer waits for the DNSRecords that point at
+#: it, and a group's VMs are deleted by the group (after the LB drops them).
+KINDS = ("dnsrecords", "loadbalancers", "virtualmachinegroups", "virtualmachines")
+
+
+def split(n: int, groups: int) -> list[int]:
+    """N VMs over G groups as evenly as possible, larger groups first (25 over 10:
+    3,3,3,3,3,2,2,2,2,2); the sizes sum to N and no group is empty."""
+    if not 1 <= groups <= n:
+        raise ValueError(f"cannot split {n} VMs over {groups} groups (1 ≤ groups ≤ N)")
+    size, rest = divmod(n, groups)
+    return [size + 1 if i < rest else size for i in range(groups)]
+
+
+@dataclass(frozen=True)
+class Group:
+    """One VirtualMachineGroup and the objects that follow it: its own LoadBalancer
+    (one Octavia pool of 1,000 members locks the LB for minutes at each batch update on
+    the lab) and, in the fleet, a DNSRecord of that LB's VIP."""
+
+    name: str
+    replicas: int
+
+    @property
+    def lb(self) -> str:
+        return f"{self.name}-lb"
+
+    @property
+    def dns(self) -> str:
+        return f"{self.name}-dns"
+
+
+def topology(n: int, groups: int) -> list[Group]:
+    """One group keeps the names the stack benchmark has always used (`kbench`,
+    `kbench-lb`); several are `kbench-0` … (zero-padded: name order = group order). All
+    start with PREFIX, for the sweep."""
+    sizes = split(n, groups)
+    if groups == 1:
+        return [Group(PREFIX, n)]
+    width = len(str(groups - 1))
+    return [Group(f"{PREFIX}-{i:0{width}d}", size) for i, size in enumerate(sizes)]
+
+
+def repair_slot(index: int, groups: int) -> tuple[int, int]:
+    """(group, position of the VM in that group's name order) of the index-th repair
+    target: round-robin over the groups, so the harness's repairs (index 0, 7, 14 …)
+    touch every group; with one group, the index-th VM."""
+    return index % groups, index // groups
+
+
+def vmg_body(group: Group) -> dict[str, Any]:
     return {
         "apiVersion": "kumo.dev/v1alpha1",
         "kind": "VirtualMachineGroup",
-        "metadata": {"name": PREFIX},
+        "metadata": {"name": group.name},
         "spec": {
-            "replicas": n,
+            "replicas": group.replicas,
             "haPolicy": "soft",
             "template": {"image": IMAGE, "flavor": FLAVOR, "networks": [NETWORK]},
         },
     }
 
 
-def lb_body() -> dict[str, Any]:
+def lb_body(group: Group) -> dict[str, Any]:
     return {
         "apiVersion": "kumo.dev/v1alpha1",
         "kind": "LoadBalancer",
-        "metadata": {"name": f"{PREFIX}-lb"},
+        "metadata": {"name": group.lb},
         "spec": {
             "vipType": "private",
             "ports": [
@@ -228,7 +281,7 @@ def lb_body() -> dict[str, Any]:
                     "realServers": {
                         "protocol": "http",
                         "port": 8080,
-                        "virtualMachineGroupRef": PREFIX,
+                        "virtualMachineGroupRef": group.name,
                     },
                     "monitors": [{"protocol": "http", "port": 8080, "endpoint": "/health"}],
                 }
@@ -237,14 +290,37 @@ def lb_body() -> dict[str, Any]:
     }
 
 
+def dns_body(group: Group, record: str) -> dict[str, Any]:
+    """An A record of the group's LB VIP; ``record`` (relative to ZONE) starts with
+    PREFIX, so the sweep finds a recordset a killed run left."""
+    return {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "DNSRecord",
+        "metadata": {"name": group.dns},
+        "spec": {"zone": ZONE, "name": record, "type": "A", "loadBalancerRef": group.lb},
+    }
+
+
 class KumoRun:
     """A `kumo run` process of this checkout (PYTHONPATH=src), leader of the lab's
-    cluster, watching only its own namespace, against the kumo-bench cloud."""
+    cluster, watching only its own namespace, against the kumo-bench cloud. N VMs in
+    ``groups`` VirtualMachineGroups, each followed by its own LoadBalancer and, with
+    ``dns``, a DNSRecord of that LB in the lab's zone of kumo-bench."""
 
     name = "kumo"
 
-    def __init__(self, n: int, kube: lab.Kube, hconn: lab.CountingConnection, drift: float):
+    def __init__(
+        self,
+        n: int,
+        kube: lab.Kube,
+        hconn: lab.CountingConnection,
+        drift: float,
+        groups: int = 1,
+        dns: bool = False,
+    ):
         self.n = n
+        self.groups = topology(n, groups)
+        self.dns = dns
         self.kube = kube
         self.hconn = hconn
         self.drift = drift
@@ -255,6 +331,12 @@ class KumoRun:
         # Repair timing resolution; coarser on big fleets, where each check lists every
         # VM (Kubernetes) and every member (Octavia).
         self.poll = 0.25 if n <= 100 else 1.0
+
+    @property
+    def objects(self) -> int:
+        """Kumo's objects in the namespace: the VMs, and per group the group, its LB and
+        its DNSRecord."""
+        return self.n + len(self.groups) * (3 if self.dns else 2)
 
     # --- the process ---
     def start(self) -> None:
@@ -324,45 +406,76 @@ class KumoRun:
 
     # --- the work ---
     def setup(self) -> None:
+        if self.dns and self.hconn.conn.dns.find_zone(ZONE) is None:
+            raise RuntimeError(
+                f"no zone {ZONE} in kumo-bench: the lab makes it (designate_cloud in "
+                "dev/openstack/services/designate.sh); or run without DNS records (--no-dns)"
+            )
         self.kube.create_namespace(self.namespace)
 
-    def pool_id(self) -> str | None:
-        for lb in self.kube.items("loadbalancers", self.namespace):
-            for port in (lb.get("status") or {}).get("ports") or []:
-                return port.get("poolId")  # type: ignore[no-any-return]
-        return None
+    def _lb(self, group: Group) -> dict[str, Any] | None:
+        return self.kube.get(  # type: ignore[no-any-return]
+            f"/apis/kumo.dev/v1alpha1/namespaces/{self.namespace}/loadbalancers/{group.lb}"
+        )
 
-    def octavia_members(self) -> list[str]:
-        pool = self.pool_id()
+    def octavia_members(self, lb: dict[str, Any] | None) -> list[str]:
+        """Addresses in the Octavia pool of ``lb`` (a LoadBalancer object)."""
+        ports = ((lb or {}).get("status") or {}).get("ports") or []
+        pool = ports[0].get("poolId") if ports else None
         if not pool:
             return []
         return [m.address for m in self.hconn.conn.load_balancer.members(pool)]
 
     def converged(self) -> bool:
+        """Every VM Ready; every LB Ready with its group's member count in status and in
+        Octavia's pool; every DNSRecord Ready. Kubernetes first, Octavia last (one
+        member list per LB)."""
         self._alive()
         vms = self.kube.items("virtualmachines", self.namespace)
         if len(vms) != self.n or not all(lab.is_ready(v) for v in vms):
             return False
-        lbs = self.kube.items("loadbalancers", self.namespace)
-        if not lbs or not lab.is_ready(lbs[0]):
-            return False
-        ports = (lbs[0].get("status") or {}).get("ports") or []
-        if not ports or len(ports[0].get("members") or []) != self.n:
-            return False
-        return len(self.octavia_members()) == self.n  # Octavia agrees
+        lbs = {_name(lb): lb for lb in self.kube.items("loadbalancers", self.namespace)}
+        for group in self.groups:
+            lb = lbs.get(group.lb)
+            if lb is None or not lab.is_ready(lb):
+                return False
+            ports = (lb.get("status") or {}).get("ports") or []
+            if not ports or len(ports[0].get("members") or []) != group.replicas:
+                return False
+        if self.dns:
+            records = self.kube.items("dnsrecords", self.namespace)
+            if len(records) != len(self.groups) or not all(lab.is_ready(r) for r in records):
+                return False
+        return all(  # Octavia agrees
+            len(self.octavia_members(lbs[g.lb])) == g.replicas for g in self.groups
+        )
 
     def converge(self) -> None:
-        self.kube.create("virtualmachinegroups", self.namespace, vmg_body(self.n))
-        self.kube.create("loadbalancers", self.namespace, lb_body())
+        for group in self.groups:
+            self.kube.create("virtualmachinegroups", self.namespace, vmg_body(group))
+            self.kube.create("loadbalancers", self.namespace, lb_body(group))
+            if self.dns:
+                record = dns_body(group, f"{self.namespace}-{group.name}")
+                self.kube.create("dnsrecords", self.namespace, record)
         wait_for(
             "Kumo converged", self.converged, budget(self.n), interval=1 if self.n <= 100 else 3
         )
 
     def repair(self, index: int) -> tuple[float, float]:
-        """Delete one server out of band; seconds until its VM is Ready on a new server,
-        and until the pool holds the new server's address (and not the old one)."""
-        vms = sorted(self.kube.items("virtualmachines", self.namespace), key=_name)
-        vm = vms[index % len(vms)]
+        """Delete one server out of band (round-robin over the groups); seconds until its
+        VM is Ready on a new server, and until its group's LB pool holds the new
+        server's address (and not the old one)."""
+        g, position = repair_slot(index, len(self.groups))
+        group = self.groups[g]
+        vms = sorted(
+            (
+                v
+                for v in self.kube.items("virtualmachines", self.namespace)
+                if (v["metadata"].get("labels") or {}).get(GROUP_LABEL) == group.name
+            ),
+            key=_name,
+        )
+        vm = vms[position % len(vms)]
         name, old_id = vm["metadata"]["name"], vm["status"]["id"]
         old_addrs = {a.get("ip") for a in vm["status"].get("addresses") or []}
         self.hconn.conn.compute.delete_server(old_id)
@@ -383,24 +496,21 @@ class KumoRun:
         new_addrs = {a.get("ip") for a in body["status"].get("addresses") or []}
 
         def member_back() -> bool:
-            members = set(self.octavia_members())
+            members = set(self.octavia_members(self._lb(group)))
             return bool(new_addrs & members) and not (old_addrs - new_addrs) & members
 
-        wait_for(f"pool member of {name}", member_back, 600, interval=self.poll)
+        wait_for(f"pool member of {name} in {group.lb}", member_back, 600, interval=self.poll)
         t_member = time.monotonic() - t0
         wait_for("all VMs Ready again", self.converged, 600, interval=2 * self.poll)
         return t_vm, t_member
 
     def delete(self) -> None:
-        for plural in ("loadbalancers", "virtualmachinegroups"):
+        for plural in KINDS[:-1]:  # the VMs go with their groups
             self.kube.delete_all(plural, self.namespace)
 
         def gone() -> bool:
             self._alive()
-            if any(
-                self.kube.items(p, self.namespace)
-                for p in ("loadbalancers", "virtualmachinegroups", "virtualmachines")
-            ):
+            if any(self.kube.items(p, self.namespace) for p in KINDS):
                 return False
             return not any(lab.leftovers(self.hconn.conn).values())
 
@@ -417,7 +527,7 @@ class KumoRun:
             except Exception as error:
                 say(f"kumo: delete during teardown failed: {error}")
         self.stop()
-        for plural in ("dnsrecords", "loadbalancers", "virtualmachinegroups", "virtualmachines"):
+        for plural in KINDS:
             for obj in self.kube.items(plural, self.namespace):
                 self.kube.patch(
                     plural,

@@ -26,6 +26,8 @@ class Row:
 
     contender: str
     n: int
+    groups: int = 1  # VirtualMachineGroups the N VMs are split over, each with its own LB
+    dns_records: int = 0  # DNSRecords (one per LB in the fleet)
     converge_s: float | None = None
     delete_s: float | None = None
     requests: dict[str, int] = field(default_factory=dict)  # converge + delete, per service
@@ -154,6 +156,8 @@ def format_table(header: list[str], body: list[list[str]], footer: list[list[str
 FLEET_HEADER = [
     "N",
     "contender",
+    "groups",
+    "DNS records",
     "converge s",
     "delete s",
     "idle nova req/min",
@@ -182,6 +186,8 @@ def fleet_cells(row: Row) -> list[str]:
     return [
         str(row.n),
         row.contender,
+        str(row.groups),
+        str(row.dns_records),
         _f(row.converge_s),
         _f(row.delete_s),
         *(

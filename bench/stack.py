@@ -2,8 +2,9 @@
 
 `python -m bench stack --n 20,100` runs, for each N, the three contenders one after the
 other in the `kumo-bench` project and prints one table (docs/performance.md says what
-each column means and how it is measured). `python -m bench fleet --n 1000` measures Kumo
-alone on a big fleet once converged. Both hold the lab lock (/tmp/kumo-lab.lock) for
+each column means and how it is measured). `python -m bench fleet --n 1000 --groups 10`
+measures Kumo alone on a big fleet once converged: N VMs over 10 groups, each with its
+own LoadBalancer and DNSRecord. Both hold the lab lock (/tmp/kumo-lab.lock) for
 the whole run, pause the operator `make up` runs (one Kumo leads the cluster at a time)
 and start it again at the end, and delete every cloud resource they created, also on
 failure or Ctrl-C.
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import lab, report
-from bench.contenders import Direct, Heat, KumoRun
+from bench.contenders import Direct, Heat, KumoRun, split
 from bench.lab import say, wait_for
 from bench.reqlog import LogWindow, Tally
 
@@ -33,9 +34,21 @@ RESULTS = lab.STATE / "bench"
 
 def add_arguments(parser: argparse.ArgumentParser, fleet: bool) -> None:
     parser.add_argument(
-        "--n", default="1000" if fleet else "20,100", help="group sizes, comma-separated"
+        "--n",
+        default="1000" if fleet else "20,100",
+        help="VMs in all, comma-separated" if fleet else "group sizes, comma-separated",
     )
-    if not fleet:
+    if fleet:  # the stack benchmark keeps one group + one LB, as direct and Heat build
+        parser.add_argument(
+            "--groups", type=int, default=10, help="VirtualMachineGroups the N VMs are split over"
+        )
+        parser.add_argument(
+            "--dns",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help=f"a DNSRecord per LoadBalancer, in the lab's zone {lab.ZONE}",
+        )
+    else:
         parser.add_argument(
             "--contenders", default="kumo,direct,heat", help="subset/order, comma-separated"
         )
@@ -141,8 +154,9 @@ class Harness:
 
     # --- Kumo ---
     def run_kumo(self, n: int, fleet: bool = False) -> report.Row:
-        row = report.Row("kumo", n)
-        kumo = KumoRun(n, self.kube, self.hconn, self.args.drift_seconds)
+        groups, dns = (self.args.groups, self.args.dns) if fleet else (1, False)
+        row = report.Row("kumo", n, groups=groups, dns_records=groups if dns else 0)
+        kumo = KumoRun(n, self.kube, self.hconn, self.args.drift_seconds, groups, dns)
         try:
             kumo.setup()
             kumo.start()
@@ -197,7 +211,7 @@ class Harness:
         row.peak_rss_mib, row.cpu_s = kumo.usage()
         say("kumo: restart")
         kumo.stop()
-        objects = row.n + 2  # the VMs, the group, the LB
+        objects = kumo.objects  # the VMs, the groups, their LBs and DNSRecords
         t0 = time.monotonic()
         kumo.start()
 
@@ -216,6 +230,11 @@ class Harness:
 def run(args: argparse.Namespace, fleet: bool) -> None:
     sizes = [int(x) for x in str(args.n).split(",") if x.strip()]
     contenders = ["kumo"] if fleet else [c.strip() for c in args.contenders.split(",")]
+    for n in sizes if fleet else []:  # a bad --groups fails here, before the lab is touched
+        try:
+            split(n, args.groups)
+        except ValueError as error:
+            raise SystemExit(f"--groups: {error}") from None
     rows: list[report.Row] = []
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")

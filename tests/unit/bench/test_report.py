@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import math
 
-from bench.report import HEADER, Row, fleet_table, format_table, percentile, table
+from bench.report import (
+    FLEET_HEADER,
+    HEADER,
+    Row,
+    fleet_table,
+    format_table,
+    percentile,
+    table,
+)
 from bench.reqlog import Tally
 from bench.stack import add, minus
 
@@ -77,8 +85,12 @@ def test_fleet_table_shows_the_share_of_one_full_listing() -> None:
     row = _rows()[0]
     row.n = 1000
     row.restart_full_pass_s = 42.0
+    row.groups, row.dns_records = 10, 10
     out = fleet_table([row])
     assert "2.0%" in out and "42.0" in out
+    cells = [c.strip() for c in out.splitlines()[2].strip("|").split("|")]
+    shown = dict(zip(FLEET_HEADER, cells, strict=True))
+    assert (shown["groups"], shown["DNS records"], shown["N"]) == ("10", "10", "1000")
 
 
 def test_minus_takes_out_the_harness_requests() -> None:
