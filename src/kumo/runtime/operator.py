@@ -186,8 +186,12 @@ def build_registry(lifecycle: Lifecycle) -> kopf.OperatorRegistry:
     for info in KINDS:
         _watch(registry, lifecycle, info.kind, GROUP, VERSION, info.plural)
 
+    # Event handlers are coroutines: kopf runs a plain function in a worker thread, and
+    # the store and the work queue (an asyncio.Event inside) belong to the event loop —
+    # from threads, a listing raced a write ("dictionary changed size during iteration",
+    # the event lost) and a wake-up could be missed.
     @kopf.on.event("", "v1", "configmaps", registry=registry)
-    def config_map_changed(event: kopf.RawEvent, **_: Any) -> None:
+    async def config_map_changed(event: kopf.RawEvent, **_: Any) -> None:
         controller = lifecycle.controller
         meta = event["object"]["metadata"]
         if controller is not None:
@@ -202,7 +206,7 @@ def _watch(
     registry: kopf.OperatorRegistry, lifecycle: Lifecycle, kind: str, *resource: str
 ) -> None:
     @kopf.on.event(*resource, registry=registry, id=f"watch-{kind}")
-    def on_event(event: kopf.RawEvent, **_: Any) -> None:
+    async def on_event(event: kopf.RawEvent, **_: Any) -> None:
         controller = lifecycle.controller
         if controller is not None:
             controller.observe(kind, event.get("type"), event["object"])
