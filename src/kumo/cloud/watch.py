@@ -402,7 +402,7 @@ class CloudWatch:
     async def _refresh_octavia(self, full: bool) -> list[tuple[ResourceCache[Any], Change[Any]]]:
         self.stats.count("load-balancers-probe")
         versions = await self._lister.load_balancer_versions()
-        if not full and not self._transitional("octavia") and versions == self._lb_versions:
+        if not full and versions == self._lb_versions and self._probe_agrees(versions):
             return []
         caches: list[ResourceCache[Any]] = [
             self.load_balancers,
@@ -428,6 +428,16 @@ class CloudWatch:
         if full:
             self.members.clear()  # out-of-band weight changes do not show in the pool
         return changes
+
+    def _probe_agrees(self, versions: dict[str, str]) -> bool:
+        """The probe shows every cached load balancer in the status the cache has. While
+        one stays PENDING_* the tree is not listed again (a probe a second instead of
+        five lists); Kumo's own change (the cache set PENDING_UPDATE) that Octavia
+        finished between two probes shows as a disagreement and is listed."""
+        return all(
+            versions.get(lb.id, "").rpartition(" ")[2] == lb.provisioning_status
+            for lb in self.load_balancers.items()
+        )
 
     async def _refresh_dns(self, full: bool) -> list[tuple[ResourceCache[Any], Change[Any]]]:
         self.stats.count("zones-probe")

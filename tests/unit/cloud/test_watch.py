@@ -8,6 +8,7 @@ from Nova's own clock). The real services are exercised by the integration tests
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -220,6 +221,29 @@ def test_a_pending_load_balancer_is_listed_fast_until_it_settles() -> None:
     watch.lb_changing(lb_id)
     assert watch.load_balancers.lookup(lb_id).provisioning_status == "PENDING_UPDATE"  # type: ignore[union-attr]
     refresh(watch, "octavia")  # the probe did not move, but Kumo knows it is pending
+    assert watch.load_balancers.lookup(lb_id).provisioning_status == "ACTIVE"  # type: ignore[union-attr]
+
+
+def test_a_load_balancer_octavia_still_holds_pending_costs_one_probe_a_pass() -> None:
+    """Seconds of PENDING_UPDATE (a batch of 100 members) are probed, not listed: the
+    tree is read again once the probe shows the LB in another state."""
+    octavia, lb_id, _ = octavia_with_pool()
+    watch, _ = synced(Lists(octavia=octavia))
+    fake = octavia.lbs[lb_id]
+    fake.lb = dataclasses.replace(fake.lb, provisioning_status="PENDING_UPDATE")
+    watch.lb_changing(lb_id)
+    octavia.calls.clear()
+    for _ in range(3):
+        refresh(watch, "octavia")
+    assert octavia.calls == [
+        "load_balancer_versions",
+        "fetch_load_balancer_tree",  # the probe moved (the cache's view was ACTIVE)
+        "load_balancer_versions",
+        "load_balancer_versions",
+    ]
+    fake.lb = dataclasses.replace(fake.lb, provisioning_status="ACTIVE")
+    refresh(watch, "octavia")
+    assert octavia.calls[-1] == "fetch_load_balancer_tree"
     assert watch.load_balancers.lookup(lb_id).provisioning_status == "ACTIVE"  # type: ignore[union-attr]
 
 

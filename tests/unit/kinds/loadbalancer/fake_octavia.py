@@ -328,9 +328,11 @@ class FakeOctavia:
 
     async def load_balancer_versions(self) -> dict[str, str]:
         self.calls.append("load_balancer_versions")
-        # Like updated_at: moves whenever anything under the load balancer changed.
+        # Like updated_at: moves whenever anything under the load balancer changed; the
+        # status last, as the adapter's "updated_at status".
         return {
-            f.lb.id: repr((f.lb, f.listeners, f.pools, f.members, f.monitors))
+            f.lb.id: f"{(f.lb, f.listeners, f.pools, f.members, f.monitors)!r} "
+            f"{f.lb.provisioning_status}"
             for f in self.lbs.values()
             if model.MANAGED_TAG in f.lb.tags
         }
