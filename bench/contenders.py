@@ -317,8 +317,11 @@ class KumoRun:
         drift: float,
         groups: int = 1,
         dns: bool = False,
+        extra: list[str] | None = None,
     ):
         self.n = n
+        self.extra = list(extra or [])
+        """More `kumo run` arguments (a variant: ``--variant``)."""
         self.groups = topology(n, groups)
         self.dns = dns
         self.kube = kube
@@ -366,6 +369,7 @@ class KumoRun:
                     str(self.drift),
                     "--metrics-port",
                     str(self.port),
+                    *self.extra,
                 ],
                 env=env,
                 stdout=log,

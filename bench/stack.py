@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import fcntl
 import json
+import shlex
 import subprocess
 import time
 from collections.abc import Iterator
@@ -59,6 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser, fleet: bool) -> None:
         "--drift-seconds", type=float, default=10.0, help="kumo run --drift-seconds"
     )
     parser.add_argument("--no-lock", action="store_true", help="the caller holds the lab lock")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=ARGS",
+        help="another Kumo contender: `kumo run` with ARGS added (e.g. "
+        "'kumo16=--workers 16 --cloud-concurrency 16'); list NAME in --contenders",
+    )
 
 
 @contextlib.contextmanager
@@ -153,10 +162,12 @@ class Harness:
         return row
 
     # --- Kumo ---
-    def run_kumo(self, n: int, fleet: bool = False) -> report.Row:
+    def run_kumo(
+        self, n: int, fleet: bool = False, name: str = "kumo", extra: list[str] | None = None
+    ) -> report.Row:
         groups, dns = (self.args.groups, self.args.dns) if fleet else (1, False)
-        row = report.Row("kumo", n, groups=groups, dns_records=groups if dns else 0)
-        kumo = KumoRun(n, self.kube, self.hconn, self.args.drift_seconds, groups, dns)
+        row = report.Row(name, n, groups=groups, dns_records=groups if dns else 0)
+        kumo = KumoRun(n, self.kube, self.hconn, self.args.drift_seconds, groups, dns, extra)
         try:
             kumo.setup()
             kumo.start()
@@ -164,7 +175,7 @@ class Harness:
             t0 = time.monotonic()
             kumo.converge()
             row.converge_s = time.monotonic() - t0
-            created = self.requests(w, f"kumo-{n}-converge")
+            created = self.requests(w, f"{name}-{n}-converge")
             say(
                 f"kumo: converged in {row.converge_s:.1f}s; settling {self.args.settle_seconds:.0f}s"
             )
@@ -178,7 +189,7 @@ class Harness:
             t0 = time.monotonic()
             kumo.delete()
             row.delete_s = time.monotonic() - t0
-            row.requests = add(created, self.requests(w, f"kumo-{n}-delete"))
+            row.requests = add(created, self.requests(w, f"{name}-{n}-delete"))
             return row
         finally:
             kumo.teardown()
@@ -189,7 +200,10 @@ class Harness:
         w = self.window()
         time.sleep(seconds)
         tally = w[0].since(self.project)
-        self.calls[f"kumo-{row.n}-idle"] = {"logged": tally.calls, "of_which_harness": {}}
+        self.calls[f"{row.contender}-{row.n}-idle"] = {
+            "logged": tally.calls,
+            "of_which_harness": {},
+        }
         per_min = 60.0 / seconds
         row.idle_per_min = {
             s: c * per_min for s, c in minus(tally, w[1], self.hconn.snapshot()).items()
@@ -230,6 +244,9 @@ class Harness:
 def run(args: argparse.Namespace, fleet: bool) -> None:
     sizes = [int(x) for x in str(args.n).split(",") if x.strip()]
     contenders = ["kumo"] if fleet else [c.strip() for c in args.contenders.split(",")]
+    variants = {
+        name: shlex.split(extra) for name, _, extra in (v.partition("=") for v in args.variant)
+    }
     for n in sizes if fleet else []:  # a bad --groups fails here, before the lab is touched
         try:
             split(n, args.groups)
@@ -259,6 +276,8 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
                         try:
                             if name == "kumo":
                                 row = h.run_kumo(n, fleet=fleet)
+                            elif name in variants:
+                                row = h.run_kumo(n, fleet, name, variants[name])
                             elif name == "direct":
                                 row = h.run_simple(Direct(n), n)
                             elif name == "heat":
@@ -291,7 +310,11 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
     print(f"Kumo commit {commit}; {time.strftime('%Y-%m-%d %H:%M')}; details: {out}")
     print(report.fleet_table(rows) if fleet else report.table(rows))
     for r in rows:
-        if r.contender == "kumo" and r.full_listing_bytes and r.idle_nova_bytes_per_min is not None:
+        if (
+            r.contender.startswith("kumo")
+            and r.full_listing_bytes
+            and r.idle_nova_bytes_per_min is not None
+        ):
             share = r.idle_nova_bytes_per_min / r.full_listing_bytes
             print(
                 f"N={r.n}: Kumo idle Nova bytes/min = {share:.1%} of one full server listing "
