@@ -3,7 +3,8 @@
 Blocking SDK calls run in threads — each cloud its own pool, as large as its
 concurrency (asyncio's shared default pool has only cpu + 4 threads: 6 on two cores,
 which capped every cloud together) — bounded by a semaphore and a token bucket, so
-the event loop never blocks and one cloud is never flooded. ``_call``
+the event loop never blocks and one cloud is never flooded. The cloud watch's listings
+have two slots of their own: a burst of slow creates never delays noticing changes. ``_call``
 classifies failures into transient/terminal ReconcileErrors; ``_get`` turns 404
 into ``None``. The per-service calls live in compute.py, octavia.py, designate.py.
 """
@@ -23,11 +24,15 @@ from kumo.cloud.cache import ResourceCache
 from kumo.cloud.errors import classify, missing_ids, refused
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
-from kumo.cloud.watch import CloudWatch, Lister
+from kumo.cloud.watch import WATCH_LANE, CloudWatch, Lister
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+#: Calls the cloud watch may have in flight besides ``concurrency`` (see WATCH_LANE).
+WATCH_SLOTS = 2
 
 
 class CloudBase:
@@ -43,7 +48,10 @@ class CloudBase:
         self.conn = conn
         self.region = conn.config.get_region_name()
         self._slots = asyncio.Semaphore(concurrency)
-        self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="kumo-cloud")
+        self._watch_slots = asyncio.Semaphore(WATCH_SLOTS)
+        self._threads = ThreadPoolExecutor(
+            concurrency + WATCH_SLOTS, thread_name_prefix="kumo-cloud"
+        )
         self._bucket = TokenBucket(rate, burst=max(concurrency, int(rate)))
         self._names = NameCache()
         #: The cloud-side cache; reads use it once the controller has synced it.
@@ -59,7 +67,7 @@ class CloudBase:
         self, action: str, fn: Callable[..., T], *args: Any, field: str | None = None, **kw: Any
     ) -> T:
         await self._bucket.acquire()
-        async with self._slots:
+        async with self._watch_slots if WATCH_LANE.get() else self._slots:
             try:
                 call = functools.partial(fn, *args, **kw)
                 return await asyncio.get_running_loop().run_in_executor(self._threads, call)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import logging
 import random
@@ -53,6 +54,11 @@ log = logging.getLogger("kumo.cloud.watch")
 
 #: How far behind the API's clock a Nova node's clock may be (changes-since margin).
 SKEW_SECONDS = 30.0
+
+#: True while the watch lists: its calls take their own slots (CloudBase._call), so
+#: writes in flight — under load a Nova create takes seconds — never hold up noticing
+#: what changed (a server going ACTIVE, one deleted out of band).
+WATCH_LANE: contextvars.ContextVar[bool] = contextvars.ContextVar("kumo_watch_lane", default=False)
 
 Notify = Callable[[set[str], set[str]], None]
 """Called with (owner UIDs whose resources changed, owner UIDs now holding duplicates)."""
@@ -291,6 +297,7 @@ class CloudWatch:
             "manila": self._refresh_manila,
         }[service.name]
         busy = False
+        lane = WATCH_LANE.set(True)
         try:
             changes = await refresh(full)
             busy = self._transitional(service.name)
@@ -304,6 +311,8 @@ class CloudWatch:
             service.failures += 1
             changes = []
             log.exception("listing %s failed unexpectedly", service.name)
+        finally:
+            WATCH_LANE.reset(lane)
         now = self._now()
         if full and service.failures == 0:
             service.next_relist = now + self.relist * random.uniform(0.9, 1.1)

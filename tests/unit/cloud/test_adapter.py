@@ -4,6 +4,7 @@ comes back as values, what comes back as None, and which failures Kumo retries."
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -13,6 +14,7 @@ import requests_mock as rm
 
 from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
+from kumo.cloud.watch import WATCH_LANE
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 from tests.unit.cloud.rest import DESIGNATE, NOVA, OCTAVIA, recorded
 
@@ -505,3 +507,33 @@ def test_live_server_addresses_come_from_the_watch_and_leave_out_servers_going(
         ],
     )
     assert cloud.list_live_server_addresses() == {"10.0.0.1", "10.0.1.1", "10.0.0.3"}
+
+
+def test_the_watch_lists_while_every_call_slot_is_taken_by_slow_writes(
+    cloud: OpenStackCloud,
+) -> None:
+    """Under load a Nova create takes seconds; creates filling every slot must not hold
+    up the watch's listings (which notice servers going ACTIVE, or deleted)."""
+    release = threading.Event()
+
+    async def scenario() -> list[str]:
+        writes = [asyncio.create_task(cloud._call("create server", release.wait)) for _ in range(2)]
+        while not cloud._slots.locked():  # both writes hold their slots
+            await asyncio.sleep(0)
+        order = []
+
+        async def listing() -> None:
+            token = WATCH_LANE.set(True)
+            try:
+                await cloud._call("list servers", lambda: None)
+            finally:
+                WATCH_LANE.reset(token)
+            order.append("watch listed")
+
+        await asyncio.wait_for(listing(), timeout=5)
+        order.append("writes still in flight" if not any(w.done() for w in writes) else "?")
+        release.set()
+        await asyncio.gather(*writes)
+        return order
+
+    assert asyncio.run(scenario()) == ["watch listed", "writes still in flight"]
