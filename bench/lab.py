@@ -195,8 +195,8 @@ class Kube:
             with urllib.request.urlopen(req, context=self.ctx, timeout=60) as resp:
                 return json.loads(resp.read() or b"null")
         except urllib.error.HTTPError as error:
-            if error.code == 404 and method in ("GET", "DELETE"):
-                return None
+            if error.code == 404 and method in ("GET", "DELETE", "PATCH"):
+                return None  # gone already (a teardown races the objects' own deletion)
             raise RuntimeError(f"{method} {path}: {error.code} {error.read()[:300]!r}") from None
 
     def get(self, path: str) -> Any:

@@ -2,7 +2,9 @@
 
 Guarantees a key is processed by one worker at a time; a key added while it is
 being processed is processed again afterwards (with the newest state), and adding
-a key that is already waiting only ever moves it earlier.
+a key that is already waiting only ever moves it earlier. An urgent key (an object
+being deleted) goes before every key that is not: a deletion never waits behind a
+thousand creates.
 """
 
 from __future__ import annotations
@@ -17,45 +19,49 @@ from collections.abc import Hashable
 
 class WorkQueue:
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Hashable]] = []
-        self._due: dict[Hashable, float] = {}
+        #: Two heaps of (due time, seq, key): [0] urgent keys, [1] the rest. A due urgent
+        #: key is handed out before any other due key.
+        self._heaps: tuple[list[tuple[float, int, Hashable]], ...] = ([], [])
+        self._due: dict[Hashable, tuple[float, bool]] = {}
         self._processing: set[Hashable] = set()
-        self._again: dict[Hashable, float] = {}
+        self._again: dict[Hashable, tuple[float, bool]] = {}
         self._seq = itertools.count()
         self._wakeup = asyncio.Event()
 
     def __len__(self) -> int:
         return len(self._due) + len(self._again)
 
-    def add(self, key: Hashable, after: float = 0.0) -> None:
-        """Schedule ``key`` in ``after`` seconds (or earlier if already scheduled earlier)."""
+    def add(self, key: Hashable, after: float = 0.0, urgent: bool = False) -> None:
+        """Schedule ``key`` in ``after`` seconds (or earlier if already scheduled earlier);
+        ``urgent``: once due, ahead of every due key that is not urgent."""
         when = time.monotonic() + max(after, 0.0)
         if key in self._processing:
-            self._again[key] = min(when, self._again.get(key, when))
+            old = self._again.get(key)
+            self._again[key] = _better((when, urgent), old)
             return
-        if key in self._due and self._due[key] <= when:
+        old = self._due.get(key)
+        best = _better((when, urgent), old)
+        if best == old:
             return
-        self._due[key] = when
-        heapq.heappush(self._heap, (when, next(self._seq), key))
+        self._due[key] = best
+        heapq.heappush(self._heaps[0 if best[1] else 1], (best[0], next(self._seq), key))
         self._wakeup.set()
 
     async def get(self) -> Hashable:
         """Wait for the next due key and mark it as processing."""
         while True:
-            while self._heap:
-                when, _, key = self._heap[0]
-                if self._due.get(key) != when:  # superseded entry
-                    heapq.heappop(self._heap)
-                    continue
-                delay = when - time.monotonic()
-                if delay > 0:
-                    break
-                heapq.heappop(self._heap)
-                del self._due[key]
-                self._processing.add(key)
-                return key
+            now = time.monotonic()
+            for urgent, heap in zip((True, False), self._heaps, strict=True):
+                while heap and self._due.get(heap[0][2]) != (heap[0][0], urgent):
+                    heapq.heappop(heap)  # superseded entry
+                if heap and heap[0][0] <= now:
+                    _, _, key = heapq.heappop(heap)
+                    del self._due[key]
+                    self._processing.add(key)
+                    return key
             self._wakeup.clear()
-            timeout = (self._heap[0][0] - time.monotonic()) if self._heap else None
+            tops = [heap[0][0] for heap in self._heaps if heap]
+            timeout = (min(tops) - now) if tops else None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
 
@@ -70,5 +76,12 @@ class WorkQueue:
         """Release ``key``; if it was added meanwhile, schedule it again."""
         self._processing.discard(key)
         if key in self._again:
-            when = self._again.pop(key)
-            self.add(key, after=when - time.monotonic())
+            when, urgent = self._again.pop(key)
+            self.add(key, after=when - time.monotonic(), urgent=urgent)
+
+
+def _better(new: tuple[float, bool], old: tuple[float, bool] | None) -> tuple[float, bool]:
+    """Merge two schedules of one key: the earlier time, urgent if either was."""
+    if old is None:
+        return new
+    return (min(new[0], old[0]), new[1] or old[1])

@@ -102,11 +102,18 @@ class Controller:
         else:
             old = self.store.put(kind, body)
         if kind in self.actuators and (event_type == "DELETED" or _worth_reconciling(old, body)):
-            self.queue.add(key)
+            self._enqueue(key)
         for actuator in self.actuators.values():
             for dependent in actuator.dependents(kind, body, self.store):
-                self.queue.add(dependent)
+                self._enqueue(dependent)
         metrics.QUEUE_DEPTH.set(len(self.queue))
+
+    def _enqueue(self, key: Key) -> None:
+        """An object being deleted is urgent: with a thousand VMs queued to be created, a
+        group's deletion (which stops them) must not wait behind them."""
+        body = self.store.get(key.kind, key.namespace, key.name)
+        deleting = bool(body and (body.get("metadata") or {}).get("deletionTimestamp"))
+        self.queue.add(key, urgent=deleting)
 
     def enqueue_script_users(self, source_kind: str, namespace: str, name: str) -> None:
         """A ConfigMap or Secret changed: VMs whose initScript reads it must be looked at
@@ -206,7 +213,8 @@ class Controller:
         metrics.RECONCILE_SECONDS.labels(key.kind).observe(time.monotonic() - started)
         outcome = "requeue" if delay is not None else "done"
         metrics.RECONCILES.labels(key.kind, outcome).inc()
-        self.queue.add(key, delay if delay is not None else self.resync_seconds)
+        again = delay if delay is not None else self.resync_seconds
+        self.queue.add(key, again, urgent=bool(meta.get("deletionTimestamp")))
 
     async def _confirm(self, key: Key) -> None:
         fresh = await self.kube.get(INFO_BY_KIND[key.kind], key.namespace, key.name)

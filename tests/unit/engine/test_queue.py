@@ -52,3 +52,26 @@ def test_delayed_key_is_not_handed_out_early() -> None:
         raise AssertionError("delayed key was handed out early")
 
     asyncio.run(scenario())
+
+
+def test_an_urgent_key_goes_before_every_due_key_that_is_not() -> None:
+    """An object being deleted must not wait behind a thousand queued creates; once it
+    asks to be looked at again later, that delay still holds."""
+
+    async def scenario() -> None:
+        queue = WorkQueue()
+        for i in range(100):
+            queue.add(f"create-{i}")
+        queue.add("delete-group", urgent=True)
+        queue.add("create-0", urgent=False)  # a plain add never demotes or promotes others
+        assert await _get(queue) == "delete-group"
+        assert await _get(queue) == "create-0"
+        queue.done("delete-group")
+        queue.add("delete-group", after=0.05, urgent=True)  # waiting for the cloud
+        assert await _get(queue) == "create-1", "not before its delay"
+        await asyncio.sleep(0.1)  # the delay passes (time is what is tested here)
+        assert await _get(queue) == "delete-group", "then ahead of the 98 due creates"
+        queue.add("create-50", urgent=True)  # a key already queued becomes urgent
+        assert await _get(queue) == "create-50"
+
+    asyncio.run(scenario())

@@ -181,7 +181,7 @@ def test_cloud_changes_do_not_defeat_the_terminal_backoff() -> None:
     assert body["status"]["conditions"][0]["reason"] == "ConfigMapNotFound"
     uid = body["metadata"]["uid"]
     assert ctl.cloud_changed({uid}, set()) == []
-    assert ctl.queue._due[key] > time.monotonic() + 30, "a cloud change moved the retry earlier"
+    assert ctl.queue._due[key][0] > time.monotonic() + 30, "a cloud change moved the retry earlier"
 
     body["metadata"]["generation"] = 2  # the user changed the spec
     assert ctl.cloud_changed({uid}, set()) == [key]
@@ -216,6 +216,23 @@ def test_cloud_changes_enqueue_their_owners_and_duplicates_are_audited() -> None
     assert ctl.cloud_changed({uid_a, "uid-of-nobody"}, {uid_a}) == [key_a]
     assert list(ctl.queue._due) == [key_a], "only the owner, not b"
     assert key_a in ctl._audit, "two resources carry a's marker: look for the second"
+
+
+def test_an_object_being_deleted_is_reconciled_before_the_queued_creates() -> None:
+    """A thousand VMs queued to be created; the user deletes their group: its deletion
+    (which stops them) goes first."""
+
+    async def scenario() -> Key:
+        ctl = controller()
+        for i in range(50):
+            ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, f"vm-{i}", SPEC))
+        going = make_body(VIRTUAL_MACHINE, "vm-7", SPEC)
+        going["metadata"]["deletionTimestamp"] = "2026-11-23T00:00:00Z"
+        going["metadata"]["resourceVersion"] = "99"
+        ctl.observe("VirtualMachine", "MODIFIED", going)
+        return await asyncio.wait_for(ctl.queue.get(), 1)
+
+    assert asyncio.run(scenario()) == Key("VirtualMachine", "default", "vm-7")
 
 
 class OneBrokenNamespace:
