@@ -18,7 +18,7 @@ from openstack import exceptions as os_exc
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
-from kumo.engine.errors import TerminalError
+from kumo.engine.errors import TransientError
 
 LISTENER_PROTOCOL = {"http": "HTTP", "https": "HTTPS", "tcp": "TCP", "udp": "UDP"}
 MONITOR_TYPE = {
@@ -351,7 +351,8 @@ class OctaviaCalls(CloudBase):
             self._members_changing(pool_id)
 
     def _owned_member(self, pool_id: str, member_id: str, uid: str) -> Any:
-        """In the call's thread: the member, None when it is gone; NotOwned when it does not
+        """In the call's thread: the member, None when it is gone; NotOwned (a transient
+        error: look again) when it does not
         carry ``uid``'s marker (the one check single-member writes need: a batch sends
         foreign members back as they are)."""
         try:
@@ -359,7 +360,9 @@ class OctaviaCalls(CloudBase):
         except exceptions.NotFoundException:
             return None
         if model.owner_of(found.tags or []) != uid:
-            raise TerminalError(
+            # Transient: the listing was stale; the next pass lists the pool again and
+            # leaves the member alone (it is no longer Kumo's to touch).
+            raise TransientError(
                 "NotOwned",
                 f"pool member {member_id} ({found.address}:{found.protocol_port}) does not "
                 "carry Kumo's marker for this object: Kumo will not change or remove it",

@@ -405,7 +405,7 @@ def test_single_member_writes_read_the_member_first_and_leave_a_foreign_one_alon
         cloud.delete_owned_member(POOL_ID, "mem-1", "uid-web"),
     ):
         error = fails(call)
-        assert (type(error), error.reason) == (TerminalError, "NotOwned")
+        assert (type(error), error.reason) == (TransientError, "NotOwned")
     assert put.call_count == delete.call_count == 0
 
 

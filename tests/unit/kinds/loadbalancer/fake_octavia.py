@@ -293,7 +293,7 @@ class FakeOctavia:
         if found is None:
             return False
         if model.owner_of(found.tags) != uid:
-            raise TerminalError("NotOwned", f"pool member {member_id} is not ours")
+            raise TransientError("NotOwned", f"pool member {member_id} is not ours")
         return True
 
     async def get_health_monitor(self, hm_id: str) -> model.HealthMonitor | None:
