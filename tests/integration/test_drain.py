@@ -207,9 +207,10 @@ def member_writes(pool_id: str, offset: int) -> list[str]:
 def test_a_repair_in_a_big_pool_uses_single_member_calls_and_spares_foreign_members(
     namespace: str, kumo_operator: Any, demo_conn: Any
 ) -> None:
-    """With 40 members in the pool a batch update would lock the LB for the whole pool's
+    """With 50 members in the pool a batch update would lock the LB for the whole pool's
     worth of work: replacing one server is a create and a delete of one member each, and
-    the 38 members someone added by hand keep their IDs, names and weights."""
+    the 48 members someone added by hand keep their IDs, names and weights. (50, not 40:
+    the dead member goes first, and the pool must still hold 40 for the create.)"""
     ns = namespace
     apply(ns, group(2))
     apply(ns, load_balancer())
@@ -223,7 +224,7 @@ def test_a_repair_in_a_big_pool_uses_single_member_calls_and_spares_foreign_memb
 
     wait_until("the LB ACTIVE after Kumo's batch", lb_active, 120)
 
-    # 38 foreign members, added in one batch that sends Kumo's two back as they are.
+    # 48 foreign members, added in one batch that sends Kumo's two back as they are.
     kumos = list(demo_conn.load_balancer.members(pool_id))
     body = [
         {"name": m.name, "address": m.address, "protocol_port": m.protocol_port, "tags": m.tags}
@@ -231,7 +232,7 @@ def test_a_repair_in_a_big_pool_uses_single_member_calls_and_spares_foreign_memb
     ]
     body += [
         {"name": f"by-hand-{i}", "address": f"192.168.7.{i + 10}", "protocol_port": 80, "weight": 3}
-        for i in range(38)
+        for i in range(48)
     ]
     response = demo_conn.load_balancer.put(
         f"/lbaas/pools/{pool_id}/members", json={"members": body}
@@ -243,7 +244,7 @@ def test_a_repair_in_a_big_pool_uses_single_member_calls_and_spares_foreign_memb
         for m in demo_conn.load_balancer.members(pool_id)
         if "kumo" not in (m.tags or [])
     }
-    assert len(foreign) == 38
+    assert len(foreign) == 48
 
     # Replace one of Kumo's servers out of band.
     vm = members_of(ns, GROUP)[0]
