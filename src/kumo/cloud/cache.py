@@ -130,6 +130,11 @@ class ResourceCache(Generic[R]):
         self._seq += 1
         self._doubts[scope] = self._seq
 
+    def answers_for(self, scope: str) -> bool:
+        """The cache may answer a reader of ``scope``: listed once, and no lost create
+        has put the scope in doubt since (else the reader lists the API: ``relisted``)."""
+        return self.synced and not self.in_doubt(scope)
+
     def in_doubt(self, scope: str) -> bool:
         return scope in self._doubts
 

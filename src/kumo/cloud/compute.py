@@ -36,7 +36,7 @@ class ComputeCalls(CloudBase):
     async def list_owned_servers(self, uid: str) -> list[model.Server]:
         """Servers carrying the ownership marker of ``uid`` and not on their way out."""
         cache = self.watch.servers
-        if cache.synced and not cache.in_doubt(uid):
+        if cache.answers_for(uid):
             found = cache.owned_by(uid)
         else:
 

@@ -222,7 +222,7 @@ class DryRunCloud:
     async def update_owned_member(
         self, pool_id: str, member_id: str, uid: str, member: model.MemberSpec
     ) -> None:
-        old = next((m for m in await self._inner.list_members(pool_id) if m.id == member_id), None)
+        old = await self._member(pool_id, member_id)
         label = f"{member.name} {member.address}:{member.port}"
         what = "drain" if member.weight == 0 else "update"
         before = f"weight {old.weight}" if old is not None else None
@@ -230,9 +230,13 @@ class DryRunCloud:
         self._record("update", "members of pool", pool_id, Change("members", before, new))
 
     async def delete_owned_member(self, pool_id: str, member_id: str, uid: str) -> None:
-        old = next((m for m in await self._inner.list_members(pool_id) if m.id == member_id), None)
+        old = await self._member(pool_id, member_id)
         label = f"{old.name} {old.address}:{old.port}" if old is not None else member_id
         self._record("update", "members of pool", pool_id, Change("members", label, "remove"))
+
+    async def _member(self, pool_id: str, member_id: str) -> model.Member | None:
+        found = await self._inner.list_members(pool_id)
+        return next((m for m in found if m.id == member_id), None)
 
     # -- Designate ---------------------------------------------------------------------
 

@@ -49,7 +49,7 @@ class OctaviaCalls(CloudBase):
 
     async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
         cache = self.watch.load_balancers
-        if cache.synced and not cache.in_doubt(uid):
+        if cache.answers_for(uid):
             owned = cache.owned_by(uid)
         else:
 
@@ -180,7 +180,7 @@ class OctaviaCalls(CloudBase):
 
     async def list_listeners(self, lb_id: str) -> list[model.Listener]:
         cache = self.watch.listeners
-        if cache.synced and not cache.in_doubt(lb_id):
+        if cache.answers_for(lb_id):
             return [x for x in cache.items() if x.lb_id == lb_id]
 
         async def fetch() -> list[model.Listener]:
@@ -212,7 +212,7 @@ class OctaviaCalls(CloudBase):
 
     async def list_pools(self, lb_id: str) -> list[model.Pool]:
         cache = self.watch.pools
-        if cache.synced and not cache.in_doubt(lb_id):
+        if cache.answers_for(lb_id):
             return [p for p in cache.items() if p.lb_id == lb_id]
 
         async def fetch() -> list[model.Pool]:
@@ -307,15 +307,10 @@ class OctaviaCalls(CloudBase):
         """Add one member. Octavia refuses a second member at the same address + port
         (409, a wait like a busy LB), so a create whose answer was lost is found by the
         next pass's member listing and never doubled: no doubt to record."""
-        try:
-            await self._call(
-                "create member",
-                self.conn.load_balancer.create_member,
-                pool_id,
-                **_member_body(member),
-            )
-        finally:
-            self._members_changing(pool_id)
+        body = _member_body(member)
+        await self._member_write(
+            pool_id, "create member", lambda: self.conn.load_balancer.create_member(pool_id, **body)
+        )
 
     async def update_owned_member(
         self, pool_id: str, member_id: str, uid: str, member: model.MemberSpec
@@ -332,10 +327,7 @@ class OctaviaCalls(CloudBase):
                 attrs["monitor_port"] = member.monitor_port  # None: back to the member port
             self.conn.load_balancer.update_member(member_id, pool_id, **attrs)
 
-        try:
-            await self._call("update member", update)
-        finally:
-            self._members_changing(pool_id)
+        await self._member_write(pool_id, "update member", update)
 
     async def delete_owned_member(self, pool_id: str, member_id: str, uid: str) -> None:
         """Remove one of ``uid``'s members — read first, as for an update; one already
@@ -345,8 +337,13 @@ class OctaviaCalls(CloudBase):
             if self._owned_member(pool_id, member_id, uid) is not None:
                 self.conn.load_balancer.delete_member(member_id, pool_id, ignore_missing=True)
 
+        await self._member_write(pool_id, "delete member", delete)
+
+    async def _member_write(self, pool_id: str, action: str, write: Any) -> None:
+        """One single-member write; whatever came of it, the pool's cached members are
+        dropped (a lost answer may still have changed them)."""
         try:
-            await self._call("delete member", delete)
+            await self._call(action, write)
         finally:
             self._members_changing(pool_id)
 

@@ -71,7 +71,7 @@ class ManilaCalls(CloudBase):
     async def list_owned_shares(self, uid: str) -> list[model.Share]:
         """Shares whose metadata carries the ownership marker of ``uid``."""
         cache = self.watch.shares
-        if cache.synced and not cache.in_doubt(uid):
+        if cache.answers_for(uid):
             return cache.owned_by(uid)
         return await self._relist(
             cache, uid, lambda: self._list_shares({model.SHARE_OWNER_KEY: uid})
