@@ -166,7 +166,7 @@ def one_by_one(change: PoolMembers, current: list[Member], uid: str) -> list[Mem
         old = ours.get((spec.address, spec.port))
         if (spec.address, spec.port) in added or old is None:
             continue
-        if (old.name, old.monitor_port, old.weight) != (spec.name, spec.monitor_port, spec.weight):
+        if _state(old) != _state(spec):
             calls.append(MemberCall("update_owned_member", spec, old.id))
     for gone in change.removed:
         m = gone.member
@@ -189,10 +189,15 @@ def _server_gone(addresses: dict[str, str | None], m: Member) -> bool:
 
 def _shape(members: list[Member] | list[MemberSpec]) -> set[tuple[Any, ...]]:
     """What a batch update would change about a member set (tags aside)."""
-    return {(m.name, m.address, m.port, m.monitor_port, m.weight) for m in members}
+    return {_state(m) for m in members}
 
 
-def label(m: Member) -> str:
+def _state(m: Member | MemberSpec) -> tuple[Any, ...]:
+    """What an update would change about one member (tags aside)."""
+    return (m.name, m.address, m.port, m.monitor_port, m.weight)
+
+
+def label(m: Member | MemberSpec) -> str:
     return f"{m.name} ({m.address}:{m.port})"
 
 

@@ -26,6 +26,7 @@ from kumo.cloud.model import (
     Listener,
     LoadBalancer,
     Member,
+    MemberSpec,
     Pool,
     marker_tags,
     owner_of,
@@ -327,14 +328,12 @@ def member_steps(
     change = members.pool_members(port, wanted, current, uid, clock)
     if not change.changed:
         return []
-    drain = port.real_servers.drain_seconds
-    leaving = f"weight 0 for {drain}s, then removed"
     started = {d.member.id for d in change.started}
     calls = members.one_by_one(change, current, uid)
     if calls is not None:
         steps = []
         for i, call in enumerate(calls, 1):
-            what = f"{call.spec.name} ({call.spec.address}:{call.spec.port})"
+            what = members.label(call.spec)
             events: tuple[tuple[str, str], ...] = ()
             if call.op == "create_member":
                 args: tuple[Any, ...] = (pool.id, call.spec)
@@ -342,13 +341,13 @@ def member_steps(
             elif call.op == "delete_owned_member":
                 args = (pool.id, call.member_id, uid)
                 verb = "remove member"
-                events = (("MemberRemoved", f"member {what} removed from port {port.port}"),)
+                events = (_removed_event(port, call.spec),)
             else:
                 args = (pool.id, call.member_id, uid, call.spec)
                 verb = "update member"
                 if call.member_id in started:
                     verb = "drain member"
-                    events = (("Draining", f"member {what} of port {port.port}: {leaving}"),)
+                    events = (_draining_event(port, call.spec),)
             steps.append(
                 Step(
                     call.op, args, {}, f"port {port.port}: {verb} {what} ({i}/{len(calls)})", events
@@ -358,13 +357,8 @@ def member_steps(
     parts = [f"{len(change.added)} to add"] if change.added else []
     parts += [f"{len(change.started)} to drain"] if change.started else []
     parts += [f"{len(change.removed)} to remove"] if change.removed else []
-    events = tuple(
-        ("Draining", f"member {members.label(d.member)} of port {port.port}: {leaving}")
-        for d in change.started
-    ) + tuple(
-        ("MemberRemoved", f"member {members.label(d.member)} removed from port {port.port}")
-        for d in change.removed
-    )
+    events = tuple(_draining_event(port, d.member) for d in change.started)
+    events += tuple(_removed_event(port, d.member) for d in change.removed)
     return [
         Step(
             "replace_owned_members",
@@ -374,6 +368,15 @@ def member_steps(
             events,
         )
     ]
+
+
+def _draining_event(port: Port, m: Member | MemberSpec) -> tuple[str, str]:
+    leaving = f"weight 0 for {port.real_servers.drain_seconds}s, then removed"
+    return ("Draining", f"member {members.label(m)} of port {port.port}: {leaving}")
+
+
+def _removed_event(port: Port, m: Member | MemberSpec) -> tuple[str, str]:
+    return ("MemberRemoved", f"member {members.label(m)} removed from port {port.port}")
 
 
 def draining(
