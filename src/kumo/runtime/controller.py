@@ -108,12 +108,14 @@ class Controller:
                 self._enqueue(dependent)
         metrics.QUEUE_DEPTH.set(len(self.queue))
 
-    def _enqueue(self, key: Key) -> None:
+    def _enqueue(self, key: Key, after: float = 0.0, body: Body | None = None) -> None:
         """An object being deleted is urgent: with a thousand VMs queued to be created, a
-        group's deletion (which stops them) must not wait behind them."""
-        body = self.store.get(key.kind, key.namespace, key.name)
+        group's deletion (which stops them) must not wait behind them. ``body``: the
+        object as the caller has it (else the cache's)."""
+        if body is None:
+            body = self.store.get(key.kind, key.namespace, key.name)
         deleting = bool(body and (body.get("metadata") or {}).get("deletionTimestamp"))
-        self.queue.add(key, urgent=deleting)
+        self.queue.add(key, after, urgent=deleting)
 
     def enqueue_script_users(self, source_kind: str, namespace: str, name: str) -> None:
         """A ConfigMap or Secret changed: VMs whose initScript reads it must be looked at
@@ -213,8 +215,7 @@ class Controller:
         metrics.RECONCILE_SECONDS.labels(key.kind).observe(time.monotonic() - started)
         outcome = "requeue" if delay is not None else "done"
         metrics.RECONCILES.labels(key.kind, outcome).inc()
-        again = delay if delay is not None else self.resync_seconds
-        self.queue.add(key, again, urgent=bool(meta.get("deletionTimestamp")))
+        self._enqueue(key, delay if delay is not None else self.resync_seconds, obj.body)
 
     async def _confirm(self, key: Key) -> None:
         fresh = await self.kube.get(INFO_BY_KIND[key.kind], key.namespace, key.name)
