@@ -50,6 +50,7 @@ def _run(args: argparse.Namespace) -> int:
         lease_name=args.lease_name,
         lease_seconds=args.lease_seconds,
         shutdown_grace=args.shutdown_grace,
+        notifications_secret=args.notifications_secret,
     )
     return run_operator(options)
 
@@ -104,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--credentials-secret",
         help="NAMESPACE/NAME of a Secret holding clouds.yaml (key `clouds.yaml`), "
         "used instead of --clouds-yaml inside a cluster",
+    )
+    run.add_argument(
+        "--notifications-secret",
+        help="NAMESPACE/NAME of a Secret whose key `transport_url` is the cloud's message bus "
+        "(oslo.messaging's rabbit://… or amqp://…): Nova's notifications then make Kumo "
+        "notice out-of-band changes at once instead of at the next listing",
     )
     run.add_argument("--namespace", help="watch only this namespace (default: all)")
     run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster or $KUBECONFIG)")

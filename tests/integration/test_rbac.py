@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.integration.kube_fixtures import KubeEnv, kubectl
 from tests.integration.polling import wait_until
@@ -58,12 +59,27 @@ def test_apply_k_installs_everything(rbac: KubeEnv) -> None:
     )
 
 
-@pytest.mark.parametrize("overlay", ["single-namespace", "no-default-cloud"])
+@pytest.mark.parametrize("overlay", ["single-namespace", "no-default-cloud", "cloud-notifications"])
 def test_overlays_are_valid(rbac: KubeEnv, overlay: str) -> None:
     rendered = kubectl("kustomize", str(DEPLOY / "overlays" / overlay)).stdout
     kubectl("apply", "--dry-run=server", "-f", "-", input=rendered)  # the API server accepts it
     if overlay == "single-namespace":
         assert "--namespace=team-a" in rendered
+    elif overlay == "cloud-notifications":
+        assert "--notifications-secret=kumo-system/kumo-cloud-notifications" in rendered
+        role = next(
+            d
+            for d in yaml.safe_load_all(rendered)
+            if d["kind"] == "Role" and d["metadata"]["name"] == "kumo-default-credentials"
+        )
+        assert role["rules"] == [
+            {
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "resourceNames": ["kumo-default-cloud", "kumo-cloud-notifications"],
+                "verbs": ["get"],
+            }
+        ]
     else:
         assert "--credentials-secret" not in rendered and "kumo-default-cloud" not in rendered
 

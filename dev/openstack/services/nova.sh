@@ -69,8 +69,12 @@ region_name = $LAB_REGION
 os_region_name = $LAB_REGION
 [oslo_concurrency]
 lock_path = $LAB_RUN/nova-locks
+# Versioned notifications on the bus (instance.delete.end, …): what a platform team
+# lets Kumo listen to (kumo run --notifications-secret; docs/install.md).
 [oslo_messaging_notifications]
-driver = noop
+driver = messagingv2
+[notifications]
+notification_format = versioned
 [vnc]
 enabled = false
 CONF
@@ -104,6 +108,9 @@ nova_bootstrap() {
 
 nova_start() {
   local i
+  # Nova's notifier binds a queue of its own to every topic it publishes; nothing in the
+  # lab reads that queue (Kumo binds its own), so it keeps only the newest notices.
+  rabbitmq_cap_queues lab-notifications '^(versioned_)?notifications\.' 1000
   start_daemon nova-conductor /usr/bin/nova-conductor --config-file "$NOVA_CONF"
   start_daemon nova-scheduler /usr/bin/nova-scheduler --config-file "$NOVA_CONF"
   start_daemon nova-api /usr/bin/nova-api --config-file "$NOVA_CONF"

@@ -34,6 +34,12 @@ CONF
 
 rabbitmq_bootstrap() { :; }   # guest/guest on loopback is all the lab needs
 
+# rabbitmq_cap_queues NAME PATTERN N — queues matching PATTERN keep their newest N messages.
+rabbitmq_cap_queues() {
+  env "${RABBIT_ENV[@]}" timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -n rabbit@localhost \
+    set_policy --apply-to queues "$1" "$2" "{\"max-length\":$3}" >/dev/null
+}
+
 rabbitmq_start() { start_daemon rabbitmq env "${RABBIT_ENV[@]}" /usr/lib/rabbitmq/bin/rabbitmq-server; }
 
 # Ready when the AMQP port accepts connections (RabbitMQ opens it once booted).

@@ -57,6 +57,11 @@ class CloudBase:
         #: The cloud-side cache; reads use it once the controller has synced it.
         self.watch = CloudWatch(cast(Lister, self), interval=watch_seconds, relist=relist_seconds)
 
+    async def project_id(self) -> str | None:
+        """The project these credentials act in (the token's scope: no API call once
+        authenticated) — what the cloud's notifications name."""
+        return await self._call("read the token's project", lambda: self.conn.current_project_id)
+
     async def close(self) -> None:
         """Release the connection's sessions (the credentials were replaced or removed)."""
         self.watch.close()

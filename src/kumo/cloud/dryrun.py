@@ -37,6 +37,7 @@ READS = frozenset(
         "zone_id",
         "load_balancer_versions",
         "zone_versions",
+        "project_id",
     }
 )
 READ_PREFIXES = ("get_", "list_", "fetch_", "find_")

@@ -161,6 +161,9 @@ class _Service:
     next_due: float = 0.0
     next_relist: float = 0.0
     failures: int = 0
+    #: When its latest listing started, and whether a poke came since.
+    started: float = float("-inf")
+    poked: bool = False
 
 
 @dataclass
@@ -286,6 +289,24 @@ class CloudWatch:
             return
         self._wake.set()
 
+    def poke(self, service: str) -> None:
+        """The cloud announced a change in ``service`` (a notification): list it now, but
+        no sooner than ``fast`` after the previous listing started — a burst of notices
+        (a fleet being built sends several per server) costs one listing per ``fast``,
+        as while anything is building anyway. A poke during a listing is kept for after
+        it: that listing may have answered before the change."""
+        svc = self._services.get(service)
+        if svc is None:
+            return
+        try:
+            now = self._now()
+        except RuntimeError:  # no running loop (a unit test outside asyncio)
+            return
+        svc.poked = True
+        svc.next_due = min(svc.next_due, max(now, svc.started + self.fast))
+        self.stats.count(f"{service}-poked")
+        self._wake.set()
+
     # -- refresh -----------------------------------------------------------------------
 
     async def _refresh(self, service: _Service, full: bool) -> None:
@@ -297,6 +318,8 @@ class CloudWatch:
             "manila": self._refresh_manila,
         }[service.name]
         busy = False
+        service.started = started = self._now()
+        service.poked = False
         lane = WATCH_LANE.set(True)
         try:
             changes = await refresh(full)
@@ -318,6 +341,8 @@ class CloudWatch:
             service.next_relist = now + self.relist * random.uniform(0.9, 1.1)
         pause = self.fast if busy else self.interval * min(2**service.failures, 30)
         service.next_due = now + pause * random.uniform(0.9, 1.1)
+        if service.poked:  # announced while listing: the answer may predate it
+            service.next_due = min(service.next_due, max(now, started + self.fast))
         if changes and self._notify is not None:
             owners, duplicated = self._owners(changes)
             if owners:

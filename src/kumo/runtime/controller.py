@@ -21,6 +21,7 @@ from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
 from kumo.cloud.dryrun import DryRunCloud
+from kumo.cloud.notifications import NoticeBoard
 from kumo.engine.errors import ReconcileError, TransientError
 from kumo.engine.objects import Actuator, Body, Context, Key, Obj
 from kumo.engine.queue import WorkQueue
@@ -73,6 +74,7 @@ class Controller:
         *,
         workers: int = 8,
         resync_seconds: float = 300.0,
+        notices: NoticeBoard | None = None,
     ) -> None:
         self.actuators = {a.info.kind: a for a in actuators}
         self.kube = kube
@@ -83,6 +85,8 @@ class Controller:
         self.events = EventRecorder(kube)
         self.workers = workers
         self.resync_seconds = resync_seconds
+        #: Where the cloud's notifications find the watches of their project (optional).
+        self.notices = notices
         self._watches: dict[int, asyncio.Task[None]] = {}  # id(cloud watch) → its loop
         self._tasks: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[Any]] = set()
@@ -249,8 +253,26 @@ class Controller:
         if id(watch) not in self._watches:
             task = asyncio.get_running_loop().create_task(watch.run(self.cloud_changed))
             self._watches[id(watch)] = task
-            task.add_done_callback(lambda _: self._watches.pop(id(watch), None))
+            task.add_done_callback(lambda _: self._forget_watch(watch))
+            await self._announce(cloud, watch)
         await watch.synced()
+
+    async def _announce(self, cloud: Any, watch: Any) -> None:
+        """Let the cloud's notifications about this project poke its watch."""
+        if self.notices is None:
+            return
+        try:
+            project = await cloud.project_id()
+        except Exception as error:  # no notifications for it: the listings still run
+            log.warning("no notifications for a cloud: its project is unknown (%s)", error)
+            return
+        if project:
+            self.notices.add(project, watch)
+
+    def _forget_watch(self, watch: Any) -> None:
+        self._watches.pop(id(watch), None)
+        if self.notices is not None:
+            self.notices.discard(watch)
 
     def cloud_changed(self, owners: set[str], duplicated: set[str]) -> list[Key]:
         """A cloud watch saw resources of ``owners`` change: look at those objects

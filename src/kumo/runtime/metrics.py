@@ -8,3 +8,8 @@ QUEUE_DEPTH = Gauge("kumo_queue_depth", "Objects waiting to be reconciled")
 DRIFTED = Counter(
     "kumo_drift_detected_total", "Objects enqueued because their cloud resources changed", ["kind"]
 )
+NOTIFICATIONS = Counter(
+    "kumo_cloud_notifications_total",
+    "Cloud notifications about a watched project's resources (each pokes its watches)",
+    ["service", "event_type"],
+)

@@ -27,11 +27,18 @@ import kopf
 from kumo.api.common import GROUP, VERSION
 from kumo.api.kinds import KINDS
 from kumo.cloud.credentials import CloudRegistry, CloudSource
+from kumo.cloud.notifications import (
+    Notice,
+    NoticeBoard,
+    NotificationListener,
+    read_transport_url,
+)
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.kinds.share.actuator import ShareActuator
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
+from kumo.runtime import metrics
 from kumo.runtime.controller import Controller
 from kumo.runtime.health import Health, start_server
 from kumo.runtime.kube import KubeClient, KubeLeaseAPI
@@ -62,6 +69,7 @@ class OperatorOptions:
     lease_seconds: int = 10
     identity: str | None = None
     shutdown_grace: float = 15.0
+    notifications_secret: str | None = None
 
 
 class Lifecycle:
@@ -75,6 +83,7 @@ class Lifecycle:
         self.synced = False
         self.stopping = False
         self._election: asyncio.Task[None] | None = None
+        self._listener: asyncio.Task[None] | None = None
 
     def health(self) -> Health:
         elector = self.elector
@@ -101,6 +110,7 @@ class Lifecycle:
             watch_seconds=options.drift_seconds,
             relist_seconds=options.relist_seconds,
         )
+        notices = await self._listen(kube)
         self.controller = controller = Controller(
             [
                 VirtualMachineActuator(),
@@ -113,6 +123,7 @@ class Lifecycle:
             clouds,
             workers=options.workers,
             resync_seconds=options.resync_seconds,
+            notices=notices,
         )
         await controller.prime(options.namespace)  # the startup barrier: all kinds listed
         self.synced = True
@@ -132,6 +143,27 @@ class Lifecycle:
             lease.name,
         )
         self._elect()
+
+    async def _listen(self, kube: KubeClient) -> NoticeBoard | None:
+        """Start listening to the cloud's notifications, if a Secret names the bus. A
+        standby listens too (cheap; its watches are not running, so nothing is poked)
+        and leads without a gap. A Secret that is missing or wrong is logged and Kumo
+        runs on its listings alone: notifications only make it notice sooner."""
+        secret = self.options.notifications_secret
+        if not secret:
+            return None
+        namespace, _, name = secret.partition("/")
+        try:
+            url = read_transport_url(
+                await kube.get_secret_data(namespace, name), f"Secret {secret}"
+            )
+        except Exception as error:
+            log.warning("no cloud notifications: %s", error)
+            return None
+        board = NoticeBoard()
+        listener = NotificationListener(url, board, on_notice=_count_notice)
+        self._listener = asyncio.create_task(listener.run())
+        return board
 
     def _elect(self) -> None:
         """Stand by until this process holds the lease, then lead (see runtime/leader.py)."""
@@ -156,6 +188,9 @@ class Lifecycle:
         self.stopping = True
         if self.controller is not None:
             await self.controller.stop(grace=self.options.shutdown_grace)
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.gather(self._listener, return_exceptions=True)
         if self._election is not None:
             self._election.cancel()
             await asyncio.gather(self._election, return_exceptions=True)
@@ -163,6 +198,10 @@ class Lifecycle:
             await self.elector.release()
         if self.kube is not None:
             await self.kube.close()
+
+
+def _count_notice(notice: Notice) -> None:
+    metrics.NOTIFICATIONS.labels(notice.service, notice.event_type).inc()
 
 
 def build_registry(lifecycle: Lifecycle) -> kopf.OperatorRegistry:

@@ -13,6 +13,8 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from kumo.cloud import model
 from kumo.cloud.cache import GONE
 from kumo.cloud.watch import CloudWatch, format_since, next_since, parse_updated, server_time
@@ -352,3 +354,73 @@ def test_a_server_gone_without_a_trace_in_changes_since_is_read_by_id() -> None:
     assert nova.calls.count("fetch_server") == 1
     assert watch.servers.lookup(server.id) is GONE
     assert seen.owners == [{"uid-vm"}]
+
+
+# -- pokes: the cloud's notifications --------------------------------------------------------
+
+
+def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
+    """A notification (instance.delete.end) makes an idle watch look now: the delete is
+    reported long before the 60 s interval would have shown it."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    nova.settle()
+    watch = CloudWatch(Lists(nova), interval=60.0, fast=0.05)  # type: ignore[arg-type]
+    seen = asyncio.Event()
+
+    def changed(owners: set[str], duplicated: set[str]) -> None:
+        seen.set()
+
+    async def scenario() -> None:
+        running = asyncio.ensure_future(watch.run(changed))
+        await watch.synced()
+        await nova.delete_server(server.id)
+        nova.settle()
+        watch.poke("nova")
+        try:
+            await asyncio.wait_for(seen.wait(), timeout=5)
+        finally:
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert watch.servers.lookup(server.id) is GONE
+
+
+def test_a_burst_of_pokes_costs_one_listing_per_fast_interval() -> None:
+    now = [100.0]
+    watch = CloudWatch(Lists(FakeNova()), fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    nova = watch._services["nova"]
+    assert nova.next_due > 105.0, "idle: the next listing is an interval away"
+    now[0] = 100.2
+    for _ in range(50):  # fifty notices while a fleet builds
+        watch.poke("nova")
+    assert nova.next_due == pytest.approx(101.0), "one listing, a fast interval after the last"
+    now[0] = 101.0
+    refresh(watch, "nova")  # that listing
+    assert nova.next_due > 105.0
+    now[0] = 103.0
+    watch.poke("nova")
+    assert nova.next_due == 103.0, "long enough after the last listing: at once"
+    watch.poke("no-such-service")  # a notice for a service this watch does not list
+
+
+def test_a_poke_during_a_listing_is_kept_for_after_it() -> None:
+    """The listing in flight may have been answered before the announced change."""
+    now = [100.0]
+    nova = FakeNova()
+    watch = CloudWatch(Lists(nova), interval=60.0, fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    listing = nova.list_servers_since
+
+    async def list_while_poked(since: str | None) -> Any:
+        answer = await listing(since)
+        now[0] += 0.5
+        watch.poke("nova")  # the notice arrives while the answer is on its way
+        return answer
+
+    nova.list_servers_since = list_while_poked  # type: ignore[method-assign]
+    now[0] = 200.0
+    refresh(watch, "nova")
+    assert watch._services["nova"].next_due == pytest.approx(201.0)

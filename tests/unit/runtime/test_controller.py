@@ -320,3 +320,46 @@ def test_a_controller_stopped_mid_reconcile_resumes_every_key_when_started_again
         return seen
 
     assert asyncio.run(asyncio.wait_for(scenario(), 5)) == ["a", "a"]
+
+
+class WatchedCloud:
+    """A cloud whose watch runs until cancelled, in project ``p-1``."""
+
+    class Watch:
+        def __init__(self) -> None:
+            self.poked: list[str] = []
+
+        async def run(self, notify: Any) -> None:
+            await asyncio.Event().wait()
+
+        async def synced(self) -> None:
+            return None
+
+        def poke(self, service: str) -> None:
+            self.poked.append(service)
+
+    def __init__(self) -> None:
+        self.watch = self.Watch()
+
+    async def project_id(self) -> str:
+        return "p-1"
+
+
+def test_notices_reach_a_running_watch_of_their_project_and_no_stopped_one() -> None:
+    from kumo.cloud.notifications import Notice, NoticeBoard
+
+    notice = Notice("instance.delete.end", "nova", "p-1", "server-1")
+
+    async def scenario() -> tuple[int, int]:
+        board = NoticeBoard()
+        ctl = controller()
+        ctl.notices = board
+        cloud = WatchedCloud()
+        await ctl._watching(cloud)
+        await ctl._watching(cloud)  # every reconcile asks; the watch starts once
+        running = board.deliver(notice)
+        await ctl.stop()  # a standby's watches do not run: nothing to poke
+        await asyncio.sleep(0)
+        return running, board.deliver(notice)
+
+    assert asyncio.run(scenario()) == (1, 0)
