@@ -465,10 +465,11 @@ class KumoRun:
             "Kumo converged", self.converged, budget(self.n), interval=1 if self.n <= 100 else 3
         )
 
-    def repair(self, index: int) -> tuple[float, float]:
-        """Delete one server out of band (round-robin over the groups); seconds until its
-        VM is Ready on a new server, and until its group's LB pool holds the new
-        server's address (and not the old one)."""
+    def repair(self, index: int) -> tuple[float, float, float]:
+        """Delete one server out of band (round-robin over the groups); seconds until
+        Kumo noticed (the VM no longer Ready on the old server, or a new one recorded),
+        until its VM is Ready on a new server, and until its group's LB pool holds the
+        new server's address (and not the old one)."""
         g, position = repair_slot(index, len(self.groups))
         group = self.groups[g]
         vms = sorted(
@@ -484,6 +485,7 @@ class KumoRun:
         old_addrs = {a.get("ip") for a in vm["status"].get("addresses") or []}
         self.hconn.conn.compute.delete_server(old_id)
         t0 = time.monotonic()
+        noticed: list[float] = []
 
         def vm_back() -> dict[str, Any] | None:
             self._alive()
@@ -491,7 +493,10 @@ class KumoRun:
                 f"/apis/kumo.dev/v1alpha1/namespaces/{self.namespace}/virtualmachines/{name}"
             )
             status = (body or {}).get("status") or {}
-            if status.get("id") and status["id"] != old_id and lab.is_ready(body):
+            moved = bool(status.get("id")) and status["id"] != old_id
+            if not noticed and (moved or not lab.is_ready(body)):
+                noticed.append(time.monotonic() - t0)
+            if moved and lab.is_ready(body):
                 return body  # type: ignore[no-any-return]
             return None
 
@@ -506,7 +511,7 @@ class KumoRun:
         wait_for(f"pool member of {name} in {group.lb}", member_back, 600, interval=self.poll)
         t_member = time.monotonic() - t0
         wait_for("all VMs Ready again", self.converged, 600, interval=2 * self.poll)
-        return t_vm, t_member
+        return noticed[0], t_vm, t_member
 
     def delete(self) -> None:
         for plural in KINDS[:-1]:  # the VMs go with their groups

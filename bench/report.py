@@ -34,6 +34,7 @@ class Row:
     idle_per_min: dict[str, float] | None = None
     idle_nova_bytes_per_min: float | None = None
     full_listing_bytes: int | None = None
+    repair_noticed_s: list[float] = field(default_factory=list)
     repair_vm_s: list[float] = field(default_factory=list)
     repair_member_s: list[float] = field(default_factory=list)
     peak_rss_mib: float | None = None
@@ -68,6 +69,7 @@ HEADER = (
     "total req",
     "idle req/min",
     "idle nova B/min",
+    "repair noticed p50/p95 s",
     "repair VM p50/p95 s",
     "repair member p50/p95 s",
     "peak RSS MiB",
@@ -90,6 +92,7 @@ def cells(row: Row) -> list[str]:
         str(row.total_requests) if row.requests else "—",
         idle,
         _f(row.idle_nova_bytes_per_min, 0),
+        _pair(row.repair_noticed_s),
         _pair(row.repair_vm_s),
         _pair(row.repair_member_s),
         _f(row.peak_rss_mib, 0),
@@ -166,6 +169,7 @@ FLEET_HEADER = [
     "idle total req/min",
     "idle nova B/min",
     "% of full listing",
+    "repair noticed p50/p95 s",
     "repair VM p50/p95 s",
     "repair member p50/p95 s",
     "first full pass after restart s",
@@ -197,6 +201,7 @@ def fleet_cells(row: Row) -> list[str]:
         _f(sum(idle.values())) if row.idle_per_min is not None else "—",
         _f(row.idle_nova_bytes_per_min, 0),
         share,
+        _pair(row.repair_noticed_s),
         _pair(row.repair_vm_s),
         _pair(row.repair_member_s),
         _f(row.restart_full_pass_s),

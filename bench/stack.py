@@ -214,10 +214,14 @@ class Harness:
 
     def repairs(self, kumo: KumoRun, row: report.Row) -> None:
         for i in range(self.args.repairs):
-            t_vm, t_member = kumo.repair(i * 7)
+            t_noticed, t_vm, t_member = kumo.repair(i * 7)
+            row.repair_noticed_s.append(t_noticed)
             row.repair_vm_s.append(t_vm)
             row.repair_member_s.append(t_member)
-            say(f"kumo: repair {i + 1}/{self.args.repairs}: VM {t_vm:.1f}s, member {t_member:.1f}s")
+            say(
+                f"kumo: repair {i + 1}/{self.args.repairs}: noticed {t_noticed:.1f}s, "
+                f"VM {t_vm:.1f}s, member {t_member:.1f}s"
+            )
 
     def restart(self, kumo: KumoRun, row: report.Row) -> KumoRun:
         """Stop Kumo, start a new process; time until it has reconciled every object once

@@ -37,6 +37,7 @@ def _rows() -> list[Row]:
         idle_per_min={"nova": 6.0, "octavia": 6.0},
         idle_nova_bytes_per_min=1200.0,
         full_listing_bytes=60000,
+        repair_noticed_s=[0.5 + v / 10 for v in range(10)],
         repair_vm_s=[float(v) for v in range(1, 11)],
         repair_member_s=[float(v) + 1 for v in range(1, 11)],
         peak_rss_mib=150.4,
@@ -55,6 +56,7 @@ def test_table_has_a_row_per_contender_and_ratios_to_the_direct_script() -> None
     assert kumo[:4] == ["20", "kumo", "60.0", "20.0"]
     assert dict(zip(HEADER, kumo, strict=True))["idle req/min"] == "12.0"
     assert dict(zip(HEADER, kumo, strict=True))["repair VM p50/p95 s"] == "5.0/10.0"
+    assert dict(zip(HEADER, kumo, strict=True))["repair noticed p50/p95 s"] == "0.9/1.4"
     assert dict(zip(HEADER, kumo, strict=True))["total req"] == "87"
     assert dict(zip(HEADER, kumo, strict=True))["other req"] == "2"
     direct = [c.strip() for c in lines[3].strip("|").split("|")]
