@@ -38,6 +38,7 @@ def _run(args: argparse.Namespace) -> int:
         resync_seconds=args.resync_seconds,
         drift_seconds=args.drift_seconds,
         relist_seconds=args.relist_seconds,
+        clock_skew_seconds=args.clock_skew_seconds,
         workers=args.workers,
         cloud_concurrency=args.cloud_concurrency,
         cloud_rate=args.cloud_rate,
@@ -130,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=600.0,
         help="full listing of every watched resource type this often (the safety net "
         "for changes the incremental listings cannot show)",
+    )
+    run.add_argument(
+        "--clock-skew-seconds",
+        type=float,
+        default=10.0,
+        help="how far a Nova node's clock may lag the API's: each incremental server "
+        "listing asks again for what changed within this margin",
     )
     run.add_argument("--workers", type=int, default=8, help="objects reconciled concurrently")
     run.add_argument(

@@ -24,7 +24,7 @@ from kumo.cloud.cache import ResourceCache
 from kumo.cloud.errors import classify, missing_ids, refused
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
-from kumo.cloud.watch import WATCH_LANE, CloudWatch, Lister
+from kumo.cloud.watch import SKEW_SECONDS, WATCH_LANE, CloudWatch, Lister
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 
 T = TypeVar("T")
@@ -44,6 +44,7 @@ class CloudBase:
         rate: float = 20.0,
         watch_seconds: float = 10.0,
         relist_seconds: float = 600.0,
+        skew_seconds: float = SKEW_SECONDS,
     ) -> None:
         self.conn = conn
         self.region = conn.config.get_region_name()
@@ -55,7 +56,9 @@ class CloudBase:
         self._bucket = TokenBucket(rate, burst=max(concurrency, int(rate)))
         self._names = NameCache()
         #: The cloud-side cache; reads use it once the controller has synced it.
-        self.watch = CloudWatch(cast(Lister, self), interval=watch_seconds, relist=relist_seconds)
+        self.watch = CloudWatch(
+            cast(Lister, self), interval=watch_seconds, relist=relist_seconds, skew=skew_seconds
+        )
 
     async def project_id(self) -> str | None:
         """The project these credentials act in (the token's scope: no API call once

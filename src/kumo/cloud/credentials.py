@@ -156,6 +156,7 @@ class CloudRegistry:
         rate: float = 20.0,
         watch_seconds: float = 10.0,
         relist_seconds: float = 600.0,
+        skew_seconds: float = 10.0,
         connector: Callable[[CloudSource], Any] = connect,
         cloud_factory: Callable[[Any], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -166,7 +167,11 @@ class CloudRegistry:
         self._factory = cloud_factory or self._adapter
         self._concurrency = concurrency
         self._rate = rate
-        self._watch = {"watch_seconds": watch_seconds, "relist_seconds": relist_seconds}
+        self._watch = {
+            "watch_seconds": watch_seconds,
+            "relist_seconds": relist_seconds,
+            "skew_seconds": skew_seconds,
+        }
         self._clock = clock
         self._clouds: dict[str, Any] = {}  # fingerprint → adapter
         self._used_by: dict[str, str] = {}  # namespace → fingerprint of its adapter

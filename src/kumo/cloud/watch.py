@@ -52,8 +52,15 @@ from kumo.engine.errors import ReconcileError
 
 log = logging.getLogger("kumo.cloud.watch")
 
-#: How far behind the API's clock a Nova node's clock may be (changes-since margin).
-SKEW_SECONDS = 30.0
+#: How far behind the API's clock a Nova node's clock may be (changes-since margin;
+#: ``kumo run --clock-skew-seconds``). Every listing returns again what changed within
+#: the margin: while a fleet builds, a 30 s margin made each 1 s listing return 30 s of
+#: changes — most of the nova-api time Kumo used. NTP keeps real skew far below 10 s.
+SKEW_SECONDS = 10.0
+#: While something is in transition, a listing waits this many times as long as the
+#: previous one took (at least ``fast``): an API slowed down by a build wave is not
+#: kept busy by the watch listing it back to back.
+LISTING_PACE = 2.0
 
 #: True while the watch lists: its calls take their own slots (CloudBase._call), so
 #: writes in flight — under load a Nova create takes seconds — never hold up noticing
@@ -184,12 +191,14 @@ class CloudWatch:
         interval: float = 10.0,
         fast: float = 1.0,
         relist: float = 600.0,
+        skew: float = SKEW_SECONDS,
         clock: Callable[[], float] | None = None,
     ) -> None:
         self._lister = lister
         self.interval = interval
         self.fast = fast
         self.relist = relist
+        self.skew = skew
         self._clock = clock
         self.servers: ResourceCache[model.Server] = ResourceCache(
             "servers",
@@ -339,7 +348,10 @@ class CloudWatch:
         now = self._now()
         if full and service.failures == 0:
             service.next_relist = now + self.relist * random.uniform(0.9, 1.1)
-        pause = self.fast if busy else self.interval * min(2**service.failures, 30)
+        if busy:
+            pause = max(self.fast, LISTING_PACE * (now - started))
+        else:
+            pause = self.interval * min(2**service.failures, 30)
         service.next_due = now + pause * random.uniform(0.9, 1.1)
         if service.poked:  # announced while listing: the answer may predate it
             service.next_due = min(service.next_due, max(now, started + self.fast))
@@ -371,7 +383,7 @@ class CloudWatch:
             ]
             changes = cache.apply(token, await self._with_faults(kept), gone)
             changes += await self._confirm_lingering()
-        self._since = next_since(self._since, answered, listed)
+        self._since = next_since(self._since, answered, listed, self.skew)
         return [(cache, c) for c in changes]
 
     async def _confirm_lingering(self) -> list[Change[model.Server]]:

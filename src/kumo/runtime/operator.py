@@ -56,6 +56,7 @@ class OperatorOptions:
     resync_seconds: float = 300.0
     drift_seconds: float = 10.0
     relist_seconds: float = 600.0
+    clock_skew_seconds: float = 10.0
     workers: int = 8
     cloud_concurrency: int = 8
     cloud_rate: float = 20.0
@@ -109,6 +110,7 @@ class Lifecycle:
             rate=options.cloud_rate,
             watch_seconds=options.drift_seconds,
             relist_seconds=options.relist_seconds,
+            skew_seconds=options.clock_skew_seconds,
         )
         notices = await self._listen(kube)
         self.controller = controller = Controller(

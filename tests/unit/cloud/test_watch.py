@@ -100,7 +100,7 @@ def test_a_deleted_server_is_reported_gone_from_changes_since() -> None:
 
 def test_changes_since_is_asked_from_novas_clock_with_a_margin_for_lagging_nodes() -> None:
     nova = FakeNova()
-    nova.node_lag = 20.0  # a compute node stamps changes 20 s behind the API's clock
+    nova.node_lag = 8.0  # a compute node stamps changes 8 s behind the API's clock
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     asked: list[str | None] = []
     real = nova.list_servers_since
@@ -112,9 +112,9 @@ def test_changes_since_is_asked_from_novas_clock_with_a_margin_for_lagging_nodes
     nova.list_servers_since = spy  # type: ignore[method-assign]
     watch, _ = synced(Lists(nova))
     nova.tick(10)
-    nova.settle()  # ACTIVE, stamped 20 s before Nova's "now"
+    nova.settle()  # ACTIVE, stamped 8 s before Nova's "now"
     refresh(watch, "nova")
-    assert asked[1] == format_since(nova.now - timedelta(seconds=10 + 30)), (
+    assert asked[1] == format_since(nova.now - timedelta(seconds=10 + 10)), (
         "from the Date of the previous answer minus the margin — never the local clock"
     )
     assert watch.servers.lookup(server.id).status == "ACTIVE", "the lagging stamp is not missed"  # type: ignore[union-attr]
@@ -357,6 +357,30 @@ def test_a_server_gone_without_a_trace_in_changes_since_is_read_by_id() -> None:
 
 
 # -- pokes: the cloud's notifications --------------------------------------------------------
+
+
+def test_a_listing_that_took_long_sets_the_pace_while_something_builds() -> None:
+    """A slowed API is not listed back to back: the next listing waits twice as long as
+    this one took (at least the fast interval)."""
+    now = [0.0]
+    nova = FakeNova()
+    nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # BUILD: fast listings
+    watch = CloudWatch(Lists(nova), fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    listing = nova.list_servers_since
+
+    async def slow(since: str | None) -> Any:
+        now[0] += 3.0  # the answer took 3 s
+        return await listing(since)
+
+    nova.list_servers_since = slow  # type: ignore[method-assign]
+    now[0] = 100.0
+    refresh(watch, "nova")
+    assert 103.0 + 6.0 * 0.9 <= watch._services["nova"].next_due <= 103.0 + 6.0 * 1.1
+    nova.list_servers_since = listing  # type: ignore[method-assign]
+    now[0] = 110.0
+    refresh(watch, "nova")
+    assert watch._services["nova"].next_due <= 110.0 + 1.1, "a quick answer: fast again"
 
 
 def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
