@@ -139,9 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="how far a Nova node's clock may lag the API's: each incremental server "
         "listing asks again for what changed within this margin",
     )
-    run.add_argument("--workers", type=int, default=8, help="objects reconciled concurrently")
+    run.add_argument("--workers", type=int, default=16, help="objects reconciled concurrently")
     run.add_argument(
-        "--cloud-concurrency", type=int, default=8, help="concurrent API calls per cloud"
+        "--cloud-concurrency", type=int, default=16, help="concurrent API calls per cloud"
     )
     run.add_argument(
         "--cloud-rate", type=float, default=20.0, help="API calls per second per cloud"

@@ -152,7 +152,7 @@ class CloudRegistry:
         default: CloudSource | None,
         read_secret: SecretReader,
         *,
-        concurrency: int = 8,
+        concurrency: int = 16,
         rate: float = 20.0,
         watch_seconds: float = 10.0,
         relist_seconds: float = 600.0,

@@ -57,8 +57,8 @@ class OperatorOptions:
     drift_seconds: float = 10.0
     relist_seconds: float = 600.0
     clock_skew_seconds: float = 10.0
-    workers: int = 8
-    cloud_concurrency: int = 8
+    workers: int = 16
+    cloud_concurrency: int = 16
     cloud_rate: float = 20.0
     metrics_port: int = 0
     metrics_address: str = "127.0.0.1"
