@@ -16,12 +16,20 @@ import pytest
 
 from tests.integration.helpers import apply, wait_ready
 from tests.integration.kube_fixtures import kubectl
-from tests.integration.kumo_fixtures import STATE, KumoOperator, get_obj, like, wait_until
+from tests.integration.kumo_fixtures import (
+    REPO_ROOT,
+    STATE,
+    KumoOperator,
+    get_obj,
+    like,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
 SECRET = "kumo-cloud-notifications"
 NOVA_CONF = STATE / "openstack" / "etc" / "nova" / "nova.conf"
+RBAC = REPO_ROOT / "deploy" / "overlays" / "cloud-notifications" / "rbac.yaml"
 
 
 def vm(name: str) -> dict[str, Any]:
@@ -43,7 +51,9 @@ def lab_transport_url() -> str:
 
 @pytest.fixture
 def listening(kumo_operator: KumoOperator) -> Iterator[KumoOperator]:
-    """Kumo with the bus's Secret and slow listings, leading instead of the session's."""
+    """Kumo with the bus's Secret and slow listings, leading instead of the session's.
+    It runs as the deployed ServiceAccount: the overlay's Role lets it read the Secret."""
+    kubectl("apply", "-f", str(RBAC))
     kubectl("-n", "kumo-system", "delete", "secret", SECRET, "--ignore-not-found", check=False)
     kubectl(
         "-n",

@@ -70,13 +70,13 @@ def test_overlays_are_valid(rbac: KubeEnv, overlay: str) -> None:
         role = next(
             d
             for d in yaml.safe_load_all(rendered)
-            if d["kind"] == "Role" and d["metadata"]["name"] == "kumo-default-credentials"
+            if d["kind"] == "Role" and d["metadata"]["name"] == "kumo-cloud-notifications"
         )
         assert role["rules"] == [
             {
                 "apiGroups": [""],
                 "resources": ["secrets"],
-                "resourceNames": ["kumo-default-cloud", "kumo-cloud-notifications"],
+                "resourceNames": ["kumo-cloud-notifications"],
                 "verbs": ["get"],
             }
         ]
