@@ -173,28 +173,27 @@ class NotificationListener:
         self._board = board
         self._bindings = tuple(bindings)
         self._on_notice = on_notice
-        self.connected = asyncio.Event()
-        self.received = 0
+        #: The latest connection got as far as listening (so a later drop starts the
+        #: backoff afresh instead of where the failures before it had left it).
+        self._listened = False
 
     async def run(self) -> None:
         failures = 0
         while True:
             for url in self._urls:
+                self._listened = False
                 try:
-                    await self._consume(url)
-                    failures = 0
+                    await self._consume(url)  # returns only by raising
                 except asyncio.CancelledError:
                     raise
                 except Exception as error:  # the bus is a hint: log, back off, try again
-                    failures += 1
+                    failures = 1 if self._listened else failures + 1
                     log.warning(
                         "notifications from %s: %s: %s",
                         redact(url),
                         type(error).__name__,
                         _safe(error, url),
                     )
-                finally:
-                    self.connected.clear()
             low, high = RETRY_SECONDS
             await asyncio.sleep(min(high, low * 2 ** min(failures, 6)) * random.uniform(0.8, 1.2))
 
@@ -217,11 +216,10 @@ class NotificationListener:
                 await queue.bind(exchange, routing_key=routing_key)
                 bound.append(f"{exchange_name}/{routing_key}")
             log.info("listening to notifications on %s (%s)", redact(url), ", ".join(bound))
-            self.connected.set()
+            self._listened = True
             self._board.poke_all()
             async with queue.iterator(no_ack=True) as messages:  # ends when the channel closes
                 async for message in messages:
-                    self.received += 1
                     notice = parse(message.body)
                     if notice is None:
                         continue

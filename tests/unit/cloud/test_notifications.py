@@ -14,6 +14,7 @@ import pytest
 from kumo.cloud.notifications import (
     Notice,
     NoticeBoard,
+    NotificationListener,
     broker_urls,
     parse,
     read_transport_url,
@@ -135,3 +136,32 @@ def test_the_secret_must_name_a_usable_bus() -> None:
         read_transport_url({"url": "x"}, "Secret kumo-system/bus")
     with pytest.raises(ValueError, match="unsupported transport scheme"):
         read_transport_url({"transport_url": "http://h/"}, "Secret s")
+
+
+def test_a_dropped_connection_that_had_worked_starts_the_backoff_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three failed connects back off 2, 4, 8 s; then one that listened drops: 2 s again."""
+    import asyncio
+
+    from kumo.cloud import notifications
+
+    outcomes = iter([False, False, False, True, False])
+    pauses: list[float] = []
+
+    async def consume(self: NotificationListener, url: str) -> None:
+        self._listened = next(outcomes)
+        raise ConnectionError("dropped")
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(round(seconds))
+        if len(pauses) == 5:
+            raise asyncio.CancelledError
+
+    monkeypatch.setattr(NotificationListener, "_consume", consume)
+    monkeypatch.setattr(notifications.asyncio, "sleep", sleep)
+    monkeypatch.setattr(notifications.random, "uniform", lambda a, b: 1.0)
+    listener = NotificationListener("amqp://h/", NoticeBoard())
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(listener.run())
+    assert pauses == [2, 4, 8, 2, 4]
