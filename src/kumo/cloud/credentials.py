@@ -30,6 +30,7 @@ import openstack.config
 import openstack.connection
 import yaml
 
+from kumo.cloud.watch import SKEW_SECONDS
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 
 log = logging.getLogger("kumo.credentials")
@@ -156,7 +157,7 @@ class CloudRegistry:
         rate: float = 20.0,
         watch_seconds: float = 10.0,
         relist_seconds: float = 600.0,
-        skew_seconds: float = 10.0,
+        skew_seconds: float = SKEW_SECONDS,
         connector: Callable[[CloudSource], Any] = connect,
         cloud_factory: Callable[[Any], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,

@@ -33,6 +33,7 @@ from kumo.cloud.notifications import (
     NotificationListener,
     read_transport_url,
 )
+from kumo.cloud.watch import SKEW_SECONDS
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.kinds.share.actuator import ShareActuator
@@ -56,7 +57,7 @@ class OperatorOptions:
     resync_seconds: float = 300.0
     drift_seconds: float = 10.0
     relist_seconds: float = 600.0
-    clock_skew_seconds: float = 10.0
+    clock_skew_seconds: float = SKEW_SECONDS
     workers: int = 16
     cloud_concurrency: int = 16
     cloud_rate: float = 20.0
