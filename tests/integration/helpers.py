@@ -19,6 +19,20 @@ def apply(namespace: str, manifest: dict[str, Any] | Path) -> None:
     kubectl("apply", "-n", namespace, "-f", "-", input=text)
 
 
+#: The smallest server the lab builds.
+VM_SPEC = {"image": "centos79", "flavor": "m1.tiny"}
+
+
+def vm(name: str) -> dict[str, Any]:
+    """A VirtualMachine of ``VM_SPEC``."""
+    return {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": name},
+        "spec": dict(VM_SPEC),
+    }
+
+
 def example(name: str) -> dict[str, Any]:
     return yaml.safe_load((EXAMPLES / name).read_text())
 

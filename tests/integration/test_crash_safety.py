@@ -6,25 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.helpers import (
+    VM_SPEC,
     apply,
     owned_servers,
     pool_member_addresses,
+    vm,
     wait_gone,
     wait_ready,
 )
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
-
-VM_SPEC = {"image": "centos79", "flavor": "m1.tiny"}
-
-
-def vm(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "kumo.dev/v1alpha1",
-        "kind": "VirtualMachine",
-        "metadata": {"name": name},
-        "spec": VM_SPEC,
-    }
 
 
 def test_kill_after_create_then_restart_adopts(

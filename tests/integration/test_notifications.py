@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import apply, wait_ready
+from tests.integration.helpers import apply, vm, wait_ready
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import (
     REPO_ROOT,
@@ -30,15 +30,6 @@ pytestmark = pytest.mark.integration
 SECRET = "kumo-cloud-notifications"
 NOVA_CONF = STATE / "openstack" / "etc" / "nova" / "nova.conf"
 RBAC = REPO_ROOT / "deploy" / "overlays" / "cloud-notifications" / "rbac.yaml"
-
-
-def vm(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "kumo.dev/v1alpha1",
-        "kind": "VirtualMachine",
-        "metadata": {"name": name},
-        "spec": {"image": "centos79", "flavor": "m1.tiny"},
-    }
 
 
 def lab_transport_url() -> str:
