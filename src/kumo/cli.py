@@ -11,6 +11,8 @@ import sys
 
 import yaml
 
+from kumo.cloud.budget import MAX_BUILDING
+
 
 def _crds(_: argparse.Namespace) -> int:
     from kumo.api.crd import crd_documents
@@ -39,6 +41,7 @@ def _run(args: argparse.Namespace) -> int:
         drift_seconds=args.drift_seconds,
         relist_seconds=args.relist_seconds,
         clock_skew_seconds=args.clock_skew_seconds,
+        max_building=args.max_building,
         workers=args.workers,
         cloud_concurrency=args.cloud_concurrency,
         cloud_rate=args.cloud_rate,
@@ -138,6 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         help="how far a Nova node's clock may lag the API's: each incremental server "
         "listing asks again for what changed within this margin",
+    )
+    run.add_argument(
+        "--max-building",
+        type=int,
+        default=MAX_BUILDING,
+        help="servers one cloud may have building at once; other VMs wait their turn "
+        "(Nova lists every queued build request on every server listing, so a backlog "
+        "slows the whole cloud down); 0: no limit",
     )
     run.add_argument("--workers", type=int, default=16, help="objects reconciled concurrently")
     run.add_argument(

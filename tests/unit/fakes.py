@@ -185,6 +185,7 @@ class FakeNova:
         self.now = datetime(2026, 11, 1, tzinfo=UTC)
         self.node_lag = 0.0
         self.deleted: dict[str, datetime] = {}  # gone servers, as changes-since shows them
+        self.max_building = 0  # as ``kumo run --max-building``; 0: no limit
 
     def tick(self, seconds: float = 1.0) -> None:
         self.now += timedelta(seconds=seconds)
@@ -296,6 +297,11 @@ class FakeNova:
             if ref in (name, flavor_id):
                 return flavor_id, name
         raise TerminalError("FlavorNotFound", f"flavor {ref!r} not found", field=field)
+
+    async def admit_build(self, uid: str) -> bool:
+        """The budget without its queue: a turn while fewer than ``max_building`` build."""
+        building = sum(1 for s in self.live().values() if s["status"] == "BUILD")
+        return self.max_building <= 0 or building < self.max_building
 
     async def create_server(
         self,

@@ -20,6 +20,7 @@ from typing import Any, TypeVar, cast
 import openstack.connection
 from openstack import exceptions as os_exc
 
+from kumo.cloud.budget import MAX_BUILDING
 from kumo.cloud.cache import ResourceCache
 from kumo.cloud.errors import classify, missing_ids, refused
 from kumo.cloud.names import NameCache
@@ -45,6 +46,7 @@ class CloudBase:
         watch_seconds: float = 10.0,
         relist_seconds: float = 600.0,
         skew_seconds: float = SKEW_SECONDS,
+        max_building: int = MAX_BUILDING,
     ) -> None:
         self.conn = conn
         self.region = conn.config.get_region_name()
@@ -57,7 +59,11 @@ class CloudBase:
         self._names = NameCache()
         #: The cloud-side cache; reads use it once the controller has synced it.
         self.watch = CloudWatch(
-            cast(Lister, self), interval=watch_seconds, relist=relist_seconds, skew=skew_seconds
+            cast(Lister, self),
+            interval=watch_seconds,
+            relist=relist_seconds,
+            skew=skew_seconds,
+            max_building=max_building,
         )
 
     async def project_id(self) -> str | None:

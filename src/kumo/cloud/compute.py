@@ -105,6 +105,15 @@ class ComputeCalls(CloudBase):
         listed, date = await self._call("list servers", page_through)
         return [_server(_server_resource.Server.existing(**raw)) for raw in listed], date
 
+    async def admit_build(self, uid: str) -> bool:
+        """May the object ``uid`` create a server now? False while ``--max-building`` of
+        this cloud's servers are building: it is queued and woken when its turn comes."""
+        return self.watch.builds.admit(uid, self.watch.building())
+
+    @property
+    def max_building(self) -> int:
+        return self.watch.builds.limit
+
     async def create_server(
         self,
         *,
@@ -141,13 +150,17 @@ class ComputeCalls(CloudBase):
             attrs["security_groups"] = [{"name": g} for g in security_groups]
         if server_group_id:
             attrs["scheduler_hints"] = {"group": server_group_id}
-        created = await self._create(
-            "create server",
-            self.conn.compute.create_server,
-            resolved=[image_id, flavor_id, *network_ids],
-            in_doubt=(self.watch.servers, model.owner_of(tags) or ""),
-            **attrs,
-        )
+        owner = model.owner_of(tags) or ""
+        try:
+            created = await self._create(
+                "create server",
+                self.conn.compute.create_server,
+                resolved=[image_id, flavor_id, *network_ids],
+                in_doubt=(self.watch.servers, owner),
+                **attrs,
+            )
+        finally:
+            self.watch.builds.created(owner)  # counted as building by the cache from now
         # Nova answers a create with little more than the ID: cache what was asked for.
         server = dataclasses.replace(
             _server(created),

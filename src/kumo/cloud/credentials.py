@@ -30,6 +30,7 @@ import openstack.config
 import openstack.connection
 import yaml
 
+from kumo.cloud.budget import MAX_BUILDING
 from kumo.cloud.watch import SKEW_SECONDS
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 
@@ -158,6 +159,7 @@ class CloudRegistry:
         watch_seconds: float = 10.0,
         relist_seconds: float = 600.0,
         skew_seconds: float = SKEW_SECONDS,
+        max_building: int = MAX_BUILDING,
         connector: Callable[[CloudSource], Any] = connect,
         cloud_factory: Callable[[Any], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -173,6 +175,7 @@ class CloudRegistry:
             "relist_seconds": relist_seconds,
             "skew_seconds": skew_seconds,
         }
+        self._max_building = max_building
         self._clock = clock
         self._clouds: dict[str, Any] = {}  # fingerprint → adapter
         self._used_by: dict[str, str] = {}  # namespace → fingerprint of its adapter
@@ -183,7 +186,13 @@ class CloudRegistry:
     def _adapter(self, conn: Any) -> Any:
         from kumo.cloud.adapter import OpenStackCloud
 
-        return OpenStackCloud(conn, concurrency=self._concurrency, rate=self._rate, **self._watch)
+        return OpenStackCloud(
+            conn,
+            concurrency=self._concurrency,
+            rate=self._rate,
+            max_building=self._max_building,
+            **self._watch,
+        )
 
     async def source_for(self, namespace: str) -> CloudSource:
         cached = self._namespace_sources.get(namespace)

@@ -64,6 +64,10 @@ class DryRunCloud:
 
     # -- Nova --------------------------------------------------------------------------
 
+    async def admit_build(self, uid: str) -> bool:
+        """A plan shows the create whatever the cloud is building now (and takes no turn)."""
+        return True
+
     async def create_server(self, **attrs: Any) -> model.Server:
         shown = (
             "image_id",

@@ -47,6 +47,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 from kumo.cloud import model
+from kumo.cloud.budget import MAX_BUILDING, BuildBudget
 from kumo.cloud.cache import Change, ResourceCache
 from kumo.engine.errors import ReconcileError
 
@@ -67,8 +68,9 @@ LISTING_PACE = 2.0
 #: what changed (a server going ACTIVE, one deleted out of band).
 WATCH_LANE: contextvars.ContextVar[bool] = contextvars.ContextVar("kumo_watch_lane", default=False)
 
-Notify = Callable[[set[str], set[str]], None]
-"""Called with (owner UIDs whose resources changed, owner UIDs now holding duplicates)."""
+Notify = Callable[[set[str], set[str], set[str]], None]
+"""Called with (owner UIDs whose resources changed, owner UIDs now holding duplicates,
+owner UIDs waiting to build whose turn came — see :class:`~kumo.cloud.budget.BuildBudget`)."""
 
 
 class Lister(Protocol):
@@ -192,6 +194,7 @@ class CloudWatch:
         fast: float = 1.0,
         relist: float = 600.0,
         skew: float = SKEW_SECONDS,
+        max_building: int = MAX_BUILDING,
         clock: Callable[[], float] | None = None,
     ) -> None:
         self._lister = lister
@@ -240,6 +243,8 @@ class CloudWatch:
         #: Pool ID → (the member IDs the pool listed, those members).
         self.members: dict[str, tuple[frozenset[str], list[model.Member]]] = {}
         self.stats = WatchStats()
+        #: Turns for creating servers: at most ``max_building`` of them in BUILD at once.
+        self.builds = BuildBudget(max_building, self._now)
         self._since: datetime | None = None
         self._lingering: dict[str, tuple[model.Server, float]] = {}
         self._lb_versions: dict[str, str] | None = None
@@ -355,10 +360,12 @@ class CloudWatch:
         service.next_due = now + pause * random.uniform(0.9, 1.1)
         if service.poked:  # announced while listing: the answer may predate it
             service.next_due = min(service.next_due, max(now, started + self.fast))
-        if changes and self._notify is not None:
-            owners, duplicated = self._owners(changes)
-            if owners:
-                self._notify(owners, duplicated)
+        if self._notify is None:
+            return
+        owners, duplicated = self._owners(changes) if changes else (set(), set())
+        woken = set(self.builds.release(self.building())) if service.name == "nova" else set()
+        if owners or woken:
+            self._notify(owners, duplicated, woken)
 
     async def _refresh_servers(self, full: bool) -> list[tuple[ResourceCache[Any], Change[Any]]]:
         cache = self.servers
@@ -530,6 +537,10 @@ class CloudWatch:
                 changes.append((self.shares, Change(share, share)))  # its rules moved
         self.share_rules = rules
         return changes
+
+    def building(self) -> int:
+        """How many of Kumo's servers in this project Nova is building (from the cache)."""
+        return sum(1 for s in self.servers.items() if s.status == "BUILD")
 
     def _transitional(self, service: str) -> bool:
         if service == "nova":

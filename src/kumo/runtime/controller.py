@@ -16,7 +16,7 @@ import asyncio
 import copy
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
@@ -274,14 +274,20 @@ class Controller:
         if self.notices is not None:
             self.notices.discard(watch)
 
-    def cloud_changed(self, owners: set[str], duplicated: set[str]) -> list[Key]:
+    def cloud_changed(
+        self, owners: set[str], duplicated: set[str], woken: Iterable[str] = ()
+    ) -> list[Key]:
         """A cloud watch saw resources of ``owners`` change: look at those objects
-        (``duplicated``: also look for a second resource carrying the marker)."""
+        (``duplicated``: also look for a second resource carrying the marker;
+        ``woken``: objects whose turn to build a server came — not drift)."""
         by_uid = {
             body["metadata"].get("uid"): key_of(kind, body)
             for kind in self.actuators
             for body in self.store.list(kind)
         }
+        for uid in sorted(set(woken) - owners):
+            if (key := by_uid.get(uid)) is not None:
+                self.queue.add(key)
         found: list[Key] = []
         for uid in sorted(owners):
             key = by_uid.get(uid)

@@ -48,10 +48,14 @@ class Recorder:
     def __init__(self) -> None:
         self.owners: list[set[str]] = []
         self.duplicated: set[str] = set()
+        self.woken: list[set[str]] = []
 
-    def __call__(self, owners: set[str], duplicated: set[str]) -> None:
-        self.owners.append(owners)
+    def __call__(self, owners: set[str], duplicated: set[str], woken: set[str]) -> None:
+        if owners:
+            self.owners.append(owners)
         self.duplicated |= duplicated
+        if woken:
+            self.woken.append(woken)
 
 
 def refresh(watch: CloudWatch, service: str, full: bool = False) -> None:
@@ -82,6 +86,27 @@ def test_a_building_server_is_seen_active_by_the_next_incremental_list_not_a_pol
     assert watch.servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
     assert seen.owners == [{"uid-vm"}]
     assert nova.calls == ["list_servers_since"], "one list for the fleet, no per-server GET"
+
+
+def test_a_finished_build_wakes_the_vm_waiting_for_its_turn() -> None:
+    nova = FakeNova()
+    nova.add_server("vm-a", tags=model.marker_tags("uid-a"))
+    watch, seen = synced(Lists(nova))
+    watch.builds.limit = 1
+
+    async def admit(uid: str) -> bool:
+        return watch.builds.admit(uid, watch.building())
+
+    assert not asyncio.run(admit("uid-b")), "vm-a is building: vm-b waits"
+    nova.tick(1)
+    refresh(watch, "nova")  # nothing finished
+    assert seen.woken == []
+    nova.tick(5)
+    nova.settle()
+    refresh(watch, "nova")
+    assert seen.owners == [{"uid-a"}]
+    assert seen.woken == [{"uid-b"}], "the listing that saw vm-a ACTIVE wakes vm-b"
+    assert asyncio.run(admit("uid-b"))
 
 
 def test_a_deleted_server_is_reported_gone_from_changes_since() -> None:
@@ -392,7 +417,7 @@ def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
     watch = CloudWatch(Lists(nova), interval=60.0, fast=0.05)  # type: ignore[arg-type]
     seen = asyncio.Event()
 
-    def changed(owners: set[str], duplicated: set[str]) -> None:
+    def changed(owners: set[str], duplicated: set[str], woken: set[str]) -> None:
         seen.set()
 
     async def scenario() -> None:

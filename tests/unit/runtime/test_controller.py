@@ -15,6 +15,7 @@ from kumo.engine.objects import Key
 from kumo.engine.queue import WorkQueue
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
+from kumo.runtime import metrics
 from kumo.runtime.controller import Controller
 from tests.unit.fakes import FakeKube, FakeNova, make_body
 
@@ -363,3 +364,15 @@ def test_notices_reach_a_running_watch_of_their_project_and_no_stopped_one() -> 
         return running, board.deliver(notice)
 
     assert asyncio.run(scenario()) == (1, 0)
+
+
+def test_a_vm_whose_turn_to_build_came_is_enqueued_without_counting_as_drift() -> None:
+    ctl = controller()
+    for name in ("a", "b"):
+        ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, name, SPEC))
+    ctl.queue = WorkQueue()
+    uid_b = ctl.store.get("VirtualMachine", "default", "b")["metadata"]["uid"]
+    drifted = metrics.DRIFTED.labels("VirtualMachine")._value.get()
+    assert ctl.cloud_changed(set(), set(), {uid_b, "uid-of-nobody"}) == []
+    assert list(ctl.queue._due) == [Key("VirtualMachine", "default", "b")]
+    assert metrics.DRIFTED.labels("VirtualMachine")._value.get() == drifted

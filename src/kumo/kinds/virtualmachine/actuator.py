@@ -31,6 +31,9 @@ from kumo.kinds.virtualmachine import plan
 DRAIN_TIMEOUT_SECONDS = 120.0
 #: How often a replacement looks whether the server it replaces has left its group.
 REPLACE_POLL_SECONDS = 2.0
+#: How often a VM waiting for its turn to build asks again, besides being woken when
+#: its turn comes (``kumo run --max-building``): the safety net for a lost wake-up.
+BUILD_TURN_SECONDS = 60.0
 #: Status fields that count ERROR replacements (kept until a server is ACTIVE).
 ERROR_COUNTERS = ("errorReplacements", "lastErrorReplacement")
 
@@ -70,6 +73,15 @@ class VirtualMachineActuator:
                 after=REPLACE_POLL_SECONDS,
                 replacingId=old,
                 **{k: obj.status[k] for k in ERROR_COUNTERS if obj.status.get(k)},
+            )
+        if server is None and not await ctx.cloud.admit_build(obj.uid):
+            return Result.waiting(
+                "Pending",
+                "WaitingToBuild",
+                f"waiting for its turn: this cloud already has {ctx.cloud.max_building} "
+                "servers building (kumo run --max-building)",
+                after=BUILD_TURN_SECONDS,
+                **{k: obj.status[k] for k in ("replacingId", *ERROR_COUNTERS) if obj.status.get(k)},
             )
         if server is None:
             server = await ownership.create_owned(

@@ -50,6 +50,23 @@ def test_create_records_id_then_becomes_ready_with_addresses() -> None:
     assert world.cloud.calls.count("create_server") == 1
 
 
+def test_a_vm_waits_for_its_turn_while_the_cloud_builds_max_building_servers() -> None:
+    world = World()
+    world.cloud.max_building = 1
+    world.add(VIRTUAL_MACHINE, "vm-a", SPEC)
+    world.add(VIRTUAL_MACHINE, "vm-b", SPEC)
+    reconcile(world, "vm-a")
+    assert reconcile(world, "vm-b") == 60.0
+    ready = status(world, "vm-b")["conditions"][0]
+    assert (status(world, "vm-b")["phase"], ready["reason"]) == ("Pending", "WaitingToBuild")
+    assert "1 servers building" in ready["message"]
+    assert world.cloud.calls.count("create_server") == 1
+    world.cloud.settle()
+    assert reconcile(world, "vm-b") == 2.0
+    assert status(world, "vm-b")["phase"] == "Building"
+    assert world.cloud.calls.count("create_server") == 2
+
+
 def test_unknown_image_is_terminal_and_names_the_field() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "image": "nope"})
