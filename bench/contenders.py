@@ -351,7 +351,10 @@ class KumoRun:
         log_path = lab.LOGS / f"bench-kumo-{self.namespace}.log"
         env = {
             **os.environ,
-            "KUBECONFIG": str(lab.STATE / "kumo-operator.kubeconfig"),
+            # The lab's own kubeconfig, as `make up`'s operator has: the bench must run
+            # on a machine where only `make up` ran (the suite's ServiceAccount
+            # kubeconfig exists only once the integration tests made it).
+            "KUBECONFIG": str(lab.STATE / "kubeconfig"),
             "PYTHONPATH": str(lab.ROOT / "src"),
         }
         with open(log_path, "ab") as log:
