@@ -240,8 +240,9 @@ class CloudWatch:
         self.share_rules: dict[str, list[model.AccessRule]] = {}
         #: Share ID → its export locations (read once; dropped when the share changes).
         self.export_locations: dict[str, list[model.ExportLocation]] = {}
-        #: Pool ID → (the member IDs the pool listed, those members).
-        self.members: dict[str, tuple[frozenset[str], list[model.Member]]] = {}
+        #: Pool ID → (the member IDs the pool listed, those members); the IDs are None
+        #: once Kumo changed the pool's members: read again, but shown while it is pending.
+        self.members: dict[str, tuple[frozenset[str] | None, list[model.Member]]] = {}
         self.stats = WatchStats()
         #: Turns for creating servers: at most ``max_building`` of them in BUILD at once.
         self.builds = BuildBudget(max_building, self._now)

@@ -453,6 +453,29 @@ def test_list_members_reports_the_weight(cloud: OpenStackCloud, requests_mock: r
     assert (member.name, member.address, member.port, member.weight) == ("a", "10.0.0.10", 80, 0)
 
 
+def test_while_kumos_member_change_is_pending_the_old_members_are_shown_not_read_again(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """A pool's members are read once per change of Kumo's, not on every pass while
+    Octavia applies it: at 100 members one read costs Octavia 0.5 s."""
+    old = octavia_member("10.0.0.10", model.marker_tags("uid-web"), name="a")
+    cloud.watch.pools.put(model.Pool(POOL_ID, "p", "HTTP", None, None, [old["id"]]))
+    listing = requests_mock.get(
+        f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members", json={"members": [old], "members_links": []}
+    )
+    requests_mock.put(f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members", status_code=202)
+    run(cloud.list_members(POOL_ID))
+    run(cloud.list_members(POOL_ID))
+    assert listing.call_count == 1, "the pool lists the same member IDs: cached"
+    spec = model.MemberSpec("b", "10.0.0.11", 80, None, 1, model.marker_tags("uid-web"))
+    run(cloud.replace_owned_members(POOL_ID, "uid-web", [spec]))
+    reads = listing.call_count  # the batch update reads the pool first
+    (shown,) = run(cloud.list_known_members(POOL_ID))
+    assert shown.name == "a" and listing.call_count == reads, "pending: shown as last read"
+    run(cloud.list_members(POOL_ID))
+    assert listing.call_count == reads + 1, "once asked for what is there: read again"
+
+
 # -- a create whose answer is lost --------------------------------------------------
 
 

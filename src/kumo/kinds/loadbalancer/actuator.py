@@ -62,7 +62,8 @@ class LoadBalancerActuator:
             raise TerminalError(
                 "LoadBalancerError", f"Octavia put load balancer {lb.id} in ERROR", field="spec"
             )
-        tree = await _observe_tree(ctx.cloud, lb)
+        pending = plan.is_pending(lb)
+        tree = await _observe_tree(ctx.cloud, lb, known=pending)
         clock = members.DrainClock(
             self.clock(),
             members.recorded_drains(obj.status),
@@ -70,7 +71,7 @@ class LoadBalancerActuator:
             ctx.cloud.list_live_server_addresses(),
         )
         drains = plan.draining(spec, wanted, tree, obj.uid, clock)
-        if plan.is_pending(lb):
+        if pending:
             message = f"load balancer is {lb.provisioning_status}"
             return _waiting(ctx, obj, spec, tree, message, drains)
         unapplied = await _unapplied_changes(ctx, obj, spec, lb)
@@ -247,10 +248,14 @@ async def _unapplied_changes(
     return changed
 
 
-async def _observe_tree(cloud: Any, lb: LoadBalancer) -> plan.Tree:
+async def _observe_tree(cloud: Any, lb: LoadBalancer, known: bool = False) -> plan.Tree:
+    """The load balancer's children from the cloud watch; ``known``: members as last
+    read (a pending LB reports them while Octavia applies a change; nothing is decided
+    from them until it is ACTIVE again)."""
     listeners = await cloud.list_listeners(lb.id)
     pools = await cloud.list_pools(lb.id)
-    member_lists = await asyncio.gather(*(cloud.list_members(p.id) for p in pools))
+    read = cloud.list_known_members if known else cloud.list_members
+    member_lists = await asyncio.gather(*(read(p.id) for p in pools))
     monitor_ids = [p.health_monitor_id for p in pools if p.health_monitor_id]
     monitors = await asyncio.gather(*(cloud.get_health_monitor(i) for i in monitor_ids))
     return plan.Tree(

@@ -44,6 +44,7 @@ class FakeOctavia:
         self.pending_gets = pending_gets
         """How many gets after a change still report PENDING_* (0: the next is ACTIVE)."""
         self.calls: list[str] = []
+        self.member_reads = 0  # list_members: a read of Octavia in the adapter
         self.busy = 0
         """How many changes were refused because the LB was PENDING_* (409)."""
         self.live_addresses: frozenset[str] | None = None
@@ -212,6 +213,11 @@ class FakeOctavia:
     # -- members and monitors -------------------------------------------------------------------
 
     async def list_members(self, pool_id: str) -> list[model.Member]:
+        self.member_reads += 1
+        return list(self._by_pool(pool_id).members[pool_id].values())
+
+    async def list_known_members(self, pool_id: str) -> list[model.Member]:
+        """The adapter answers from its cache; here, what the pool holds (not a call)."""
         return list(self._by_pool(pool_id).members[pool_id].values())
 
     async def replace_owned_members(

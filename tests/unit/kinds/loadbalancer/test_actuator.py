@@ -163,6 +163,24 @@ def test_waits_without_changes_while_octavia_is_pending() -> None:
     assert status(world)["phase"] == "Active"
 
 
+def test_a_pending_member_change_is_waited_out_without_reading_the_members_again() -> None:
+    """While Octavia applies Kumo's member change, passes (each VM turning Ready is one)
+    show the members as last read: a read of a 100-member pool costs Octavia 0.5 s."""
+    world = new_world(vms=2)
+    converge(world)
+    cloud(world).pending_gets = 3  # each change keeps the LB pending for 3 looks
+    add_vm(world, "vm-2", "10.0.0.12")
+    run(world)  # the member update: the LB is PENDING_UPDATE
+    reads = cloud(world).member_reads
+    for _ in range(3):
+        assert run(world) == 1.0
+        assert "PENDING_UPDATE" in ready(world)["message"]
+    assert cloud(world).member_reads == reads, "pending: no member read"
+    converge(world)
+    assert members(world, 80) == ["vm-0", "vm-1", "vm-2"]
+    assert cloud(world).member_reads > reads, "ACTIVE again: the members are read"
+
+
 def test_scaling_the_group_down_removes_members() -> None:
     world = new_world(vms=3)
     converge(world)
