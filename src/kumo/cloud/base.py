@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
 import openstack.connection
+import requests.adapters
 from openstack import exceptions as os_exc
 
 from kumo.cloud.budget import MAX_BUILDING
@@ -55,6 +56,7 @@ class CloudBase:
         self._threads = ThreadPoolExecutor(
             concurrency + WATCH_SLOTS, thread_name_prefix="kumo-cloud"
         )
+        _size_connection_pools(conn, concurrency + WATCH_SLOTS)
         self._bucket = TokenBucket(rate, burst=max(concurrency, int(rate)))
         self._names = NameCache()
         #: The cloud-side cache; reads use it once the controller has synced it.
@@ -198,3 +200,16 @@ class CloudBase:
         return await self._resolve(
             "load balancer flavor", self.conn.load_balancer.find_flavor, ref, field
         )
+
+
+def _size_connection_pools(conn: openstack.connection.Connection, size: int) -> None:
+    """Let each host keep as many connections as calls may be in flight. requests keeps
+    10 per host: with 18 threads on one endpoint, every call beyond 10 opened a new
+    connection and logged "Connection pool is full, discarding connection" — hundreds
+    of lines while a fleet builds. Resized in place, so keystoneauth's adapter keeps its
+    socket options (TCP keep-alive, no Nagle)."""
+    http = getattr(getattr(conn, "session", None), "session", None)
+    for adapter in getattr(http, "adapters", {}).values():
+        if isinstance(adapter, requests.adapters.HTTPAdapter) and adapter._pool_maxsize < size:
+            adapter._pool_maxsize = size
+            adapter.init_poolmanager(adapter._pool_connections, size, block=adapter._pool_block)

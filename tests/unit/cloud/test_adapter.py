@@ -12,11 +12,20 @@ import pytest
 import requests
 import requests_mock as rm
 
-from kumo.cloud import model
+from kumo.cloud import credentials, model
 from kumo.cloud.adapter import OpenStackCloud
+from kumo.cloud.base import WATCH_SLOTS
 from kumo.cloud.watch import WATCH_LANE
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
-from tests.unit.cloud.rest import DESIGNATE, NOVA, OCTAVIA, recorded
+from tests.unit.cloud.rest import (
+    DESIGNATE,
+    NOVA,
+    OCTAVIA,
+    SOURCE,
+    recorded,
+    stub_discovery,
+    stub_keystone,
+)
 
 T = TypeVar("T")
 
@@ -560,3 +569,17 @@ def test_the_watch_lists_while_every_call_slot_is_taken_by_slow_writes(
         return order
 
     assert asyncio.run(scenario()) == ["watch listed", "writes still in flight"]
+
+
+def test_each_endpoint_keeps_a_connection_per_call_in_flight(requests_mock: rm.Mocker) -> None:
+    """requests keeps 10 connections per host: more threads than that reopened them."""
+    stub_keystone(requests_mock)
+    stub_discovery(requests_mock)
+    conn = credentials.connect(SOURCE)
+    try:
+        OpenStackCloud(conn, concurrency=16, rate=1000.0)
+        adapters = conn.session.session.adapters
+        assert {a._pool_maxsize for a in adapters.values()} == {16 + WATCH_SLOTS}
+        assert all(type(a).__name__ == "TCPKeepAliveAdapter" for a in adapters.values())
+    finally:
+        conn.close()
