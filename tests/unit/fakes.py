@@ -186,6 +186,7 @@ class FakeNova:
         self.node_lag = 0.0
         self.deleted: dict[str, datetime] = {}  # gone servers, as changes-since shows them
         self.max_building = 0  # as ``kumo run --max-building``; 0: no limit
+        self.withdrawn: list[str] = []  # VMs that gave up their turn to build
 
     def tick(self, seconds: float = 1.0) -> None:
         self.now += timedelta(seconds=seconds)
@@ -302,6 +303,9 @@ class FakeNova:
         """The budget without its queue: a turn while fewer than ``max_building`` build."""
         building = sum(1 for s in self.live().values() if s["status"] == "BUILD")
         return self.max_building <= 0 or building < self.max_building
+
+    async def withdraw_build(self, uid: str) -> None:
+        self.withdrawn.append(uid)
 
     async def create_server(
         self,

@@ -61,6 +61,12 @@ class BuildBudget:
         self._waiting[uid] = now + self._hold  # a waiter asking again keeps its place
         return False
 
+    def withdraw(self, uid: str) -> None:
+        """``uid`` no longer wants a turn (its object is being deleted): the waiters
+        behind it move up now, not when its place lapses."""
+        self._waiting.pop(uid, None)
+        self._reserved.pop(uid, None)
+
     def created(self, uid: str) -> None:
         """``uid``'s create returned (or failed): the watch's cache counts it from now."""
         self._reserved.pop(uid, None)

@@ -110,6 +110,10 @@ class ComputeCalls(CloudBase):
         this cloud's servers are building: it is queued and woken when its turn comes."""
         return self.watch.builds.admit(uid, self.watch.building())
 
+    async def withdraw_build(self, uid: str) -> None:
+        """The object ``uid`` is being deleted: it gives up its place in the queue."""
+        self.watch.builds.withdraw(uid)
+
     @property
     def max_building(self) -> int:
         return self.watch.builds.limit

@@ -68,6 +68,9 @@ class DryRunCloud:
         """A plan shows the create whatever the cloud is building now (and takes no turn)."""
         return True
 
+    async def withdraw_build(self, uid: str) -> None:
+        """Nothing to give up: a plan never took a turn."""
+
     async def create_server(self, **attrs: Any) -> model.Server:
         shown = (
             "image_id",

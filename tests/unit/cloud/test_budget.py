@@ -65,3 +65,12 @@ def test_a_turn_never_used_and_a_waiter_that_stopped_asking_lapse() -> None:
     clock.now = 101.0
     assert budget.release(building=0) == ["next"], "both lapsed; next asked at 50 s"
     assert budget.admit("next", building=0)
+
+
+def test_a_withdrawn_waiter_lets_those_behind_it_move_up_at_once() -> None:
+    budget = BuildBudget(1, Clock())
+    assert not budget.admit("deleted", building=1)
+    assert not budget.admit("next", building=1)
+    budget.withdraw("deleted")
+    assert budget.release(building=0) == ["next"]
+    assert budget.admit("next", building=0)

@@ -142,6 +142,7 @@ class VirtualMachineActuator:
                 "WaitingForShares",
                 f"Share(s) {', '.join(shares)} revoke its access first",
             )
+        await ctx.cloud.withdraw_build(obj.uid)  # if it waited for a turn to build
         return await ownership.finalize_owned(ctx, obj, _servers(ctx, obj))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:

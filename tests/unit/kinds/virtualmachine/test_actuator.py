@@ -67,6 +67,18 @@ def test_a_vm_waits_for_its_turn_while_the_cloud_builds_max_building_servers() -
     assert world.cloud.calls.count("create_server") == 2
 
 
+def test_a_vm_deleted_while_waiting_for_its_turn_gives_its_place_up() -> None:
+    world = World()
+    world.cloud.max_building = 1
+    world.add(VIRTUAL_MACHINE, "vm-a", SPEC)
+    world.add(VIRTUAL_MACHINE, "vm-b", SPEC)
+    reconcile(world, "vm-a")
+    reconcile(world, "vm-b")
+    asyncio.run(world.kube.delete(VIRTUAL_MACHINE, "default", "vm-b"))
+    reconcile(world, "vm-b")
+    assert world.cloud.withdrawn == ["uid-vm-b"]
+
+
 def test_unknown_image_is_terminal_and_names_the_field() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "image": "nope"})
