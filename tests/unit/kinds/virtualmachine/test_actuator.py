@@ -50,13 +50,19 @@ def test_create_records_id_then_becomes_ready_with_addresses() -> None:
     assert world.cloud.calls.count("create_server") == 1
 
 
-def test_a_vm_waits_for_its_turn_while_the_cloud_builds_max_building_servers() -> None:
+def one_turn_two_vms() -> tuple[World, float | None]:
+    """A cloud that builds one server at a time: vm-a takes the turn; vm-b's first pass."""
     world = World()
     world.cloud.max_building = 1
     world.add(VIRTUAL_MACHINE, "vm-a", SPEC)
     world.add(VIRTUAL_MACHINE, "vm-b", SPEC)
     reconcile(world, "vm-a")
-    assert reconcile(world, "vm-b") == 60.0
+    return world, reconcile(world, "vm-b")
+
+
+def test_a_vm_waits_for_its_turn_while_the_cloud_builds_max_building_servers() -> None:
+    world, delay = one_turn_two_vms()
+    assert delay == 60.0
     ready = status(world, "vm-b")["conditions"][0]
     assert (status(world, "vm-b")["phase"], ready["reason"]) == ("Pending", "WaitingToBuild")
     assert "1 servers building" in ready["message"]
@@ -68,12 +74,7 @@ def test_a_vm_waits_for_its_turn_while_the_cloud_builds_max_building_servers() -
 
 
 def test_a_vm_deleted_while_waiting_for_its_turn_gives_its_place_up() -> None:
-    world = World()
-    world.cloud.max_building = 1
-    world.add(VIRTUAL_MACHINE, "vm-a", SPEC)
-    world.add(VIRTUAL_MACHINE, "vm-b", SPEC)
-    reconcile(world, "vm-a")
-    reconcile(world, "vm-b")
+    world, _ = one_turn_two_vms()
     asyncio.run(world.kube.delete(VIRTUAL_MACHINE, "default", "vm-b"))
     reconcile(world, "vm-b")
     assert world.cloud.withdrawn == ["uid-vm-b"]
