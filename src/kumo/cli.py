@@ -11,7 +11,7 @@ import sys
 
 import yaml
 
-from kumo.cloud.budget import MAX_BUILDING
+from kumo.cloud.budget import MAX_QUEUED_BUILDS
 
 
 def _crds(_: argparse.Namespace) -> int:
@@ -41,7 +41,7 @@ def _run(args: argparse.Namespace) -> int:
         drift_seconds=args.drift_seconds,
         relist_seconds=args.relist_seconds,
         clock_skew_seconds=args.clock_skew_seconds,
-        max_building=args.max_building,
+        max_queued_builds=args.max_queued_builds,
         workers=args.workers,
         cloud_concurrency=args.cloud_concurrency,
         cloud_rate=args.cloud_rate,
@@ -143,12 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
         "listing asks again for what changed within this margin",
     )
     run.add_argument(
-        "--max-building",
+        "--max-queued-builds",
         type=int,
-        default=MAX_BUILDING,
-        help="servers one cloud may have building at once; other VMs wait their turn "
-        "(Nova lists every queued build request on every server listing, so a backlog "
-        "slows the whole cloud down); 0: no limit",
+        default=MAX_QUEUED_BUILDS,
+        help="servers one cloud may have queued in Nova (accepted, not on a host yet) at "
+        "once; other VMs wait their turn (Nova returns every unscheduled build request on "
+        "every server listing, so a backlog slows the whole cloud down); 0: no limit",
     )
     run.add_argument("--workers", type=int, default=16, help="objects reconciled concurrently")
     run.add_argument(

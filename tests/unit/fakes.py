@@ -185,7 +185,7 @@ class FakeNova:
         self.now = datetime(2026, 11, 1, tzinfo=UTC)
         self.node_lag = 0.0
         self.deleted: dict[str, datetime] = {}  # gone servers, as changes-since shows them
-        self.max_building = 0  # as ``kumo run --max-building``; 0: no limit
+        self.max_queued_builds = 0  # as ``kumo run --max-queued-builds``; 0: no limit
         self.withdrawn: list[str] = []  # VMs that gave up their turn to build
 
     def tick(self, seconds: float = 1.0) -> None:
@@ -203,7 +203,7 @@ class FakeNova:
             metadata=dict(s["metadata"]),
             description=s["description"],
             addresses=[("kumo-demo-net", s["ip"], 4)] if s["status"] == "ACTIVE" else [],
-            host_id="host-a",
+            host_id=s.get("host"),
             fault=s.get("fault"),
             updated=_iso(s["updated"]),
             image_id=s["attrs"].get("image_id"),
@@ -214,6 +214,13 @@ class FakeNova:
         """As Nova's listings show a server: without its fault (only a GET has it)."""
         return dataclasses.replace(self._server(s), fault=None)
 
+    def place(self) -> None:
+        """Nova's scheduler puts every queued server on a host; they are still BUILD."""
+        for s in self.servers.values():
+            if s["status"] == "BUILD" and s["host"] is None:
+                s.update(host="host-a", task_state="spawning")
+                self._touch(s)
+
     def settle(self, status: str = "ACTIVE") -> None:
         """Let Nova finish: deleted servers go, building servers become ``status``."""
         for sid, s in list(self.servers.items()):
@@ -221,7 +228,8 @@ class FakeNova:
                 del self.servers[sid]
                 self.deleted[sid] = self.now - timedelta(seconds=self.node_lag)
             elif s["status"] == "BUILD":
-                s.update(status=status, task_state=None)
+                host = "host-a" if status == "ACTIVE" else s["host"]
+                s.update(status=status, task_state=None, host=host)
                 self._touch(s)
 
     def live(self) -> dict[str, dict[str, Any]]:
@@ -300,9 +308,10 @@ class FakeNova:
         raise TerminalError("FlavorNotFound", f"flavor {ref!r} not found", field=field)
 
     async def admit_build(self, uid: str) -> bool:
-        """The budget without its queue: a turn while fewer than ``max_building`` build."""
-        building = sum(1 for s in self.live().values() if s["status"] == "BUILD")
-        return self.max_building <= 0 or building < self.max_building
+        """The budget without its waiting line: a turn while fewer than
+        ``max_queued_builds`` servers are queued (BUILD, not on a host yet)."""
+        queued = sum(1 for s in self.live().values() if s["status"] == "BUILD" and not s["host"])
+        return self.max_queued_builds <= 0 or queued < self.max_queued_builds
 
     async def withdraw_build(self, uid: str) -> None:
         self.withdrawn.append(uid)
@@ -333,7 +342,8 @@ class FakeNova:
             "id": sid,
             "name": attrs["name"],
             "status": "BUILD",
-            "task_state": "spawning",
+            "task_state": "scheduling",
+            "host": None,  # until place() or settle(): queued in Nova
             "tags": list(attrs["tags"]),
             "metadata": dict(attrs["metadata"]),
             "description": description,

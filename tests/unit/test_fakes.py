@@ -25,7 +25,7 @@ from tests.unit.kinds.share.fake_manila import FakeManila
 #: defines must exist on the adapter class with the same signature (or, for a read a
 #: kind's actuator makes of another service, on the whole adapter).
 FAKES = [
-    (FakeNova, ComputeCalls, {"settle", "live", "add_server", "tick"}),
+    (FakeNova, ComputeCalls, {"settle", "place", "live", "add_server", "tick"}),
     (
         FakeOctavia,
         OctaviaCalls,

@@ -21,7 +21,7 @@ import openstack.connection
 import requests.adapters
 from openstack import exceptions as os_exc
 
-from kumo.cloud.budget import MAX_BUILDING
+from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.cache import ResourceCache
 from kumo.cloud.errors import classify, missing_ids, refused
 from kumo.cloud.names import NameCache
@@ -47,7 +47,7 @@ class CloudBase:
         watch_seconds: float = 10.0,
         relist_seconds: float = 600.0,
         skew_seconds: float = SKEW_SECONDS,
-        max_building: int = MAX_BUILDING,
+        max_queued_builds: int = MAX_QUEUED_BUILDS,
     ) -> None:
         self.conn = conn
         self.region = conn.config.get_region_name()
@@ -65,7 +65,7 @@ class CloudBase:
             interval=watch_seconds,
             relist=relist_seconds,
             skew=skew_seconds,
-            max_building=max_building,
+            max_queued_builds=max_queued_builds,
         )
 
     async def project_id(self) -> str | None:

@@ -1,4 +1,4 @@
-"""BuildBudget: how many of Kumo's servers one cloud may have building at once.
+"""BuildBudget: how many of Kumo's servers one cloud may have queued in Nova at once.
 
 Nova takes a ``POST /servers`` in a second or so and builds it in its own time; a
 client that creates a thousand servers at once leaves hundreds of them as *build
@@ -7,16 +7,20 @@ requests* waiting to be scheduled. Nova keeps those as serialized objects and ev
 of them (``BuildRequestList.get_by_filters``), so each listing costs nova-api time in
 proportion to the backlog, the scheduler and conductor fall behind, and the cloud
 builds *slower* for being asked faster (measured on the lab: 944 creates in 11 min,
-67 built). So Kumo keeps at most ``limit`` servers per cloud building (``kumo run
---max-building``; 0 = no limit) and the rest of the VMs wait, first come first served.
+67 built). So Kumo keeps at most ``limit`` servers per cloud *queued* — accepted, not yet
+on a host (``kumo run --max-queued-builds``; 0 = no limit) — and the rest of the VMs
+wait, first come first served. Servers a compute is building are not counted: a limit
+on all of ``BUILD`` held back a 100-VM group that the computes could have built at once
+(on the lab, 229 s to converge where 100 creates at once took 155 s).
 
 This class is the pure bookkeeping, with no clock of its own and no I/O: the caller
-says how many servers the cloud watch sees building. A VM that got a slot holds a
+says how many servers the cloud watch sees queued. A VM that got a slot holds a
 *reservation* until its create returned (the server is then in the watch's cache, in
-``BUILD``); a reservation whose create never came (the reconcile adopted instead, or
-crashed) lapses after ``hold`` seconds. A VM told to wait is queued; when servers
-finish building, :meth:`release` names the waiters that now fit, and the watch
-enqueues them. A waiter that stops asking (its object deleted) lapses after ``hold``.
+``BUILD`` with no host); a reservation whose create never came (the reconcile adopted
+instead, or crashed) lapses after ``hold`` seconds. A VM told to wait is queued; when
+queued servers reach a host, :meth:`release` names the waiters that now fit, and the
+watch enqueues them. A waiter that stops asking (its object deleted) lapses after
+``hold``.
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 
-#: Default ``kumo run --max-building``: Nova's own ``max_concurrent_builds`` is 10 per
-#: compute host, so a few hosts' worth keeps every host busy without a backlog.
-MAX_BUILDING = 50
+#: Default ``kumo run --max-queued-builds``: enough waiting to keep a few compute hosts
+#: busy (Nova's ``max_concurrent_builds`` is 10 per host) without a backlog.
+MAX_QUEUED_BUILDS = 50
 #: Seconds a reservation or a queued waiter lasts without news.
 HOLD_SECONDS = 120.0
 
@@ -43,16 +47,16 @@ class BuildBudget:
     def waiting(self) -> int:
         return len(self._waiting)
 
-    def admit(self, uid: str, building: int) -> bool:
-        """May the object ``uid`` create its server now, with ``building`` of the cloud's
-        servers building? If not, it is queued (keeping its place if it already was)."""
+    def admit(self, uid: str, queued: int) -> bool:
+        """May the object ``uid`` create its server now, with ``queued`` of the cloud's
+        servers queued in Nova? If not, it waits (keeping its place if it already did)."""
         if self.limit <= 0:
             return True
         now = self._clock()
         self._lapse(now)
         if uid in self._reserved:
             return True
-        free = self.limit - building - len(self._reserved)
+        free = self.limit - queued - len(self._reserved)
         ahead = list(self._waiting).index(uid) if uid in self._waiting else len(self._waiting)
         if ahead < free:
             self._waiting.pop(uid, None)
@@ -71,13 +75,13 @@ class BuildBudget:
         """``uid``'s create returned (or failed): the watch's cache counts it from now."""
         self._reserved.pop(uid, None)
 
-    def release(self, building: int) -> list[str]:
-        """The waiters, first come first served, that fit with ``building`` servers now
-        building: the caller looks at them again (they are admitted when they ask)."""
+    def release(self, queued: int) -> list[str]:
+        """The waiters, first come first served, that fit with ``queued`` servers now
+        queued: the caller looks at them again (they are admitted when they ask)."""
         if self.limit <= 0 or not self._waiting:
             return []
         self._lapse(self._clock())
-        free = self.limit - building - len(self._reserved)
+        free = self.limit - queued - len(self._reserved)
         return list(self._waiting)[: max(free, 0)]
 
     def _lapse(self, now: float) -> None:

@@ -106,16 +106,16 @@ class ComputeCalls(CloudBase):
         return [_server(_server_resource.Server.existing(**raw)) for raw in listed], date
 
     async def admit_build(self, uid: str) -> bool:
-        """May the object ``uid`` create a server now? False while ``--max-building`` of
+        """May the object ``uid`` create a server now? False while ``--max-queued-builds`` of
         this cloud's servers are building: it is queued and woken when its turn comes."""
-        return self.watch.builds.admit(uid, self.watch.building())
+        return self.watch.builds.admit(uid, self.watch.queued_builds())
 
     async def withdraw_build(self, uid: str) -> None:
         """The object ``uid`` is being deleted: it gives up its place in the queue."""
         self.watch.builds.withdraw(uid)
 
     @property
-    def max_building(self) -> int:
+    def max_queued_builds(self) -> int:
         return self.watch.builds.limit
 
     async def create_server(

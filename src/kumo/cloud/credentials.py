@@ -30,7 +30,7 @@ import openstack.config
 import openstack.connection
 import yaml
 
-from kumo.cloud.budget import MAX_BUILDING
+from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.watch import SKEW_SECONDS
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 
@@ -159,7 +159,7 @@ class CloudRegistry:
         watch_seconds: float = 10.0,
         relist_seconds: float = 600.0,
         skew_seconds: float = SKEW_SECONDS,
-        max_building: int = MAX_BUILDING,
+        max_queued_builds: int = MAX_QUEUED_BUILDS,
         connector: Callable[[CloudSource], Any] = connect,
         cloud_factory: Callable[[Any], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -175,7 +175,7 @@ class CloudRegistry:
             "relist_seconds": relist_seconds,
             "skew_seconds": skew_seconds,
         }
-        self._max_building = max_building
+        self._max_queued_builds = max_queued_builds
         self._clock = clock
         self._clouds: dict[str, Any] = {}  # fingerprint → adapter
         self._used_by: dict[str, str] = {}  # namespace → fingerprint of its adapter
@@ -190,7 +190,7 @@ class CloudRegistry:
             conn,
             concurrency=self._concurrency,
             rate=self._rate,
-            max_building=self._max_building,
+            max_queued_builds=self._max_queued_builds,
             **self._watch,
         )
 

@@ -47,7 +47,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 from kumo.cloud import model
-from kumo.cloud.budget import MAX_BUILDING, BuildBudget
+from kumo.cloud.budget import MAX_QUEUED_BUILDS, BuildBudget
 from kumo.cloud.cache import Change, ResourceCache
 from kumo.engine.errors import ReconcileError
 
@@ -194,7 +194,7 @@ class CloudWatch:
         fast: float = 1.0,
         relist: float = 600.0,
         skew: float = SKEW_SECONDS,
-        max_building: int = MAX_BUILDING,
+        max_queued_builds: int = MAX_QUEUED_BUILDS,
         clock: Callable[[], float] | None = None,
     ) -> None:
         self._lister = lister
@@ -244,8 +244,8 @@ class CloudWatch:
         #: once Kumo changed the pool's members: read again, but shown while it is pending.
         self.members: dict[str, tuple[frozenset[str] | None, list[model.Member]]] = {}
         self.stats = WatchStats()
-        #: Turns for creating servers: at most ``max_building`` of them in BUILD at once.
-        self.builds = BuildBudget(max_building, self._now)
+        #: Turns for creating servers: at most ``max_queued_builds`` of them in BUILD at once.
+        self.builds = BuildBudget(max_queued_builds, self._now)
         self._since: datetime | None = None
         self._lingering: dict[str, tuple[model.Server, float]] = {}
         self._lb_versions: dict[str, str] | None = None
@@ -364,7 +364,7 @@ class CloudWatch:
         if self._notify is None:
             return
         owners, duplicated = self._owners(changes) if changes else (set(), set())
-        woken = set(self.builds.release(self.building())) if service.name == "nova" else set()
+        woken = set(self.builds.release(self.queued_builds())) if service.name == "nova" else set()
         if owners or woken:
             self._notify(owners, duplicated, woken)
 
@@ -539,9 +539,13 @@ class CloudWatch:
         self.share_rules = rules
         return changes
 
-    def building(self) -> int:
-        """How many of Kumo's servers in this project Nova is building (from the cache)."""
-        return sum(1 for s in self.servers.items() if s.status == "BUILD")
+    def queued_builds(self) -> int:
+        """How many of Kumo's servers in this project Nova has accepted but not started on
+        a host yet (``BUILD`` without a ``hostId``; from the cache). Those are the ones
+        waiting for the scheduler, the conductor or a compute's build slot — and, until
+        scheduled, the build requests every server listing returns. A server a compute
+        is building costs no listing anything and is not counted."""
+        return sum(1 for s in self.servers.items() if s.status == "BUILD" and not s.host_id)
 
     def _transitional(self, service: str) -> bool:
         if service == "nova":

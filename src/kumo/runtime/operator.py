@@ -26,7 +26,7 @@ import kopf
 
 from kumo.api.common import GROUP, VERSION
 from kumo.api.kinds import KINDS
-from kumo.cloud.budget import MAX_BUILDING
+from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.credentials import CloudRegistry, CloudSource
 from kumo.cloud.notifications import (
     Notice,
@@ -59,7 +59,7 @@ class OperatorOptions:
     drift_seconds: float = 10.0
     relist_seconds: float = 600.0
     clock_skew_seconds: float = SKEW_SECONDS
-    max_building: int = MAX_BUILDING
+    max_queued_builds: int = MAX_QUEUED_BUILDS
     workers: int = 16
     cloud_concurrency: int = 16
     cloud_rate: float = 20.0
@@ -114,7 +114,7 @@ class Lifecycle:
             watch_seconds=options.drift_seconds,
             relist_seconds=options.relist_seconds,
             skew_seconds=options.clock_skew_seconds,
-            max_building=options.max_building,
+            max_queued_builds=options.max_queued_builds,
         )
         notices = await self._listen(kube)
         self.controller = controller = Controller(

@@ -88,24 +88,25 @@ def test_a_building_server_is_seen_active_by_the_next_incremental_list_not_a_pol
     assert nova.calls == ["list_servers_since"], "one list for the fleet, no per-server GET"
 
 
-def test_a_finished_build_wakes_the_vm_waiting_for_its_turn() -> None:
+def test_a_server_reaching_a_host_wakes_the_vm_waiting_for_its_turn() -> None:
     nova = FakeNova()
-    nova.add_server("vm-a", tags=model.marker_tags("uid-a"))
+    server = nova.add_server("vm-a", tags=model.marker_tags("uid-a"))
     watch, seen = synced(Lists(nova))
     watch.builds.limit = 1
 
     async def admit(uid: str) -> bool:
-        return watch.builds.admit(uid, watch.building())
+        return watch.builds.admit(uid, watch.queued_builds())
 
-    assert not asyncio.run(admit("uid-b")), "vm-a is building: vm-b waits"
+    assert not asyncio.run(admit("uid-b")), "vm-a is queued in Nova: vm-b waits"
     nova.tick(1)
-    refresh(watch, "nova")  # nothing finished
+    refresh(watch, "nova")  # nothing moved
     assert seen.woken == []
     nova.tick(5)
-    nova.settle()
+    nova.place()
     refresh(watch, "nova")
+    assert watch.servers.lookup(server.id).status == "BUILD"  # type: ignore[union-attr]
     assert seen.owners == [{"uid-a"}]
-    assert seen.woken == [{"uid-b"}], "the listing that saw vm-a ACTIVE wakes vm-b"
+    assert seen.woken == [{"uid-b"}], "the listing that saw vm-a on a host wakes vm-b"
     assert asyncio.run(admit("uid-b"))
 
 

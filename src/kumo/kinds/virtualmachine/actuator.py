@@ -32,7 +32,7 @@ DRAIN_TIMEOUT_SECONDS = 120.0
 #: How often a replacement looks whether the server it replaces has left its group.
 REPLACE_POLL_SECONDS = 2.0
 #: How often a VM waiting for its turn to build asks again, besides being woken when
-#: its turn comes (``kumo run --max-building``): the safety net for a lost wake-up.
+#: its turn comes (``kumo run --max-queued-builds``): the safety net for a lost wake-up.
 BUILD_TURN_SECONDS = 60.0
 #: Status fields that count ERROR replacements (kept until a server is ACTIVE).
 ERROR_COUNTERS = ("errorReplacements", "lastErrorReplacement")
@@ -78,8 +78,8 @@ class VirtualMachineActuator:
             return Result.waiting(
                 "Pending",
                 "WaitingToBuild",
-                f"waiting for its turn: this cloud already has {ctx.cloud.max_building} "
-                "servers building (kumo run --max-building)",
+                f"waiting for its turn: {ctx.cloud.max_queued_builds} of this cloud's servers "
+                "are queued in Nova, not on a host yet (kumo run --max-queued-builds)",
                 after=BUILD_TURN_SECONDS,
                 **{k: obj.status[k] for k in ("replacingId", *ERROR_COUNTERS) if obj.status.get(k)},
             )

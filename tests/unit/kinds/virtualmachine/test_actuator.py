@@ -53,21 +53,21 @@ def test_create_records_id_then_becomes_ready_with_addresses() -> None:
 def one_turn_two_vms() -> tuple[World, float | None]:
     """A cloud that builds one server at a time: vm-a takes the turn; vm-b's first pass."""
     world = World()
-    world.cloud.max_building = 1
+    world.cloud.max_queued_builds = 1
     world.add(VIRTUAL_MACHINE, "vm-a", SPEC)
     world.add(VIRTUAL_MACHINE, "vm-b", SPEC)
     reconcile(world, "vm-a")
     return world, reconcile(world, "vm-b")
 
 
-def test_a_vm_waits_for_its_turn_while_the_cloud_builds_max_building_servers() -> None:
+def test_a_vm_waits_for_its_turn_while_max_queued_builds_servers_wait_for_a_host() -> None:
     world, delay = one_turn_two_vms()
     assert delay == 60.0
     ready = status(world, "vm-b")["conditions"][0]
     assert (status(world, "vm-b")["phase"], ready["reason"]) == ("Pending", "WaitingToBuild")
-    assert "1 servers building" in ready["message"]
+    assert "1 of this cloud's servers are queued in Nova" in ready["message"]
     assert world.cloud.calls.count("create_server") == 1
-    world.cloud.settle()
+    world.cloud.place()  # vm-a's server is on a host, still building
     assert reconcile(world, "vm-b") == 2.0
     assert status(world, "vm-b")["phase"] == "Building"
     assert world.cloud.calls.count("create_server") == 2
