@@ -14,6 +14,12 @@ from openstack import exceptions as os_exc
 
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 
+# A quota may free itself: Nova counts a server against it until the server is deleted,
+# while Kumo replaces a server as soon as Nova says it is DELETING. So in a project at its
+# quota the replacement's create can be refused for the seconds the deletion takes; it
+# asks again this soon, then ever less often (engine.reconciler.Backoff.terminal).
+QUOTA_RECHECK_SECONDS = 5.0
+
 
 def retry_after(error: Any) -> float | None:
     response = getattr(error, "response", None)
@@ -35,7 +41,7 @@ def classify(error: Exception, action: str, field: str | None = None) -> Reconci
     text = f"{action}: {detail}"
     if isinstance(error, os_exc.HttpException) and status is not None:
         if status in (413, 403) and "quota" in detail.lower():
-            return TerminalError("QuotaExceeded", text, field=field)
+            return TerminalError("QuotaExceeded", text, field=field, recheck=QUOTA_RECHECK_SECONDS)
         if status == 409:
             return TransientError("CloudBusy", text, field=field, retry_after=2.0)
         if status in (413, 429) or status >= 500:

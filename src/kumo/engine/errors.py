@@ -43,4 +43,23 @@ class TransientError(ReconcileError):
 
 
 class TerminalError(ReconcileError):
-    """The user must change something; retrying unchanged input will not help soon."""
+    """The user must change something; retrying unchanged input will not help soon.
+
+    ``recheck``: the condition can also clear without the user — a quota frees as the
+    cloud finishes deleting servers, seconds after Kumo already replaces one it sees
+    ``DELETING``. The hold then starts at ``recheck`` seconds and doubles per
+    consecutive failure up to the usual terminal hold, so a project at its quota that
+    replaces a server waits seconds, not a minute, and a project that stays over quota
+    is asked as rarely as before once the doubling reaches the cap.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        *,
+        field: str | None = None,
+        recheck: float | None = None,
+    ) -> None:
+        super().__init__(reason, message, field=field)
+        self.recheck = recheck

@@ -94,10 +94,17 @@ class Backoff:
         delay = min(self.cap, self.base * 2**n) * random.uniform(0.8, 1.2)
         return max(delay, retry_after or 0.0)
 
-    def terminal(self, key: Key, generation: int | None) -> float:
-        """Hold ``key`` at ``generation`` for the terminal delay; return the delay."""
-        self.holds[key] = (generation, self.clock() + self.terminal_delay)
-        return self.terminal_delay
+    def terminal(self, key: Key, generation: int | None, recheck: float | None = None) -> float:
+        """Hold ``key`` at ``generation`` for the terminal delay — or, for an error
+        that may clear by itself, ``recheck`` seconds doubling per consecutive failure
+        up to that delay (jittered) — and return the hold."""
+        delay = self.terminal_delay
+        if recheck is not None:
+            n = min(self.failures.get(key, 0), MAX_BACKOFF_EXPONENT)
+            self.failures[key] = n + 1
+            delay = min(self.terminal_delay, recheck * 2**n * random.uniform(0.8, 1.2))
+        self.holds[key] = (generation, self.clock() + delay)
+        return delay
 
     def held(self, key: Key, generation: int | None) -> float | None:
         """Seconds left on the terminal hold of ``key`` at ``generation``, or None."""
@@ -265,8 +272,9 @@ class Engine:
 
     async def _report_error(self, ctx: Context, obj: Obj, error: ReconcileError) -> float:
         if isinstance(error, TerminalError):
-            delay = self.backoff.terminal(obj.key, obj.generation)
-            message = f"{error.message} (permanent: fix the spec or the cloud; retrying every {int(delay)}s)"
+            delay = self.backoff.terminal(obj.key, obj.generation, error.recheck)
+            every = "in" if error.recheck is not None else "every"
+            message = f"{error.message} (permanent: fix the spec or the cloud; retrying {every} {int(delay)}s)"
         else:
             retry_after = getattr(error, "retry_after", None)
             delay = self.backoff.transient(obj.key, retry_after)

@@ -52,6 +52,15 @@ def test_http_statuses(status: int, details: str, kind: type, reason: str) -> No
     assert error.message == f"spec.image: create server: {details}"
 
 
+def test_only_a_quota_is_rechecked_soon() -> None:
+    """A quota frees itself as the cloud finishes deletions; a bad spec does not."""
+    quota = errors.classify(http_error(403, "Quota exceeded for instances"), "create server")
+    rejected = errors.classify(http_error(400, "Invalid input"), "create server")
+    assert isinstance(quota, TerminalError) and isinstance(rejected, TerminalError)
+    assert quota.recheck == errors.QUOTA_RECHECK_SECONDS
+    assert rejected.recheck is None
+
+
 def test_409_asks_to_come_back_soon() -> None:
     error = errors.classify(http_error(409, "busy"), "delete pool")
     assert isinstance(error, TransientError) and error.retry_after == 2.0

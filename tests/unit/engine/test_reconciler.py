@@ -212,6 +212,36 @@ def test_terminal_error_holds_until_generation_changes_or_backoff_elapses() -> N
     assert backoff.held(key, generation=1) is None, "the backoff elapsed"
 
 
+def test_a_terminal_error_that_may_clear_by_itself_is_held_briefly_then_longer() -> None:
+    """A quota freed by a deletion Nova is still finishing: rechecked after ~5 s, then
+    ~10, ~20, ... up to the usual terminal hold, and back to ~5 s after a success."""
+    clock = Clock()
+    backoff = Backoff(clock=clock)
+    key = Key("VirtualMachine", "default", "vm")
+    holds = [backoff.terminal(key, generation=1, recheck=5.0) for _ in range(6)]
+    for n, hold in enumerate(holds[:4]):
+        assert 5.0 * 2**n * 0.8 <= hold <= 5.0 * 2**n * 1.2
+    assert holds[-1] == backoff.terminal_delay, "capped at the usual hold"
+    assert backoff.held(key, generation=1) == holds[-1]
+    assert backoff.terminal(key, generation=1) == backoff.terminal_delay, "no recheck: 60 s"
+    backoff.reset(key)
+    assert backoff.terminal(key, generation=1, recheck=5.0) <= 6.0
+
+
+def test_engine_says_when_a_quota_error_is_retried() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    engine = Engine()
+    error = TerminalError("QuotaExceeded", "create server: Quota exceeded", recheck=5.0)
+    asyncio.run(engine.run(ScriptedActuator(error), world.ctx(), world.obj(VIRTUAL_MACHINE, "vm")))
+    held = engine.held(world.obj(VIRTUAL_MACHINE, "vm"))
+    assert held is not None and held <= 6.0
+    status = world.obj(VIRTUAL_MACHINE, "vm").status
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert ready["reason"] == "QuotaExceeded"
+    assert "retrying in " in ready["message"], ready["message"]
+
+
 def test_engine_records_terminal_hold_and_success_releases_it() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
