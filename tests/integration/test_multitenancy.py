@@ -10,10 +10,12 @@ from typing import Any
 import yaml
 
 from tests.integration.helpers import (
+    VM_SPEC,
     apply,
     condition,
     members_of,
     owned_servers,
+    vm,
     wait_ready,
     wait_reason,
 )
@@ -40,15 +42,7 @@ def test_namespace_credentials_select_the_project(
     namespace: str, kumo_operator: Any, openstack_lab: str, demo_conn: Any, other_conn: Any
 ) -> None:
     give_namespace_project(namespace, openstack_lab, "kumo-other")
-    apply(
-        namespace,
-        {
-            "apiVersion": "kumo.dev/v1alpha1",
-            "kind": "VirtualMachine",
-            "metadata": {"name": "team-b"},
-            "spec": {"image": "centos79", "flavor": "m1.tiny"},
-        },
-    )
+    apply(namespace, vm("team-b"))
     ready = wait_ready("vm", "team-b", namespace)
     uid = ready["metadata"]["uid"]
     assert [s.id for s in owned_servers(other_conn, uid)] == [ready["status"]["id"]]
@@ -67,7 +61,7 @@ def test_quota_exceeded_is_reported(namespace: str, kumo_operator: Any, openstac
             "spec": {
                 "replicas": 12,
                 "haPolicy": "none",
-                "template": {"image": "centos79", "flavor": "m1.tiny"},
+                "template": dict(VM_SPEC),
             },
         },
     )
@@ -105,20 +99,12 @@ def test_a_vm_over_quota_builds_soon_after_the_quota_frees(
         "spec": {
             "replicas": 10,
             "haPolicy": "none",
-            "template": {"image": "centos79", "flavor": "m1.tiny"},
+            "template": dict(VM_SPEC),
         },
     }
     apply(namespace, group)
     wait_ready("vmg", "filler", namespace, timeout=240)
-    apply(
-        namespace,
-        {
-            "apiVersion": "kumo.dev/v1alpha1",
-            "kind": "VirtualMachine",
-            "metadata": {"name": "waiter"},
-            "spec": {"image": "centos79", "flavor": "m1.tiny"},
-        },
-    )
+    apply(namespace, vm("waiter"))
     wait_reason("vm", "waiter", namespace, "QuotaExceeded", timeout=60)
     refused_at = time.monotonic()
     group["spec"]["replicas"] = 9
