@@ -88,9 +88,16 @@ class Backoff:
     holds: dict[Key, tuple[int | None, float]] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
 
-    def transient(self, key: Key, retry_after: float | None = None) -> float:
+    def _doublings(self, key: Key) -> int:
+        """Record one more failure of ``key``; return how many came before it since its
+        last success — the exponent of the delay now due (transient and rechecked
+        terminal errors share the count)."""
         n = min(self.failures.get(key, 0), MAX_BACKOFF_EXPONENT)
         self.failures[key] = n + 1
+        return n
+
+    def transient(self, key: Key, retry_after: float | None = None) -> float:
+        n = self._doublings(key)
         delay = min(self.cap, self.base * 2**n) * random.uniform(0.8, 1.2)
         return max(delay, retry_after or 0.0)
 
@@ -100,8 +107,7 @@ class Backoff:
         up to that delay (jittered) — and return the hold."""
         delay = self.terminal_delay
         if recheck is not None:
-            n = min(self.failures.get(key, 0), MAX_BACKOFF_EXPONENT)
-            self.failures[key] = n + 1
+            n = self._doublings(key)
             delay = min(self.terminal_delay, recheck * 2**n * random.uniform(0.8, 1.2))
         self.holds[key] = (generation, self.clock() + delay)
         return delay
