@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Build a real kube-apiserver and kube-controller-manager (v1.20.2) from Debian's own
-# source package, and fetch Debian's kubectl 1.20 to go with them. The controller
-# manager makes the lab behave like a cluster: namespaces are finalized, ownerReference
-# garbage collection runs, ServiceAccounts get token Secrets (the operator runs with
-# its own ServiceAccount's token and exactly deploy/base/rbac.yaml), Deployments get
-# ReplicaSets.
+# Build a current Kubernetes for the lab from Go modules: kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet and kubectl of one release, and
+# the etcd server that release pins (go.etcd.io/etcd/server/v3 from its go.mod).
 #
-# Why: no Docker and no downloads besides Debian/PyPI here, so kind/envtest are
-# impossible; Debian ships the sources but no kube-apiserver binary. It must be
-# built with Go 1.15 (bullseye): Go >= 1.18 builds a binary that segfaults on
-# the first custom-resource create (vendored reflect2 predates Go 1.18).
-# The binaries are cached in $KUMO_CACHE, keyed by source version, Go version and
-# a hash of this script, so it is built once per machine (~5 min on 2 cores).
+# Why this way: no Docker and no downloads besides Debian, PyPI, npm and the Go
+# module proxy here, so kind/envtest are impossible and Debian ships no
+# kube-apiserver. Kubernetes' commands are ordinary Go packages of the module
+# k8s.io/kubernetes; a go.mod of our own requires it and pins each of its staging
+# modules (k8s.io/api, k8s.io/apiserver, ...), which upstream replaces by local
+# paths, to the matching v0.<minor>.<patch> release. Everything comes through the
+# go command's module client (GOPROXY), nothing else is downloaded.
 #
-# Usage: dev/kube/build.sh   (prints the directory holding both binaries on stdout)
+# KUMO_KUBE_VERSION picks the release: an exact version (1.37.2) or a minor
+# (1.29, 1.29.x: its newest patch the proxy serves). The binaries are cached in
+# $KUMO_CACHE/kube/v<version>_<go version>_<script hash>/ (built once per machine,
+# ~10 min on 2 cores), the Go module and build caches beside them, so a rebuild
+# after a script change only recompiles. $KUMO_CACHE/kube/v<version> links to the
+# newest build of that version (dev/kube/env.sh finds kubectl through it).
+#
+# Usage: dev/kube/build.sh   (prints the directory holding the binaries on stdout)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=dev/lib.sh
@@ -21,113 +26,109 @@ source "$HERE/../lib.sh"
 # shellcheck source=dev/kube/env.sh
 source "$HERE/env.sh"
 
-GO=/usr/lib/go-1.15/bin/go
+command -v go >/dev/null || die "no 'go' on PATH: the lab builds Kubernetes with Go >= 1.26 (see docs/lab.md)"
+apt_install openssl curl ca-certificates
+export GOMODCACHE="$KUMO_CACHE/go/mod" GOCACHE="$KUMO_CACHE/go/build" GOFLAGS=-mod=mod
+export GOTOOLCHAIN=local CGO_ENABLED=0
 
-# --- apt sources: bookworm deb-src, bullseye only for golang-1.15* ----------
-ensure_apt_sources() {
-  local src=/etc/apt/sources.list.d/kumo-dev.sources pref=/etc/apt/preferences.d/kumo-dev-bullseye
-  local want_src want_pref
-  want_src='# Added by Kumo dev/kube/build-apiserver.sh
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bullseye
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg'
-  # Nothing but golang-1.15* may come from bullseye (negative priority = never).
-  want_pref='# Added by Kumo dev/kube/build-apiserver.sh: bullseye is only for Go 1.15.
-Package: golang-1.15*
-Pin: release n=bullseye
-Pin-Priority: 500
-
-Package: *
-Pin: release n=bullseye
-Pin-Priority: -10'
-  if [ "$(cat "$src" 2>/dev/null)" != "$want_src" ] || [ "$(cat "$pref" 2>/dev/null)" != "$want_pref" ]; then
-    log "apt: adding bookworm deb-src and pinned bullseye (golang-1.15 only)"
-    printf '%s\n' "$want_src" >"$src"
-    printf '%s\n' "$want_pref" >"$pref"
-    KUMO_APT_FORCE_UPDATE=1 apt_update_once
-  fi
-}
-
-# --- kubectl 1.20: unpacked from Debian's kubernetes-client into the cache ---
-# Not dpkg-installed: on machines with Google's `kubectl` package both packages
-# own /usr/bin/kubectl and dpkg refuses. Unpacking avoids touching the system.
-# The stamp is the source version ($1) so the fast path needs no apt-cache call.
-ensure_kubectl() {
-  local stamp; stamp="$(dirname "$KUBECTL")/.source-version"
-  if [ "$(cat "$stamp" 2>/dev/null)" = "$1" ] && "$KUBECTL" version --client >/dev/null 2>&1; then
-    return 0
-  fi
-  log "unpacking kubectl from Debian's kubernetes-client"
-  local tmp; tmp="$(mktemp -d "$KUMO_CACHE/kubectl-dl.XXXXXX")"
-  # (apt warns that _apt cannot read the private temp dir: harmless, hidden)
-  (cd "$tmp" && apt-get download -q kubernetes-client >/dev/null 2>&1 && dpkg-deb -x ./*.deb root) \
-    || die "could not fetch kubernetes-client"
-  mkdir -p "$(dirname "$KUBECTL")"
-  install -m 0755 "$tmp/root/usr/bin/kubectl" "$KUBECTL"
-  echo "$1" >"$stamp"
+# --- which release ------------------------------------------------------------
+resolve_version() {
+  local want="${1#v}" minor
+  if [[ "$want" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then echo "$want"; return 0; fi
+  minor="${want%.x}"
+  [[ "$minor" =~ ^[0-9]+\.[0-9]+$ ]] || die "KUMO_KUBE_VERSION=$1: want X.Y.Z, X.Y or X.Y.x"
+  # The proxy's version list, through the go command (no other client).
+  local tmp; tmp="$(mktemp -d)"
+  (cd "$tmp" && go mod init kumo.dev/probe >/dev/null 2>&1 &&
+    go list -m -versions k8s.io/kubernetes) | tr ' ' '\n' | grep -E "^v${minor//./\\.}\.[0-9]+$" |
+    sort -V | tail -n1 | sed 's/^v//'
   rm -rf "$tmp"
 }
-
-ensure_apt_sources
-apt_install etcd-server golang-1.15-go rsync openssl dpkg-dev make curl ca-certificates
-
-SRC_VER="$(apt-cache showsrc kubernetes | awk '/^Version:/ {print $2}' | sort -V | tail -n1)"
-[ -n "$SRC_VER" ] || die "no source package for kubernetes (deb-src missing?)"
-ensure_kubectl "$SRC_VER"
-GO_VER="$("$GO" version | awk '{print $3}')"      # e.g. go1.15.15
+VERSION="$(resolve_version "$KUMO_KUBE_VERSION")"
+[ -n "$VERSION" ] || die "the Go module proxy serves no k8s.io/kubernetes $KUMO_KUBE_VERSION"
+mkdir -p "$KUMO_CACHE/kube"
+# A minor asked for (1.29.x) resolves to a patch; env.sh reads it to find kubectl.
+[ "$VERSION" = "${KUMO_KUBE_VERSION#v}" ] || echo "$VERSION" >"$KUMO_CACHE/kube/resolved-${KUMO_KUBE_VERSION%.x}"
+MINOR="${VERSION#*.}"; MINOR="${MINOR%%.*}"
+GO_VER="$(go env GOVERSION)"
 SCRIPT_HASH="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
-OUT_DIR="$KUMO_CACHE/kube/${SRC_VER}_${GO_VER}_${SCRIPT_HASH}"
-COMPONENTS=(kube-apiserver kube-controller-manager)
+OUT_DIR="$KUMO_CACHE/kube/v${VERSION}_${GO_VER}_${SCRIPT_HASH}"
+COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd)
 
 # One build at a time per machine (e.g. two test runs starting together).
 exec 9>"$KUMO_CACHE/kube-build.lock"
 flock 9
-built() { local c; for c in "${COMPONENTS[@]}"; do "$OUT_DIR/$c" --version >/dev/null 2>&1 || return 1; done; }
+built() { local c; for c in "${COMPONENTS[@]}"; do [ -x "$OUT_DIR/$c" ] || return 1; done; "$OUT_DIR/kube-apiserver" --version >/dev/null 2>&1; }
+link() { ln -sfn "$(basename "$OUT_DIR")" "$KUMO_CACHE/kube/v$VERSION"; }
 if built; then
+  link
   echo "$OUT_DIR"
   exit 0
 fi
 
-log "building ${COMPONENTS[*]} from src:kubernetes $SRC_VER with $GO_VER (takes ~8 min)"
+log "building Kubernetes v$VERSION (${COMPONENTS[*]}) from Go modules with $GO_VER (~10 min on 2 cores the first time)"
 start=$SECONDS
-rm -rf "$KUMO_CACHE"/kube-build.*          # leftovers of an interrupted build
-WORK="$(mktemp -d "$KUMO_CACHE/kube-build.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+WORK="$KUMO_CACHE/kube-build/v$VERSION"
+rm -rf "$WORK" && mkdir -p "$WORK/bin"
 cd "$WORK"
-apt-get source -q --download-only "kubernetes=$SRC_VER" >>"$WORK/build.log" 2>&1 \
-  || { tail -n 20 "$WORK/build.log" >&2; die "apt-get source failed"; }
-dpkg-source -q -x ./kubernetes_*.dsc tree >>"$WORK/build.log" 2>&1 || die "dpkg-source -x failed"
+LOGF="$WORK/build.log"
+fail() { cp "$LOGF" "$KUMO_STATE/logs/kube-build.log" 2>/dev/null || true; tail -n 30 "$LOGF" >&2; die "$1 (log: $KUMO_STATE/logs/kube-build.log)"; }
 
-# As debian/rules does: GOPATH/src/k8s.io/kubernetes -> the unpacked tree
-# (GOPATH mode, vendored dependencies).
-export GOPATH="$WORK/.go" GOCACHE="$WORK/.cache" GO111MODULE=off GOFLAGS=-mod=vendor
-export CGO_ENABLED=0 PATH="/usr/lib/go-1.15/bin:$PATH"
-KUBE_GIT_VERSION="v${SRC_VER##*really}"            # 1.20.5+really1.20.2-1.1 -> v1.20.2
-export KUBE_GIT_VERSION="${KUBE_GIT_VERSION%%-*}" KUBE_GIT_TREE_STATE=clean
-mkdir -p "$GOPATH/src/k8s.io"
-ln -s "$WORK/tree" "$GOPATH/src/k8s.io/kubernetes"
-WHAT="cmd/kube-apiserver cmd/kube-controller-manager"
-if ! (cd "$GOPATH/src/k8s.io/kubernetes" && make WHAT="$WHAT") >>"$WORK/build.log" 2>&1; then
-  cp "$WORK/build.log" "$KUMO_STATE/logs/kube-build.log"
-  tail -n 30 "$WORK/build.log" >&2
-  die "build failed, log: $KUMO_STATE/logs/kube-build.log"
-fi
+# go.mod: require k8s.io/kubernetes and pin every staging module it replaces by a
+# local path (its own go.mod lists them) to v0.<minor>.<patch>.
+go mod download -json "k8s.io/kubernetes@v$VERSION" >"$WORK/kube.json" 2>>"$LOGF" \
+  || fail "go mod download k8s.io/kubernetes@v$VERSION failed (is the Go module proxy reachable?)"
+UPSTREAM_MOD="$(sed -n 's/^\s*"GoMod": "\(.*\)",\?$/\1/p' "$WORK/kube.json")"
+{
+  printf 'module kumo.dev/lab-kube\n\ngo %s\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' \
+    "$(awk '/^go / {print $2; exit}' "$UPSTREAM_MOD")" "$VERSION"
+  grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$UPSTREAM_MOD" |
+    awk -v v="v0.${VERSION#*.}" '{printf "\t%s => %s %s\n", $1, $1, v}'
+  printf ')\n'
+} >go.mod
+# The packages to build, imported so `go mod tidy` resolves their whole graph.
+# etcd's server is part of k8s.io/kubernetes' module graph (its test framework
+# runs one), so the etcd built is the one this release is tested with.
+cat >tools.go <<'EOF'
+//go:build tools
+
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3/etcdmain"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	_ "k8s.io/kubernetes/cmd/kubelet/app"
+	_ "k8s.io/kubectl/pkg/cmd"
+)
+EOF
+go mod tidy >>"$LOGF" 2>&1 || fail "go mod tidy failed"
+
+# Version stamps, as Kubernetes' own hack/lib/version.sh sets them, so
+# `kubectl version` and `kube-apiserver --version` tell the truth.
+stamp=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  stamp+=" -X $pkg.gitVersion=v$VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$MINOR"
+  stamp+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
+go build -trimpath -ldflags "-s -w$stamp" -o "$WORK/bin/" \
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet \
+  k8s.io/kubernetes/cmd/kubectl go.etcd.io/etcd/server/v3 >>"$LOGF" 2>&1 || fail "go build failed"
+mv "$WORK/bin/server" "$WORK/bin/etcd"   # the main package of go.etcd.io/etcd/server/v3
+
 mkdir -p "$OUT_DIR"
 for c in "${COMPONENTS[@]}"; do
-  install -m 0755 "$WORK/tree/_output/local/go/bin/$c" "$OUT_DIR/$c.tmp"
-  mv "$OUT_DIR/$c.tmp" "$OUT_DIR/$c"
+  install -m 0755 "$WORK/bin/$c" "$OUT_DIR/$c.tmp" && mv "$OUT_DIR/$c.tmp" "$OUT_DIR/$c"
 done
-built || die "built binaries do not run"
-# Drop binaries of older keys (running processes keep their deleted files open).
-find "$KUMO_CACHE/kube" -mindepth 1 -maxdepth 1 ! -name "$(basename "$OUT_DIR")" -exec rm -rf {} +
-rm -rf "$KUMO_CACHE/kube-apiserver" "$KUMO_CACHE/kube-apiserver.lock"  # the layout before 0.2
-log "built ${COMPONENTS[*]} $("$OUT_DIR/kube-apiserver" --version) in $((SECONDS - start))s -> $OUT_DIR"
+cp go.mod go.sum "$OUT_DIR/"
+built || die "the built binaries do not run"
+link
+# Older builds of the same version (another script hash or Go) are superseded; other
+# versions stay (KUMO_KUBE_VERSION switches between them). The 1.20 layout goes.
+find "$KUMO_CACHE/kube" -mindepth 1 -maxdepth 1 -name "v${VERSION}_*" ! -name "$(basename "$OUT_DIR")" -exec rm -rf {} +
+find "$KUMO_CACHE/kube" -mindepth 1 -maxdepth 1 -name '1.20*' -exec rm -rf {} +
+rm -rf "$KUMO_CACHE/kubectl-1.20" "$WORK"
+log "built Kubernetes $("$OUT_DIR/kube-apiserver" --version) in $((SECONDS - start))s -> $OUT_DIR"
 echo "$OUT_DIR"

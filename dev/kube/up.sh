@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Start a real Kubernetes API server (etcd + kube-apiserver v1.20) on loopback
-# and kube-controller-manager for development and integration tests, so namespaces,
-# ownerReference garbage collection, ServiceAccount tokens and Deployments behave as in
-# a cluster. No kubelet or scheduler (see docs/lab.md): Kumo runs beside it as a
-# process, or from its image with podman.
+# Start a real Kubernetes control plane on loopback for development and integration
+# tests: etcd, kube-apiserver, kube-controller-manager and kube-scheduler of one
+# current release (dev/kube/build.sh; KUMO_KUBE_VERSION picks it), so namespaces,
+# ownerReference garbage collection, ServiceAccount tokens, Deployments and
+# scheduling behave as in a cluster.
 #
 # Idempotent: a second run reuses what is running. State: $KUMO_STATE/{etcd,kube},
 # kubeconfig in $KUMO_STATE/kubeconfig (context kumo-dev). Stop: dev/kube/down.sh
@@ -69,8 +69,18 @@ chmod 600 "$KUBECONFIG.tmp" && mv "$KUBECONFIG.tmp" "$KUBECONFIG"
 if ! is_running etcd && port_open "$ETCD_CLIENT"; then
   die "$ETCD_CLIENT is in use by a process up.sh did not start"
 fi
+# The lab's etcd data belongs to one release: etcd refuses data of a release it
+# cannot upgrade from (3.4 -> 3.7) or downgrade to, and the apiserver's storage
+# versions differ. Switching KUMO_KUBE_VERSION starts from an empty cluster.
+KUBE_VERSION="$("$BIN_DIR/kube-apiserver" --version | awk '{print $2}')"
+if [ -d "$KUMO_STATE/etcd" ] && [ "$(cat "$KUMO_STATE/etcd.kube-version" 2>/dev/null)" != "$KUBE_VERSION" ]; then
+  is_running etcd && die "etcd runs with data of another Kubernetes release: dev/kube/down.sh first"
+  log "etcd data is from another Kubernetes release ($(cat "$KUMO_STATE/etcd.kube-version" 2>/dev/null || echo 1.20)): starting from an empty cluster"
+  rm -rf "$KUMO_STATE/etcd"
+fi
 mkdir -p "$KUMO_STATE/etcd" && chmod 700 "$KUMO_STATE/etcd"
-start_daemon etcd /usr/bin/etcd --name kumo-dev --data-dir "$KUMO_STATE/etcd" \
+echo "$KUBE_VERSION" >"$KUMO_STATE/etcd.kube-version"
+start_daemon etcd "$BIN_DIR/etcd" --name kumo-dev --data-dir "$KUMO_STATE/etcd" \
   --listen-client-urls "http://$ETCD_CLIENT" --advertise-client-urls "http://$ETCD_CLIENT" \
   --listen-peer-urls "http://$ETCD_PEER" --initial-advertise-peer-urls "http://$ETCD_PEER" \
   --initial-cluster "kumo-dev=http://$ETCD_PEER" --initial-cluster-state new
@@ -84,7 +94,7 @@ fi
 #   loopback address. ServiceAccount admission needs the token controller.
 start_daemon kube-apiserver "$APISERVER" \
   --etcd-servers="http://$ETCD_CLIENT" \
-  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" --insecure-port=0 \
+  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
   --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/token.csv" \
   --authorization-mode=RBAC \
@@ -106,19 +116,24 @@ for ((i = 0; i < 40; i++)); do "$KUBECTL" get namespace default >/dev/null 2>&1 
 # key the apiserver verifies them with. No serving ports: nothing scrapes it here.
 start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
   --kubeconfig="$KUBECONFIG" --leader-elect=false \
-  --port=0 --secure-port=0 \
+  --secure-port=0 \
   --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
   --use-service-account-credentials=false \
   --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-  --controllers='*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service'
-sa_token_ready() {
-  "$KUBECTL" get serviceaccount default -n default -o jsonpath='{.secrets[0].name}' | grep -q .
-}
-wait_for "kube-controller-manager to issue ServiceAccount tokens (log: $KUMO_STATE/logs/kube-controller-manager.log)" 90 sa_token_ready
+  --controllers='*,-node-ipam-controller'
+# Since 1.24 no token Secret is made for a ServiceAccount unless asked for; the
+# ServiceAccount controller still makes each namespace's `default` account.
+sa_ready() { "$KUBECTL" get serviceaccount default -n default >/dev/null 2>&1; }
+wait_for "kube-controller-manager to make ServiceAccounts (log: $KUMO_STATE/logs/kube-controller-manager.log)" 90 sa_ready
+
+# --- kube-scheduler -----------------------------------------------------------
+# Places Pods on the lab's node (dev/kube/node.sh). No serving port, no election.
+start_daemon kube-scheduler "$BIN_DIR/kube-scheduler" \
+  --kubeconfig="$KUBECONFIG" --leader-elect=false --secure-port=0
 
 log "Kubernetes API ready at $API_URL ($("$APISERVER" --version))"
 cat >&2 <<EOF
-  Point kubectl (Debian's 1.20, matching the server) at it:
+  Point kubectl (built with the server, same release) at it:
     source dev/kube/env.sh && "\$KUBECTL" get ns
   or: KUBECONFIG=$KUBECONFIG $KUBECTL get ns
   Stop: dev/kube/down.sh   (--wipe also deletes etcd data and certificates)

@@ -2,11 +2,12 @@
 
 Import them into a conftest with ``from tests.integration.kube_fixtures import *``.
 
-``kube_env`` (session scope) starts etcd + kube-apiserver + kube-controller-manager
-v1.20 on 127.0.0.1 (or reuses them when already running; the first run on a machine
-builds them, ~8 min) and returns a :class:`KubeEnv`. ``kubectl(...)`` runs Debian's
-kubectl 1.20 against it. The controller manager finalizes deleted namespaces,
-collects garbage by ownerReference and issues ServiceAccount tokens, as in a cluster.
+``kube_env`` (session scope) starts etcd, kube-apiserver, kube-controller-manager and
+kube-scheduler of a current release on 127.0.0.1 (or reuses them when already running;
+the first run on a machine builds them from Go modules, ~10 min) and returns a
+:class:`KubeEnv`. ``kubectl(...)`` runs the kubectl built with them. The controller
+manager finalizes deleted namespaces, collects garbage by ownerReference and fills in
+ServiceAccount token Secrets, as in a cluster.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ __all__ = ["KubeEnv", "KubectlError", "delete_namespace", "kube_env", "kubectl"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KUBE_DIR = REPO_ROOT / "dev" / "kube"
-UP_TIMEOUT_S = 20 * 60  # includes a first-time build of kube-apiserver
+UP_TIMEOUT_S = 40 * 60  # includes a first-time build of Kubernetes from Go modules
 
 
 class KubectlError(subprocess.CalledProcessError):
@@ -81,7 +82,8 @@ def _run_kubectl(
 def kubectl(
     *args: str, input: str | None = None, check: bool = True, timeout: float = 120
 ) -> subprocess.CompletedProcess:
-    """Run Debian's kubectl 1.20 against the local cluster (start it with ``kube_env``)."""
+    """Run the lab's kubectl (same release as the server) against the local cluster
+    (start it with ``kube_env``)."""
     return _run_kubectl(_paths(), args, input=input, check=check, timeout=timeout)
 
 

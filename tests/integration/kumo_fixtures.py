@@ -58,22 +58,38 @@ def operator_kubeconfig(crds: KubeEnv) -> Path:
     controller manager): the suite's operators run with exactly deploy/'s RBAC, so a
     missing or excessive rule shows up as a failing test, not in production."""
 
-    def token_secret() -> str:
-        return kubectl(
-            "get", "sa", "kumo", "-n", LEASE_NAMESPACE, "-o", "jsonpath={.secrets[0].name}"
-        ).stdout.strip()
-
-    secret = json.loads(
-        kubectl(
-            "get",
-            "secret",
-            wait_until("kumo's token", token_secret, 60),
-            "-n",
-            LEASE_NAMESPACE,
-            "-o",
-            "json",
-        ).stdout
+    # Since Kubernetes 1.24 a ServiceAccount gets no token Secret by itself: ask for
+    # one, and the token controller fills it in.
+    wait_until(
+        "ServiceAccount kumo-system/kumo",
+        lambda: kubectl("get", "sa", "kumo", "-n", LEASE_NAMESPACE, check=False).returncode == 0,
+        60,
     )
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "kubernetes.io/service-account-token",
+                "metadata": {
+                    "name": TOKEN_SECRET,
+                    "namespace": LEASE_NAMESPACE,
+                    "annotations": {"kubernetes.io/service-account.name": "kumo"},
+                },
+            }
+        ),
+    )
+
+    def issued() -> dict | None:
+        body = json.loads(
+            kubectl("get", "secret", TOKEN_SECRET, "-n", LEASE_NAMESPACE, "-o", "json").stdout
+        )
+        return body if (body.get("data") or {}).get("token") else None
+
+    secret = wait_until("kumo's token", issued, 60)
     admin = yaml.safe_load(crds.kubeconfig.read_text())
     cluster = admin["clusters"][0]["cluster"]
     config = {
@@ -125,6 +141,8 @@ def like(operator: KumoOperator, log_name: str) -> KumoOperator:
 
 KUMO_KINDS = tuple(info.plural for info in reversed(KINDS))  # dependents first
 LEASE_NAMESPACE = "kumo-system"
+#: The token Secret the suite asks for ServiceAccount kumo-system/kumo (tests only).
+TOKEN_SECRET = "kumo-lab-token"
 
 
 def _kumo_objects(namespace: str) -> list[str]:
