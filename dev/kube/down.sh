@@ -16,11 +16,12 @@ case "${1:-}" in
   *) die "usage: $0 [--wipe]" ;;
 esac
 
+bash "$HERE/node.sh" stop
 stop_daemon kube-scheduler
 stop_daemon kube-controller-manager
 stop_daemon kube-apiserver
 stop_daemon etcd
 if [ "$wipe" = 1 ]; then
   log "wiping etcd data, certificates and kubeconfig"
-  rm -rf "$KUMO_STATE/etcd" "$KUMO_STATE/etcd.kube-version" "$KUMO_STATE/kube" "$KUBECONFIG"
+  rm -rf "$KUMO_STATE/etcd" "$KUMO_STATE/etcd.kube-version" "$KUMO_STATE/node" "$KUMO_STATE/kube" "$KUBECONFIG"
 fi

@@ -43,6 +43,18 @@ if [ ! -s "$PKI/token.csv" ]; then
     mv token.csv.tmp token.csv
   )
 fi
+# The API server's client certificate towards kubelets (logs, exec; dev/kube/node.sh).
+if [ ! -s "$PKI/kubelet-client.crt" ]; then
+  (
+    cd "$PKI"
+    openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" \
+      -keyout kubelet-client.key -out kubelet-client.csr 2>/dev/null
+    printf 'extendedKeyUsage=clientAuth\n' >kubelet-client.ext
+    openssl x509 -req -in kubelet-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+      -extfile kubelet-client.ext -out kubelet-client.crt.tmp 2>/dev/null
+    mv kubelet-client.crt.tmp kubelet-client.crt
+  )
+fi
 TOKEN="$(cut -d, -f1 "$PKI/token.csv")"
 
 # --- kubeconfig (CA embedded, token auth) -----------------------------------
@@ -91,18 +103,21 @@ if ! is_running kube-apiserver && port_open "127.0.0.1:$API_PORT"; then
   die "127.0.0.1:$API_PORT is in use by a process up.sh did not start"
 fi
 # --endpoint-reconciler-type=none: the `kubernetes` Service may not point at a
-#   loopback address. ServiceAccount admission needs the token controller.
+#   loopback address (Pods of the lab's node use the host network and reach the
+#   API on 127.0.0.1). Node authorization + NodeRestriction: the node's kubelet
+#   (dev/kube/node.sh) may touch only its own Node and Pods.
 start_daemon kube-apiserver "$APISERVER" \
   --etcd-servers="http://$ETCD_CLIENT" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
   --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/token.csv" \
-  --authorization-mode=RBAC \
+  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+  --kubelet-client-certificate="$PKI/kubelet-client.crt" --kubelet-client-key="$PKI/kubelet-client.key" \
+  --kubelet-certificate-authority="$PKI/ca.crt" --kubelet-preferred-address-types=InternalIP \
   --service-account-issuer=https://kubernetes.default.svc \
   --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
   --service-cluster-ip-range=10.96.0.0/24 \
-  --endpoint-reconciler-type=none \
-  --disable-admission-plugins=ServiceAccount
+  --endpoint-reconciler-type=none
 api_ready() { curl -sf --cacert "$PKI/ca.crt" -H "Authorization: Bearer $TOKEN" "$API_URL/readyz"; }
 wait_for "kube-apiserver /readyz (log: $KUMO_STATE/logs/kube-apiserver.log)" 90 api_ready
 
@@ -130,6 +145,9 @@ wait_for "kube-controller-manager to make ServiceAccounts (log: $KUMO_STATE/logs
 # Places Pods on the lab's node (dev/kube/node.sh). No serving port, no election.
 start_daemon kube-scheduler "$BIN_DIR/kube-scheduler" \
   --kubeconfig="$KUBECONFIG" --leader-elect=false --secure-port=0
+
+# --- the node: containerd + kubelet (Pods of the operator run on it) -----------
+bash "$HERE/node.sh"
 
 log "Kubernetes API ready at $API_URL ($("$APISERVER" --version))"
 cat >&2 <<EOF

@@ -125,31 +125,43 @@ INVALID = [
     ),
     ("lb-bad-vip", mutate(LB, "spec.vipType", "internet"), "spec.vipType"),
     ("lb-description-long", mutate(LB, "spec.description", "d" * 256), "spec.description"),
-    ("lb-port-zero", mutate(LB, "spec.ports.0.port", 0), "spec.ports.port"),
-    ("lb-port-high", mutate(LB, "spec.ports.0.port", 70000), "spec.ports.port"),
+    ("lb-port-zero", mutate(LB, "spec.ports.0.port", 0), "spec.ports[0].port"),
+    ("lb-port-high", mutate(LB, "spec.ports.0.port", 70000), "spec.ports[0].port"),
     ("lb-ports-map", mutate(LB, "spec.ports", {"http": PORT}), "spec.ports"),
     ("lb-no-ports", mutate(LB, "spec.ports", []), "spec.ports"),
-    ("lb-bad-protocol", mutate(LB, "spec.ports.0.protocol", "ftp"), "spec.ports.protocol"),
+    ("lb-bad-protocol", mutate(LB, "spec.ports.0.protocol", "ftp"), "spec.ports[0].protocol"),
     (
         "lb-backend-port",
         mutate(LB, "spec.ports.0.realServers.port", 0),
-        "spec.ports.realServers.port",
+        "spec.ports[0].realServers.port",
     ),
     (
         "lb-no-real-servers",
         mutate(LB, "spec.ports.0.realServers", ...),
-        "spec.ports.realServers",
+        "spec.ports[0].realServers",
     ),
     (
         "lb-bad-monitor",
         mutate(LB, "spec.ports.0.monitors.0.protocol", "smtp"),
-        "spec.ports.monitors.protocol",
+        "spec.ports[0].monitors[0].protocol",
     ),
     ("dns-ttl-zero", mutate(DNS, "spec.ttl", 0), "spec.ttl"),
     ("dns-description-long", mutate(DNS, "spec.description", "d" * 113), "spec.description"),
     ("dns-bad-type", mutate(DNS, "spec.type", "MX"), "spec.type"),
     ("dns-two-targets", mutate(DNS, "spec.loadBalancerRef", "lb"), "spec"),
     ("dns-no-target", mutate(DNS, "spec.values", ...), "spec"),
+    # CEL and list-map rules (Kubernetes >= 1.29)
+    ("lb-duplicate-port", mutate(LB, "spec.ports", [PORT, PORT]), "spec.ports[1]"),
+    (
+        "vmg-no-rollout",
+        mutate(VMG, "spec.strategy", {"maxSurge": 0, "maxUnavailable": 0}),
+        "maxSurge and maxUnavailable cannot both be 0",
+    ),
+    (
+        "vm-long-metadata-key",
+        mutate(VM, "spec.metadata", {"k" * 256: "v"}),
+        "metadata keys are at most 255 characters",
+    ),
 ]
 
 

@@ -8,11 +8,12 @@ objects with them, so the two can never disagree.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler
 from pydantic.alias_generators import to_camel
-from pydantic.json_schema import JsonDict
+from pydantic.json_schema import JsonDict, JsonSchemaValue
+from pydantic_core import CoreSchema
 
 GROUP = "kumo.dev"
 VERSION = "v1alpha1"
@@ -23,8 +24,25 @@ API_VERSION = f"{GROUP}/{VERSION}"
 LEGACY_FINALIZER_GROUP = "verda.linecorp.com"
 
 
+class Rule(NamedTuple):
+    """A CEL validation rule the API server checks at admission (``x-kubernetes-validations``).
+
+    ``rule`` sees the model's object as ``self`` (and, on an update, the stored one as
+    ``oldSelf``; a rule using it is a transition rule, checked on updates only). Field
+    names are the wire names; a CEL keyword is escaped (``import`` -> ``__import__``).
+    ``message`` names the field at fault, as Kumo's own conditions do."""
+
+    rule: str
+    message: str
+
+
 class KumoModel(BaseModel):
-    """Base of every API model: camelCase on the wire, docstrings become descriptions."""
+    """Base of every API model: camelCase on the wire, docstrings become descriptions.
+
+    A model's ``cel_rules`` (and its bases') become the CRD's CEL validations on its object:
+    what the API server rejects at admission, before Kumo sees the change. The
+    controllers keep their own checks as the second line (an object stored before a
+    rule existed, an API server older than CEL)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -33,6 +51,54 @@ class KumoModel(BaseModel):
         extra="ignore",
         frozen=True,
     )
+    cel_rules: ClassVar[tuple[Rule, ...]] = ()
+    #: Rules on a kind's whole object, for those that must see status besides spec
+    #: (set on spec models; see :func:`fixed_once_created`).
+    object_rules: ClassVar[tuple[Rule, ...]] = ()
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        rules = [r for klass in reversed(cls.__mro__) for r in vars(klass).get("cel_rules", ())]
+        if rules:
+            target = handler.resolve_ref_schema(schema)
+            target["x-kubernetes-validations"] = [r._asdict() for r in dict.fromkeys(rules)]
+        return schema
+
+
+def cel_name(field: str) -> str:
+    """How CEL spells a wire field name (its keywords are escaped as ``__name__``)."""
+    return f"__{field}__" if field in CEL_KEYWORDS else field
+
+
+def fixed_once_created(field: str, message: str) -> Rule:
+    """An object rule: ``spec.<field>`` (wire name) keeps its value, set or unset, once
+    the cloud resource exists (``status.id``). Before that nothing is built from it yet,
+    and a spec brought in line with an imported resource that did not match can still
+    be corrected. ``message`` names the field and says what to do instead."""
+    f = cel_name(field)
+    return Rule(
+        "!has(oldSelf.status) || !has(oldSelf.status.id)"
+        f" || (has(self.spec.{f}) == has(oldSelf.spec.{f})"
+        f" && (!has(self.spec.{f}) || self.spec.{f} == oldSelf.spec.{f}))",
+        message,
+    )
+
+
+def object_rules(model: type[BaseModel]) -> list[Rule]:
+    """The object rules of a spec model and its bases (``object_rules``), base first."""
+    found = [r for klass in reversed(model.__mro__) for r in vars(klass).get("object_rules", ())]
+    return list(dict.fromkeys(found))
+
+
+#: Field names CEL reserves; Kubernetes escapes them as ``__name__`` in rules.
+CEL_KEYWORDS = frozenset(
+    {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
+     "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
+     "void", "while"}
+)  # fmt: skip
 
 
 def exactly_one_of(*fields: str) -> JsonDict:
@@ -104,6 +170,19 @@ def import_key(ref: Mapping[str, Any]) -> str | None:
 
 class ImportableSpec(KumoModel):
     """The `import` field of kinds that can take over an existing resource."""
+
+    #: Checked on the whole object (it needs status): once the resource is taken over
+    #: (``status.id`` set), ``spec.import`` may be removed but not pointed elsewhere.
+    #: Before that, a wrong name can still be corrected.
+    object_rules: ClassVar[tuple[Rule, ...]] = (
+        Rule(
+            "!has(oldSelf.spec.__import__) || !has(self.spec.__import__)"
+            " || self.spec.__import__ == oldSelf.spec.__import__"
+            " || !has(oldSelf.status) || !has(oldSelf.status.id)",
+            "spec.import cannot name another resource once it took one over (status.id): "
+            "delete this object (deletionPolicy: Orphan keeps the resource) and create a new one",
+        ),
+    )
 
     import_: ImportRef | None = Field(default=None, alias="import")
     """Take over this existing resource instead of creating one: Kumo checks that what

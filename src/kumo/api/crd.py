@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kumo.api.common import GROUP, VERSION
+from kumo.api.common import GROUP, VERSION, object_rules
 from kumo.api.kinds import KINDS, KindInfo
 
 Schema = dict[str, Any]
@@ -35,7 +35,9 @@ _KEPT = {
     "pattern",
     "uniqueItems",
     "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
     "x-kubernetes-map-type",
+    "x-kubernetes-validations",
 }
 
 
@@ -110,6 +112,12 @@ def _json_type(value: object) -> str:
     return "string"
 
 
+def _object_validations(kind: KindInfo) -> Schema:
+    """CEL rules on the whole object: those that must see status besides spec."""
+    rules = object_rules(kind.spec_model)
+    return {"x-kubernetes-validations": [r._asdict() for r in rules]} if rules else {}
+
+
 def crd_document(kind: KindInfo) -> Schema:
     """Return the CustomResourceDefinition of one kind."""
     version: Schema = {
@@ -139,6 +147,7 @@ def crd_document(kind: KindInfo) -> Schema:
                     "spec": structural_schema(kind.spec_model),
                     "status": structural_schema(kind.status_model),
                 },
+                **_object_validations(kind),
             }
         },
     }

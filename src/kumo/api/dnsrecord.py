@@ -6,7 +6,13 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from kumo.api.common import ImportableSpec, ManagedSpec, ManagedStatus, exactly_one_of
+from kumo.api.common import (
+    ImportableSpec,
+    ManagedSpec,
+    ManagedStatus,
+    exactly_one_of,
+    fixed_once_created,
+)
 
 RecordType = Literal["A", "AAAA", "CNAME", "TXT"]
 
@@ -21,6 +27,19 @@ class DNSRecordSpec(ManagedSpec, ImportableSpec):
         json_schema_extra=exactly_one_of(
             "loadBalancerRef", "virtualMachineRef", "virtualMachineGroupRef", "values"
         )
+    )
+
+    object_rules = (
+        fixed_once_created(
+            "zone",
+            "spec.zone is immutable: a recordset cannot move to another zone; delete and "
+            "recreate the DNSRecord to move it",
+        ),
+        fixed_once_created(
+            "type",
+            "spec.type is immutable: Designate cannot change a recordset's type; delete and "
+            "recreate the DNSRecord to change it",
+        ),
     )
 
     zone: str = Field(min_length=1)

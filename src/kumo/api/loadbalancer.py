@@ -13,6 +13,7 @@ from kumo.api.common import (
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    fixed_once_created,
 )
 
 Protocol = Literal["http", "https", "tcp", "udp"]
@@ -63,6 +64,28 @@ class Port(KumoModel):
 class LoadBalancerSpec(ManagedSpec, ImportableSpec):
     """Desired state of a LoadBalancer."""
 
+    #: What Octavia cannot change on an existing load balancer.
+    object_rules = (
+        fixed_once_created(
+            "zone", "spec.zone is immutable: delete and recreate the LoadBalancer to move it"
+        ),
+        fixed_once_created(
+            "vipType",
+            "spec.vipType is immutable: the VIP's network is fixed when the load balancer is "
+            "created; delete and recreate the LoadBalancer to change it",
+        ),
+        fixed_once_created(
+            "vipNetwork",
+            "spec.vipNetwork is immutable: the VIP's network is fixed when the load balancer "
+            "is created; delete and recreate the LoadBalancer to change it",
+        ),
+        fixed_once_created(
+            "serviceType",
+            "spec.serviceType is immutable: Octavia cannot change a load balancer's flavor; "
+            "delete and recreate the LoadBalancer to change it",
+        ),
+    )
+
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     """Load balancer description."""
     region: str | None = None
@@ -75,7 +98,12 @@ class LoadBalancerSpec(ManagedSpec, ImportableSpec):
     """Network name or ID for the VIP, overriding what vipType picks."""
     service_type: str = "generic"
     """Octavia flavor name; `generic` means the cloud's default."""
-    ports: list[Port] = Field(min_length=1)
+    ports: list[Port] = Field(
+        min_length=1,
+        # A list keyed by port: the API server refuses a port listed twice (Octavia
+        # refuses a second listener on a port), and server-side apply merges by port.
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port"]},
+    )
     """Frontend ports; each must be unique."""
 
 

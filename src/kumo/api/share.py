@@ -12,7 +12,15 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from kumo.api.common import MAX_DESCRIPTION, KumoModel, ManagedSpec, ManagedStatus, exactly_one_of
+from kumo.api.common import (
+    MAX_DESCRIPTION,
+    KumoModel,
+    ManagedSpec,
+    ManagedStatus,
+    Rule,
+    exactly_one_of,
+    fixed_once_created,
+)
 
 ShareProtocol = Literal["NFS", "CIFS", "CEPHFS", "GLUSTERFS", "HDFS", "MAPRFS"]
 AccessLevel = Literal["rw", "ro"]
@@ -42,6 +50,30 @@ class ShareAccess(KumoModel):
 
 class ShareSpec(ManagedSpec):
     """Desired state of a Share."""
+
+    #: What Manila fixes when the share is created, and the size that only grows.
+    object_rules = (
+        fixed_once_created(
+            "protocol",
+            "spec.protocol is immutable: a share's protocol is fixed when it is created; "
+            "create another Share to change it",
+        ),
+        fixed_once_created(
+            "shareType",
+            "spec.shareType is immutable: a share's type is fixed when it is created; "
+            "create another Share to change it",
+        ),
+        fixed_once_created(
+            "availabilityZone",
+            "spec.availabilityZone is immutable: a share stays in the zone it was created "
+            "in; create another Share to move it",
+        ),
+        Rule(
+            "!has(oldSelf.status) || !has(oldSelf.status.id) || self.spec.size >= oldSelf.spec.size",
+            "spec.size cannot shrink: Manila only extends a share in place, and shrinking "
+            "could lose data",
+        ),
+    )
 
     protocol: ShareProtocol = "NFS"
     """Share protocol; the cloud must offer it (the lab's dummy backend: NFS, CIFS).

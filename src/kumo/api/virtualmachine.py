@@ -27,8 +27,8 @@ INIT_SCRIPT_MAX_BYTES = USER_DATA_MAX_BASE64 // 4 * 3
 NOVA_METADATA_QUOTA = 128
 #: ... of which Kumo uses two (kumo:object, kumo:spec-hash).
 MAX_METADATA_ITEMS = NOVA_METADATA_QUOTA - 2
-#: Nova limits metadata keys and values to 255 characters each. The key limit is not in
-#: the CRD (Kubernetes 1.20 has no propertyNames): a longer key is InvalidSpec.
+#: Nova limits metadata keys and values to 255 characters each. The key limit is a CEL
+#: rule in the CRD; the controller's InvalidSpec stays the second line.
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 MetadataValue = Annotated[str, StringConstraints(max_length=255)]
 
@@ -69,7 +69,16 @@ class VirtualMachineTemplate(KumoModel):
     security_groups: list[str] = Field(default_factory=list)
     """Security group names or IDs. Changing them replaces the server."""
     metadata: dict[MetadataKey, MetadataValue] = Field(
-        default_factory=dict, max_length=MAX_METADATA_ITEMS
+        default_factory=dict,
+        max_length=MAX_METADATA_ITEMS,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.all(k, size(k) <= 255)",
+                    "message": "metadata keys are at most 255 characters (Nova's limit)",
+                }
+            ]
+        },
     )
     """Server metadata (key/value, each at most 255 characters; at most 126 entries:
     Nova's default quota is 128 and Kumo adds two); updated in place."""

@@ -12,6 +12,7 @@ from kumo.api.common import (
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    Rule,
     set_of_atomic,
 )
 from kumo.api.virtualmachine import VirtualMachineTemplate
@@ -27,6 +28,14 @@ SERVER_GROUP_POLICY: dict[str, str] = {"soft": "soft-anti-affinity", "hard": "an
 
 class RolloutStrategy(KumoModel):
     """How members are replaced when the template changes."""
+
+    cel_rules = (
+        Rule(
+            "self.maxSurge > 0 || self.maxUnavailable > 0",
+            "spec.strategy: maxSurge and maxUnavailable cannot both be 0 (a rollout could "
+            "never replace a member)",
+        ),
+    )
 
     max_surge: int = Field(default=1, ge=0)
     """How many members above `replicas` may exist during a rollout."""

@@ -1,0 +1,3 @@
+module kumo.dev/lab-pause
+
+go 1.26
