@@ -9,6 +9,8 @@ initScript.secretRef names). Credentials come from kopf's own login helpers
 from __future__ import annotations
 
 import base64
+import dataclasses
+import os
 import ssl
 from typing import Any
 
@@ -25,6 +27,24 @@ from kumo.runtime.leader import LeaseRecord
 MERGE = "application/merge-patch+json"
 
 
+def login(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo | None:
+    """Credentials in a Pod (its ServiceAccount), else from a kubeconfig.
+
+    In a Pod, the API server is the one ``KUBERNETES_SERVICE_HOST``/``_PORT`` name, as
+    client-go's in-cluster configuration takes it: kopf's own helper assumes the DNS
+    name ``kubernetes.default.svc`` on port 443, which a host-network Pod or a cluster
+    without cluster DNS cannot resolve."""
+    info = kopf.login_with_service_account(settings=settings)
+    if info is not None:
+        host = os.environ.get("KUBERNETES_SERVICE_HOST")
+        port = os.environ.get("KUBERNETES_SERVICE_PORT")
+        if host and port:
+            host = f"[{host}]" if ":" in host else host
+            info = dataclasses.replace(info, server=f"https://{host}:{port}")
+        return info
+    return kopf.login_with_kubeconfig(settings=settings)
+
+
 class KubeClient:
     def __init__(self, info: kopf.ConnectionInfo) -> None:
         self._info = info
@@ -32,10 +52,7 @@ class KubeClient:
 
     @classmethod
     def from_environment(cls) -> KubeClient:
-        settings = kopf.OperatorSettings()
-        info = kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(
-            settings=settings
-        )
+        info = login(kopf.OperatorSettings())
         if info is None:
             raise RuntimeError("no Kubernetes credentials: set KUBECONFIG or run in a cluster")
         return cls(info)

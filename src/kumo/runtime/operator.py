@@ -44,6 +44,7 @@ from kumo.runtime import metrics
 from kumo.runtime.controller import Controller
 from kumo.runtime.health import Health, start_server
 from kumo.runtime.kube import KubeClient, KubeLeaseAPI
+from kumo.runtime.kube import login as kube_login
 from kumo.runtime.leader import LeaderElector
 
 log = logging.getLogger("kumo")
@@ -138,7 +139,10 @@ class Lifecycle:
             controller.start()
             return
         identity = (
-            options.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+            # POD_NAME (the Deployment sets it): the Lease names the Pod that leads, also
+            # for host-network Pods, whose hostname is the node's.
+            options.identity
+            or f"{os.environ.get('POD_NAME') or socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         )
         lease = KubeLeaseAPI(kube, options.lease_namespace, options.lease_name)
         self.elector = LeaderElector(lease, identity, lease_seconds=options.lease_seconds)
@@ -214,8 +218,8 @@ def build_registry(lifecycle: Lifecycle) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo | None:
+        return kube_login(settings)
 
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:

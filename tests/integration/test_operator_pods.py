@@ -1,0 +1,207 @@
+"""Kumo as it ships, on the lab's real node: the image (`make image`, imported into
+containerd), installed with `kubectl apply -k deploy/overlays/lab` (deploy/ as users
+get it, plus what a machine where everything listens on 127.0.0.1 needs), runs as two
+Pods of the Deployment with the kumo ServiceAccount (exactly deploy/'s RBAC): both
+Ready per their probes, one leading. It runs the seed story; when the leader Pod is
+deleted the other leads within the Lease time, the Deployment makes a new Pod, and a
+group scaled meanwhile ends with exactly one server per VM."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.helpers import (
+    EXAMPLES,
+    apply,
+    members_of,
+    owned_servers,
+    wait_gone,
+    wait_ready,
+)
+from tests.integration.kube_fixtures import KubeEnv, kubectl
+from tests.integration.kumo_fixtures import (
+    LEASE_NAMESPACE,
+    STATE,
+    KumoOperator,
+    get_obj,
+    lease_holder,
+    wait_until,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = ("virtualmachine.yaml", "virtualmachinegroup.yaml", "loadbalancer.yaml")
+#: deploy/base/manager.yaml's Lease (kumo run's default): a crashed leader is replaced
+#: after this long; a Pod deleted gracefully releases it at once.
+LEASE_SECONDS = 10
+
+
+def pods() -> list[dict[str, Any]]:
+    """The operator's Pods that are not being deleted."""
+    out = kubectl("get", "pods", "-n", LEASE_NAMESPACE, "-l", "app=kumo", "-o", "json").stdout
+    return [p for p in json.loads(out)["items"] if not p["metadata"].get("deletionTimestamp")]
+
+
+def ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return pod["status"].get("phase") == "Running" and any(
+        c["type"] == "Ready" and c["status"] == "True" for c in conditions
+    )
+
+
+def leader_pod() -> str:
+    """The Pod holding the Lease (its identity starts with POD_NAME), or ""."""
+    holder = lease_holder()
+    return next(
+        (p["metadata"]["name"] for p in pods() if holder.startswith(p["metadata"]["name"] + "_")),
+        "",
+    )
+
+
+def two_ready_pods() -> list[str] | None:
+    current = [p for p in pods() if ready(p)]
+    return sorted(p["metadata"]["name"] for p in current) if len(current) == 2 else None
+
+
+@pytest.fixture
+def pod_operators(
+    kumo_operator: KumoOperator, crds: KubeEnv, openstack_lab: str
+) -> Iterator[list[str]]:
+    """The Deployment's two Pods as the operator (the session's operator stopped
+    meanwhile: it hands the Lease over). Yields the Pods' names once both are Ready."""
+    imported = subprocess.run(
+        ["bash", str(REPO / "dev/kube/node.sh"), "import-image"], capture_output=True, text=True
+    )
+    assert imported.returncode == 0, f"node.sh import-image: {imported.stderr[-2000:]}"
+    clouds = yaml.safe_load(Path(openstack_lab).read_text())
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "kumo-default-cloud", "namespace": LEASE_NAMESPACE},
+        "stringData": {
+            "clouds.yaml": yaml.safe_dump({"clouds": {"kumo-demo": clouds["clouds"]["kumo-demo"]}}),
+            "cloud": "kumo-demo",
+        },
+    }
+    kumo_operator.stop()
+    try:
+        kubectl("apply", "-k", str(REPO / "deploy/overlays/lab"))
+        kubectl("apply", "-f", "-", input=json.dumps(secret))
+        kubectl("rollout", "restart", "deployment/kumo", "-n", LEASE_NAMESPACE)
+        kubectl(
+            "rollout",
+            "status",
+            "deployment/kumo",
+            "-n",
+            LEASE_NAMESPACE,
+            "--timeout=240s",
+            timeout=260,
+        )
+        names = wait_until("two Ready operator Pods", two_ready_pods, 120)
+        yield names
+    finally:
+        logs = STATE / "logs"
+        for pod_dir in (STATE / "node/pod-logs").glob(f"{LEASE_NAMESPACE}_kumo-*"):
+            for log in pod_dir.glob("kumo/*.log"):
+                (logs / f"pod-{pod_dir.name.split('_')[1]}.log").write_bytes(log.read_bytes())
+        kubectl("delete", "deployment", "kumo", "-n", LEASE_NAMESPACE, "--ignore-not-found")
+        wait_until("the operator Pods gone", lambda: not pods(), 120)
+        kumo_operator.start()
+        kumo_operator.wait_role("leader", 90)
+
+
+def test_two_pods_ready_one_leads_and_runs_the_seed_story(
+    pod_operators: list[str], namespace: str, demo_conn: Any
+) -> None:
+    leader = wait_until("a Pod to lead", leader_pod, 60)
+    assert leader in pod_operators
+    for pod in pods():  # both Ready per their probes: the leader and a healthy standby
+        assert ready(pod), pod["metadata"]["name"]
+        assert pod["spec"]["serviceAccountName"] == "kumo"
+        assert pod["spec"]["nodeName"] == "kumo-lab-node"
+
+    for manifest in SEED:
+        apply(namespace, EXAMPLES / manifest)
+    vm = wait_ready("vm", "vm-sample", namespace, timeout=240)
+    group = wait_ready("vmg", "virtualmachinegroup-sample", namespace, timeout=240)
+    lb = wait_ready("lb", "loadbalancer-sample", namespace, timeout=240)
+    assert group["status"]["readyReplicas"] == 2
+    assert lb["status"]["vip"]
+    members = members_of(namespace, "virtualmachinegroup-sample")
+    for member in [vm, *members]:
+        assert [s.id for s in owned_servers(demo_conn, member["metadata"]["uid"])] == [
+            member["status"]["id"]
+        ]
+    for manifest in reversed(SEED):
+        kubectl("delete", "-n", namespace, "-f", str(EXAMPLES / manifest), "--wait=false")
+    for kind, name in (
+        ("vmg", "virtualmachinegroup-sample"),
+        ("lb", "loadbalancer-sample"),
+        ("vm", "vm-sample"),
+    ):
+        wait_gone(kind, name, namespace, timeout=300)
+    for member in [vm, *members]:
+        assert owned_servers(demo_conn, member["metadata"]["uid"]) == []
+
+
+def test_leader_pod_deleted_the_other_leads_and_a_group_scaled_meanwhile_converges(
+    pod_operators: list[str], namespace: str, demo_conn: Any
+) -> None:
+    group = {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "VirtualMachineGroup",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 2,
+            "haPolicy": "soft",
+            "template": {"image": "centos79", "flavor": "m1.tiny"},
+        },
+    }
+    apply(namespace, group)
+    wait_ready("vmg", "web", namespace, timeout=240)
+    leader = wait_until("a Pod to lead", leader_pod, 60)
+    standby = next(name for name in pod_operators if name != leader)
+
+    kubectl("delete", "pod", leader, "-n", LEASE_NAMESPACE, "--wait=false")
+    deleted = time.monotonic()
+    kubectl("scale", "vmg", "web", "-n", namespace, "--replicas=4")
+    wait_until("the standby Pod to lead", lambda: leader_pod() == standby, LEASE_SECONDS + 5)
+    took = time.monotonic() - deleted
+    assert took <= LEASE_SECONDS + 5, f"failover took {took:.1f}s"
+
+    replacement = wait_until(
+        "the Deployment's new Pod Ready",
+        lambda: (names := two_ready_pods()) and leader not in names and standby in names and names,
+        180,
+    )
+    assert len(replacement) == 2
+    scaled = wait_until(
+        "four Ready members",
+        lambda: (
+            ((obj := get_obj("vmg", "web", namespace)) or {}).get("status", {}).get("readyReplicas")
+            == 4
+            and obj
+        ),
+        300,
+    )
+    members = members_of(namespace, "web")
+    assert len(members) == 4, scaled["status"]
+    for member in members:  # exactly one server per VM, the one its status names
+        assert [s.id for s in owned_servers(demo_conn, member["metadata"]["uid"])] == [
+            member["status"]["id"]
+        ], member["metadata"]["name"]
+    kubectl("delete", "vmg", "web", "-n", namespace, "--wait=false")
+    wait_gone("vmg", "web", namespace, timeout=300)
+    for member in members:
+        wait_until(
+            f"{member['metadata']['name']}'s server deleted",
+            lambda m=member: owned_servers(demo_conn, m["metadata"]["uid"]) == [],
+            120,
+        )
