@@ -23,10 +23,25 @@ apt_install() {
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
   log "apt: installing ${missing[*]}"
+  ensure_service_blocker
   apt_update_once
   DEBIAN_FRONTEND=noninteractive apt-get -y -q -o DPkg::Lock::Timeout=1200 \
     install --no-install-recommends "${missing[@]}" >>"$KUMO_STATE/logs/apt.log" 2>&1 \
     || { tail -n 30 "$KUMO_STATE/logs/apt.log" >&2; die "apt-get install failed"; }
+}
+
+# ensure_service_blocker — packages must not start their services when installed: the
+# lab starts every daemon itself, on its own ports and data (MariaDB, RabbitMQ, the
+# OpenStack APIs would otherwise take 3306, 5672, ... from apt's postinst). Debian asks
+# /usr/sbin/policy-rc.d before invoke-rc.d starts anything; exit 101 means "not now".
+# Some machines ship one (container images do); a fresh one gets ours.
+ensure_service_blocker() {
+  local blocker=/usr/sbin/policy-rc.d
+  if [ ! -x "$blocker" ]; then
+    log "apt: adding $blocker so installed packages do not start their services"
+    printf '#!/bin/sh\n# Added by Kumo (dev/lib.sh): the lab starts its daemons itself.\nexit 101\n' >"$blocker.tmp"
+    chmod 0755 "$blocker.tmp" && mv "$blocker.tmp" "$blocker"
+  fi
 }
 
 # apt_update_once — `apt-get update` at most once per hour (sources may change).

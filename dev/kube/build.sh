@@ -79,13 +79,27 @@ fail() { cp "$LOGF" "$KUMO_STATE/logs/kube-build.log" 2>/dev/null || true; tail 
 go mod download -json "k8s.io/kubernetes@v$VERSION" >"$WORK/kube.json" 2>>"$LOGF" \
   || fail "go mod download k8s.io/kubernetes@v$VERSION failed (is the Go module proxy reachable?)"
 UPSTREAM_MOD="$(sed -n 's/^\s*"GoMod": "\(.*\)",\?$/\1/p' "$WORK/kube.json")"
+# A staging module the proxy does not serve at that version (it serves only part of
+# what was published; e.g. the code generators and samples) is replaced by an empty
+# stub module: it is in upstream's module graph but no binary imports it. Should one
+# be imported after all, the build fails and says so.
+STAGING_VERSION="v0.${VERSION#*.}"
 {
   printf 'module kumo.dev/lab-kube\n\ngo %s\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' \
     "$(awk '/^go / {print $2; exit}' "$UPSTREAM_MOD")" "$VERSION"
-  grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$UPSTREAM_MOD" |
-    awk -v v="v0.${VERSION#*.}" '{printf "\t%s => %s %s\n", $1, $1, v}'
+  for module in $(grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$UPSTREAM_MOD" | awk '{print $1}'); do
+    if (cd / && GOFLAGS= go list -m -versions "$module" 2>>"$LOGF") | tr ' ' '\n' | grep -qx "$STAGING_VERSION"; then
+      printf '\t%s => %s %s\n' "$module" "$module" "$STAGING_VERSION"
+    else
+      log "the module proxy has no $module $STAGING_VERSION: an empty stub stands in for it"
+      mkdir -p "stub/${module#k8s.io/}"
+      printf 'module %s\n\ngo 1.21\n' "$module" >"stub/${module#k8s.io/}/go.mod"
+      printf '\t%s => ./stub/%s\n' "$module" "${module#k8s.io/}"
+    fi
+  done
   printf ')\n'
-} >go.mod
+} >go.mod.tmp
+mv go.mod.tmp go.mod
 # The packages to build, imported so `go mod tidy` resolves their whole graph.
 # etcd's server is part of k8s.io/kubernetes' module graph (its test framework
 # runs one), so the etcd built is the one this release is tested with.

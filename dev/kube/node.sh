@@ -179,6 +179,12 @@ chmod 600 "$NODE_DIR/kubelet.kubeconfig"
 # cgroupfs on this host's cgroup v1; no swap check (the VM decides); evictions off
 # (a dev machine's disk and memory are the developer's business); the API server
 # reaches it only on 127.0.0.1 with a client certificate of the lab's CA.
+# This host has cgroup v1 (with a cgroup2 "unified" mount): since 1.35 the kubelet
+# refuses v1 unless told otherwise (the field exists since 1.31). Upstream calls v1
+# deprecated, not removed.
+KUBELET_MINOR="$("$BIN_DIR/kubelet" --version | sed -E 's/.*v1\.([0-9]+)\..*/\1/')"
+CGROUP_V1=""
+[ "$KUBELET_MINOR" -ge 31 ] && CGROUP_V1="failCgroupV1: false"
 cat >"$NODE_DIR/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -195,9 +201,7 @@ authentication:
   x509: {clientCAFile: $PKI/ca.crt}
 authorization: {mode: AlwaysAllow}
 cgroupDriver: cgroupfs
-# This host has cgroup v1 (with a cgroup2 "unified" mount): since 1.35 the kubelet
-# refuses v1 unless told otherwise. Upstream calls v1 deprecated, not removed.
-failCgroupV1: false
+$CGROUP_V1
 containerRuntimeEndpoint: unix://$SOCK
 failSwapOn: false
 evictionHard: {}

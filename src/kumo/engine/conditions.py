@@ -1,12 +1,18 @@
 """Kubernetes-style conditions, computed in one place.
 
-Every Kumo object carries two conditions, both written by the engine:
+Every Kumo object carries three conditions, all written by the engine:
 
 * ``Ready`` — True when the cloud resources match the spec.
+* ``Reconciling`` — True while the object is not Ready and Kumo gets further on its
+  own (building, waiting on the cloud, retrying a transient error).
 * ``Stalled`` — True when the object waits on something only its user can fix (a
   permanent error: ``InvalidSpec``, an unknown image, ``NotOwned``, …); False while
-  Kumo makes progress or retries on its own. The name and polarity are kstatus'
-  (``sigs.k8s.io/cli-utils``), which Flux and other kstatus readers understand.
+  Kumo makes progress or retries on its own.
+
+``Reconciling`` and ``Stalled`` are kstatus' abnormal-true conditions
+(``sigs.k8s.io/cli-utils``), which Flux, kpt and Argo CD's health checks read: with
+``observedGeneration`` they tell InProgress, Current and Failed apart
+(tests/integration/test_kstatus.py checks it with the real library).
 
 ``lastTransitionTime`` only moves when a condition's status changes, so a status
 write of an unchanged object changes nothing and triggers nothing.
@@ -21,6 +27,7 @@ Condition = dict[str, Any]
 
 READY = "Ready"
 STALLED = "Stalled"
+RECONCILING = "Reconciling"
 
 
 def now_rfc3339() -> str:

@@ -317,6 +317,12 @@ class Engine:
             *stalled(result, error),
             generation=obj.generation,
         )
+        new["conditions"] = conditions.set_condition(
+            new["conditions"],
+            conditions.RECONCILING,
+            *reconciling(result, error),
+            generation=obj.generation,
+        )
         if result.drift is not None:
             new["drift"] = result.drift
             new["conditions"] = conditions.set_condition(
@@ -356,6 +362,18 @@ def stalled(result: Result, error: ReconcileError | None) -> tuple[bool, str, st
     if result.ready:
         return False, "Ready", ""
     return False, "Progressing", ""
+
+
+def reconciling(result: Result, error: ReconcileError | None) -> tuple[bool, str, str]:
+    """Status, reason and message of the ``Reconciling`` condition (kstatus'
+    "work in progress"): True while the object is not Ready and Kumo gets further on
+    its own (building, waiting on the cloud, retrying a transient error); False once it
+    is Ready, or Stalled on something only its user can fix."""
+    if isinstance(error, TerminalError):
+        return False, "Stalled", ""
+    if result.ready:
+        return False, "Ready", ""
+    return True, result.reason, result.message
 
 
 def prune_none(value: Any) -> Any:

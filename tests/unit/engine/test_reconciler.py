@@ -285,7 +285,35 @@ def test_stalled_is_false_when_ready_and_while_progressing() -> None:
     assert stalled(world)["status"] == "False"
     assert stalled(world)["reason"] == "Ready"
     types = [c["type"] for c in world.obj(VIRTUAL_MACHINE, "vm").status["conditions"]]
-    assert types == ["Ready", "Stalled"]
+    assert types == ["Ready", "Stalled", "Reconciling"]
+
+
+# -- Reconciling: kstatus' "work in progress" -----------------------------------------
+
+
+def reconciling(world: World, name: str = "vm") -> dict[str, Any]:
+    status = world.obj(VIRTUAL_MACHINE, name).status
+    return next(c for c in status["conditions"] if c["type"] == "Reconciling")
+
+
+def test_reconciling_is_true_only_while_kumo_gets_further_on_its_own() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC, generation=3)
+    run(world, ScriptedActuator(Result.waiting("Building", "Building", "server is building")))
+    assert (reconciling(world)["status"], reconciling(world)["reason"]) == ("True", "Building")
+    assert reconciling(world)["message"] == "server is building"
+    assert reconciling(world)["observedGeneration"] == 3
+    run(world, ScriptedActuator(TransientError("CloudUnavailable", "503 from Nova")))
+    assert reconciling(world)["status"] == "True"
+    run(world, ScriptedActuator(Result(phase="Running", ready=True)))
+    assert (reconciling(world)["status"], reconciling(world)["reason"]) == ("False", "Ready")
+    world.add(VIRTUAL_MACHINE, "bad", SPEC)
+    run(world, ScriptedActuator(TerminalError("FlavorNotFound", "no such flavor")), name="bad")
+    assert (reconciling(world, "bad")["status"], reconciling(world, "bad")["reason"]) == (
+        "False",
+        "Stalled",
+    )
+    assert stalled(world, "bad")["status"] == "True"
 
 
 def test_terminal_error_stalls_with_its_reason_and_the_field_at_fault() -> None:

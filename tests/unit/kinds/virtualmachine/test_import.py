@@ -149,7 +149,7 @@ def test_switching_observe_to_manage_imports_and_applies_the_spec() -> None:
     assert world.cloud.servers[sid]["description"] == "web"
     assert set(marker_tags("uid-vm")) <= set(world.cloud.servers[sid]["tags"])
     assert "drift" not in status(world)
-    assert [c["type"] for c in status(world)["conditions"]] == ["Ready", "Stalled"]
+    assert [c["type"] for c in status(world)["conditions"]] == ["Ready", "Stalled", "Reconciling"]
 
 
 def test_deleting_an_observed_object_leaves_the_server() -> None:

@@ -1,0 +1,77 @@
+"""kstatus — the status library Flux, kpt and Argo CD's health checks build on
+(sigs.k8s.io/cli-utils) — reads Kumo's objects right: InProgress while a group builds,
+Current once it is Ready, Failed when an object is Stalled on something only its user
+can fix. Checked with the real library (tests/kstatus, a small Go program) against
+Kumo's objects on the lab."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.helpers import apply, condition, vm, wait_gone
+from tests.integration.kube_fixtures import KubeEnv, kubectl
+from tests.integration.kumo_fixtures import get_obj, wait_until
+
+PROGRAM = Path(__file__).resolve().parents[1] / "kstatus"
+
+
+@pytest.fixture(scope="module")
+def kstatus_binary() -> str:
+    built = subprocess.run(
+        ["bash", str(PROGRAM / "build.sh")], capture_output=True, text=True, timeout=900
+    )
+    assert built.returncode == 0, f"tests/kstatus/build.sh: {built.stderr[-3000:]}"
+    return built.stdout.strip()
+
+
+def kstatus(binary: str, env: KubeEnv, namespace: str, obj: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [binary, "--kubeconfig", str(env.kubeconfig), "--namespace", namespace, obj],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def test_kstatus_in_progress_current_failed(
+    kstatus_binary: str, crds: KubeEnv, namespace: str, kumo_operator: Any
+) -> None:
+    group = {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "VirtualMachineGroup",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "haPolicy": "soft", "template": vm("x")["spec"]},
+    }
+    apply(namespace, group)
+    seen: list[str] = []
+
+    def current() -> bool:
+        result = kstatus(kstatus_binary, crds, namespace, "virtualmachinegroups/web")
+        seen.append(result["status"])
+        return result["status"] == "Current"
+
+    wait_until("kstatus Current for the group", current, 300)
+    assert "InProgress" in seen, f"never InProgress while building: {seen}"
+    assert set(seen) <= {"InProgress", "Current"}, seen
+    assert condition(get_obj("vmg", "web", namespace))["status"] == "True"
+
+    bad = vm("bad")
+    bad["spec"]["flavor"] = "no-such-flavor"
+    apply(namespace, bad)
+    failed = wait_until(
+        "kstatus Failed for a VM with an unknown flavor",
+        lambda: (
+            (r := kstatus(kstatus_binary, crds, namespace, "virtualmachines/bad"))["status"]
+            == "Failed"
+            and r
+        ),
+        120,
+    )
+    assert "flavor" in failed["message"].lower(), failed
+
+    kubectl("delete", "vmg/web", "vm/bad", "-n", namespace, "--wait=false")
+    wait_gone("vmg", "web", namespace, 300)
