@@ -34,6 +34,12 @@ def ssa(namespace: str, manager: str, manifest: str, *extra: str) -> Any:
     )  # fmt: skip
 
 
+def managed_fields(kind: str, name: str, namespace: str) -> list[dict[str, Any]]:
+    """``metadata.managedFields``, which ``kubectl get -o json`` leaves out unless asked."""
+    got = kubectl("get", kind, name, "-n", namespace, "-o", "json", "--show-managed-fields")
+    return json.loads(got.stdout)["metadata"]["managedFields"]  # type: ignore[no-any-return]
+
+
 def test_every_example_applies_server_side(namespace: str) -> None:
     for path in sorted(EXAMPLES.glob("*.yaml")):
         proc = kubectl(
@@ -58,7 +64,7 @@ def test_field_managers_and_kumos_status_writes(namespace: str, kumo_operator: A
     assert get_obj("dns", "ssa", namespace)["spec"]["ttl"] == 60
 
     # Kumo wrote status (Ready): its entries are status-only, and team-a still owns spec.
-    managed = get_obj("dns", "ssa", namespace)["metadata"]["managedFields"]
+    managed = managed_fields("dns", "ssa", namespace)
     spec_owners = {m["manager"] for m in managed if "f:spec" in m.get("fieldsV1", {})}
     status_writers = [m for m in managed if m.get("subresource") == "status"]
     assert spec_owners == {"team-a"}, json.dumps(managed)
