@@ -47,6 +47,16 @@ def test_kstatus_in_progress_current_failed(
         "spec": {"replicas": 2, "haPolicy": "soft", "template": vm("x")["spec"]},
     }
     apply(namespace, group)
+    # kstatus reads an object without status (Kumo has not seen it yet) as Current: judge
+    # only once Kumo wrote status, else the first read could end the wait at once.
+    wait_until(
+        "Kumo's first status write on the group",
+        lambda: ((get_obj("vmg", "web", namespace) or {}).get("status") or {}).get(
+            "observedGeneration"
+        ),
+        60,
+        0.1,
+    )
     seen: list[str] = []
 
     def current() -> bool:
