@@ -50,6 +50,25 @@ def test_every_example_applies_server_side(namespace: str) -> None:
         assert "serverside-applied" in proc.stdout, proc.stdout
 
 
+def test_a_group_with_an_import_list_applies_server_side(namespace: str) -> None:
+    """Lists of objects without keys are atomic: a `set` of them made every server-side
+    apply of the object fail ("associative list without keys has an element that's a
+    map type"), e.g. a group with spec.import.members."""
+    group = {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "VirtualMachineGroup",
+        "metadata": {"name": "ssa-import"},
+        "spec": {
+            "replicas": 2,
+            "template": {"image": "centos79", "flavor": "m1.tiny"},
+            "import": {"members": [{"name": "a"}, {"id": "b"}]},
+        },
+    }
+    proc = ssa(namespace, "team-a", yaml.safe_dump(group), "--dry-run=server")
+    assert proc.returncode == 0, proc.stderr
+    assert "serverside-applied" in proc.stdout, proc.stdout
+
+
 def test_field_managers_and_kumos_status_writes(namespace: str, kumo_operator: Any) -> None:
     name = f"ssa-{namespace}"
     first = ssa(namespace, "team-a", record(60, name))

@@ -106,12 +106,13 @@ def exactly_one_of(*fields: str) -> JsonDict:
     return {"oneOf": [{"required": [f]} for f in fields]}
 
 
-def set_of_atomic(schema: JsonDict) -> None:
-    """Schema hook for a list of objects whose items must be distinct: the API server
-    refuses a repeated item at admission (``Duplicate value``, with its index), which
-    Kubernetes 1.20 does for ``x-kubernetes-list-type: set`` (its items must then be
-    atomic); ``uniqueItems`` is not allowed in a CRD."""
-    schema["x-kubernetes-list-type"] = "set"
+def atomic_list(schema: JsonDict) -> None:
+    """Schema hook for a list of objects without a key field: ``atomic`` (server-side
+    apply replaces it whole, one manager owns it). Not ``set``: a set of objects makes
+    every server-side apply of the object fail ("associative list without keys has an
+    element that's a map type"), and a CEL uniqueness rule over 1,000 items is over the
+    cost limit, so repeats are the controller's check (``InvalidSpec``)."""
+    schema["x-kubernetes-list-type"] = "atomic"
     items = schema.get("items")
     if isinstance(items, dict):
         items["x-kubernetes-map-type"] = "atomic"

@@ -13,7 +13,7 @@ from kumo.api.common import (
     ManagedSpec,
     ManagedStatus,
     Rule,
-    set_of_atomic,
+    atomic_list,
 )
 from kumo.api.virtualmachine import VirtualMachineTemplate
 
@@ -46,7 +46,7 @@ class RolloutStrategy(KumoModel):
 class GroupImport(KumoModel):
     """Existing servers the group's members take over instead of booting new ones."""
 
-    members: list[ImportRef] = Field(max_length=MAX_REPLICAS, json_schema_extra=set_of_atomic)
+    members: list[ImportRef] = Field(max_length=MAX_REPLICAS, json_schema_extra=atomic_list)
     """Servers to take over, each by `id` or `name`, each at most once. A member the
     group creates (at creation, scale-out, rollout) imports, through its own
     `spec.import`, the first of the first `replicas` entries that no member has imported
@@ -58,7 +58,7 @@ class GroupImport(KumoModel):
     @field_validator("members")
     @classmethod
     def _each_once(cls, members: list[ImportRef]) -> list[ImportRef]:
-        """The schema refuses repeats at admission; objects parsed without it agree."""
+        """Repeats are refused here (``InvalidSpec``): the schema cannot, see atomic_list."""
         seen: dict[str, int] = {}
         for index, ref in enumerate(members):
             if ref.key in seen:

@@ -130,12 +130,11 @@ def test_a_secret_ref_cannot_name_another_namespace() -> None:
     assert "namespace" not in parsed.model_dump()
 
 
-def test_group_import_refs_are_each_once_and_at_most_max_replicas_at_admission() -> None:
-    """The API server refuses a repeated entry of a `set` list (`Duplicate value`, at
-    spec.import.members[i]); its items must be atomic for that. uniqueItems is not
-    allowed in a CRD."""
+def test_group_import_refs_are_at_most_max_replicas_at_admission_and_apply_server_side() -> None:
+    """An atomic list: a `set` of objects fails every server-side apply of the group.
+    Repeats are the controller's check (test_pydantic_names_the_repeated_import_ref)."""
     members = spec_schema("VirtualMachineGroup")["properties"]["import"]["properties"]["members"]
-    assert members["x-kubernetes-list-type"] == "set"
+    assert members["x-kubernetes-list-type"] == "atomic"
     assert members["items"]["x-kubernetes-map-type"] == "atomic"
     assert members["maxItems"] == MAX_REPLICAS
     assert members["items"]["oneOf"] == [{"required": ["id"]}, {"required": ["name"]}]
