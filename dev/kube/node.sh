@@ -49,14 +49,27 @@ import_oci() {
 
 # Stopping the kubelet and containerd leaves the Pods' containers running (each has
 # a shim of its own): `stop` kills them first, then the daemons.
-if [ "${1:-}" = stop ]; then
+# unmount_under DIR... — what the kubelet and containerd mounted below DIR (Pods'
+# token tmpfs, rootfs overlays, the kubelet's bind of its own root), deepest first: left
+# mounted, they make `rm -rf` of the lab's state fail with "Device or resource busy".
+unmount_under() {
+  local dir mnt
+  for dir in "$@"; do
+    awk -v d="$dir" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/mounts | sort -r |
+      while read -r mnt; do umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true; done
+  done
+}
+
+# stop_node — the kubelet first (it would restart what is killed), then every Pod's
+# container (stopping containerd leaves them running: each has a shim of its own), then
+# containerd, then what they mounted.
+stop_node() {
+  stop_daemon kubelet
   if is_running containerd; then
+    local task c i
     for task in $("${CTR[@]}" tasks ls -q 2>/dev/null); do
       "${CTR[@]}" tasks kill -s SIGKILL "$task" >/dev/null 2>&1 || true
     done
-  fi
-  stop_daemon kubelet
-  if is_running containerd; then
     for ((i = 0; i < 50; i++)); do [ -z "$("${CTR[@]}" tasks ls -q 2>/dev/null)" ] && break; sleep 0.2; done
     for c in $("${CTR[@]}" containers ls -q 2>/dev/null); do
       "${CTR[@]}" tasks delete -f "$c" >/dev/null 2>&1 || true
@@ -64,6 +77,11 @@ if [ "${1:-}" = stop ]; then
     done
   fi
   stop_daemon containerd
+  unmount_under "$NODE_DIR" "$RUN_DIR"
+}
+
+if [ "${1:-}" = stop ]; then
+  stop_node
   exit 0
 fi
 
@@ -79,7 +97,7 @@ BIN_DIR="$("$HERE/build.sh")"
 mkdir -p "$NODE_DIR" "$RUN_DIR"
 
 # --- the pause image -------------------------------------------------------------
-PAUSE_KEY="$(cat "$HERE/pause/main.go" "$HERE/pause/go.mod" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-12)"
+PAUSE_KEY="$(cat "$HERE/pause/main.go" "$HERE/pause/go.mod" | sha256sum | cut -c1-12)"
 PAUSE_IMAGE="localhost/kumo-pause:$PAUSE_KEY"
 PAUSE_ARCHIVE="$KUMO_CACHE/node/pause-$PAUSE_KEY.oci.tar"
 if [ ! -s "$PAUSE_ARCHIVE" ]; then
@@ -103,10 +121,16 @@ fi
 mkdir -p "$NODE_DIR/cni/net.d" "$NODE_DIR/containerd"
 # Only loopback: host-network Pods (the operator) need no network plugin, and a Pod
 # of its own network gets `lo` and nothing that could leave the machine.
-cat >"$NODE_DIR/cni/net.d/10-loopback.conflist" <<EOF
+# write_if_changed FILE — stdin into FILE, atomically and only when it differs (a
+# watched file rewritten in place is read half-written; an unchanged one stays as is).
+write_if_changed() {
+  cat >"$1.tmp"
+  if cmp -s "$1.tmp" "$1"; then rm -f "$1.tmp"; else mv "$1.tmp" "$1"; fi
+}
+write_if_changed "$NODE_DIR/cni/net.d/10-loopback.conflist" <<EOF
 {"cniVersion": "1.0.0", "name": "kumo-lab-loopback", "plugins": [{"type": "loopback"}]}
 EOF
-cat >"$NODE_DIR/containerd/config.toml.tmp" <<EOF
+write_if_changed "$NODE_DIR/containerd/config.toml" <<EOF
 version = 2
 root = "$NODE_DIR/containerd/root"
 state = "$RUN_DIR/state"
@@ -130,7 +154,6 @@ state = "$RUN_DIR/state"
     bin_dir = "/usr/lib/cni"
     conf_dir = "$NODE_DIR/cni/net.d"
 EOF
-mv "$NODE_DIR/containerd/config.toml.tmp" "$NODE_DIR/containerd/config.toml"
 if ! is_running containerd; then
   [ -S "$SOCK" ] && rm -f "$SOCK"
   start_daemon containerd /usr/bin/containerd --config "$NODE_DIR/containerd/config.toml"
@@ -185,7 +208,7 @@ chmod 600 "$NODE_DIR/kubelet.kubeconfig"
 KUBELET_MINOR="$("$BIN_DIR/kubelet" --version | sed -E 's/.*v1\.([0-9]+)\..*/\1/')"
 CGROUP_V1=""
 [ "$KUBELET_MINOR" -ge 31 ] && CGROUP_V1="failCgroupV1: false"
-cat >"$NODE_DIR/kubelet.yaml" <<EOF
+write_if_changed "$NODE_DIR/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 127.0.0.1
@@ -213,6 +236,17 @@ maxPods: 30
 registerNode: true
 serializeImagePulls: false
 EOF
+# A running node started with other settings (this script or the release changed) is
+# restarted with these: start_daemon alone would leave it as it is.
+NODE_CONFIG="$(cat "$NODE_DIR/containerd/config.toml" "$NODE_DIR/kubelet.yaml" | sha256sum | cut -c1-16)-$(basename "$BIN_DIR")"
+recorded="$(cat "$NODE_DIR/running-config" 2>/dev/null || true)"
+if { [ -n "$recorded" ] && [ "$recorded" != "$NODE_CONFIG" ]; } || { [ -z "$recorded" ] && is_running kubelet; }; then
+  log "the node's settings changed: restarting containerd and the kubelet"
+  stop_node
+  start_daemon containerd /usr/bin/containerd --config "$NODE_DIR/containerd/config.toml"
+  wait_for "containerd on $SOCK" 60 "${CTR[@]}" version
+fi
+echo "$NODE_CONFIG" >"$NODE_DIR/running-config"
 if ! is_running kubelet && port_open "$KUBELET_PORT"; then
   die "127.0.0.1:$KUBELET_PORT is in use by a process node.sh did not start"
 fi

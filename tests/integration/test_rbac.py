@@ -43,8 +43,9 @@ def test_apply_k_installs_everything(rbac: KubeEnv) -> None:
     assert spec["replicas"] == 2
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    # The controller manager accepted it: a ReplicaSet with two Pods (which stay Pending:
-    # the lab has no scheduler or kubelet; the operator runs from the image with podman).
+    # The controller manager accepted it: a ReplicaSet with two Pods. (The shipped
+    # Deployment cannot run on the lab's node: its image tag is not imported there and
+    # its Pods are not host-network; test_operator_pods runs the lab overlay.)
     wait_until(
         "the Deployment's two Pods",
         lambda: (
@@ -57,6 +58,8 @@ def test_apply_k_installs_everything(rbac: KubeEnv) -> None:
         ),
         60,
     )
+    # Checked: now none of them, so the node does not retry sandboxes it cannot make.
+    kubectl("scale", "deployment/kumo", "-n", "kumo-system", "--replicas=0")
 
 
 @pytest.mark.parametrize("overlay", ["single-namespace", "no-default-cloud", "cloud-notifications"])
