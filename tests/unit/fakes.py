@@ -18,7 +18,7 @@ from typing import Any
 from kumo.api.kinds import KINDS, KindInfo
 from kumo.cloud import model
 from kumo.cloud.dryrun import DryRunCloud
-from kumo.engine.errors import TerminalError, TransientError
+from kumo.engine.errors import ObjectGone, TerminalError, TransientError
 from kumo.engine.objects import Body, Context, Obj
 from kumo.engine.reconciler import Engine
 from kumo.runtime.store import MemoryStore
@@ -99,7 +99,8 @@ class FakeKube:
 
     def _current(self, info: KindInfo, namespace: str, name: str) -> Body:
         body = self.store.get(info.kind, namespace, name)
-        assert body is not None, f"{info.kind} {namespace}/{name} not found"
+        if body is None:  # KubeClient's writes answer 404 so
+            raise ObjectGone(info.kind, namespace, name)
         return copy.deepcopy(body)
 
     async def patch_status(self, obj: Obj, status: Body) -> Body:

@@ -63,3 +63,22 @@ class TerminalError(ReconcileError):
     ) -> None:
         super().__init__(reason, message, field=field)
         self.recheck = recheck
+
+
+class ObjectGone(TransientError):
+    """A write of Kumo's answered 404: the Kubernetes object is no longer there.
+
+    Never success. A pass whose own object is gone ends at once and creates nothing
+    (a server made after its VirtualMachine was deleted would carry the marker of a UID
+    nobody deletes again); a gone object the pass only wrote to is retried like any
+    transient failure.
+    """
+
+    def __init__(self, kind: str, namespace: str, name: str) -> None:
+        super().__init__("ObjectGone", f"{kind} {namespace}/{name} is gone (404)")
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+
+    def names(self, kind: str, namespace: str, name: str) -> bool:
+        return (self.kind, self.namespace, self.name) == (kind, namespace, name)

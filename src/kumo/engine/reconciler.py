@@ -27,7 +27,7 @@ import pydantic
 
 from kumo.engine import conditions
 from kumo.engine.dryrun import Action, Change, MutedEvents, RecordingKube, drift_entries
-from kumo.engine.errors import ReconcileError, TerminalError, TransientError
+from kumo.engine.errors import ObjectGone, ReconcileError, TerminalError, TransientError
 from kumo.engine.objects import Actuator, Context, Key, Obj
 from kumo.engine.result import Result
 
@@ -195,14 +195,18 @@ class Engine:
             if how != "manage":  # no finalizer: deleting an observed object leaves all
                 return await self._observe(actuator, ctx, obj, spec, how)
             if actuator.info.finalizer not in obj.finalizers:
-                body = await ctx.kube.set_finalizers(
+                obj.body = await ctx.kube.set_finalizers(
                     obj, [*obj.finalizers, actuator.info.finalizer]
                 )
-                obj.body = body
+                if obj.deleting:  # deleted since the cache read: the next pass finalizes
+                    log.info("%s: deleted before its first pass; creating nothing", obj.key)
+                    return None
             result = await actuator.reconcile(ctx, obj, spec)
             if obj.spec.get("driftPolicy") == "Report" and result.ready:
                 result.status["appliedGeneration"] = obj.generation
         except ReconcileError as error:
+            if _gone(error, obj):
+                return None
             return await self._report_error(ctx, obj, error)
         except Exception as error:  # a bug or an unclassified failure: retry, say so
             log.exception("reconcile of %s failed unexpectedly", obj.key)
@@ -341,13 +345,27 @@ class Engine:
             return
         # Fields that disappeared must be sent as null in a merge patch.
         patch = {**{k: None for k in old if k not in new}, **new}
-        obj.body = await ctx.kube.patch_status(obj, patch)
+        try:
+            obj.body = await ctx.kube.patch_status(obj, patch)
+        except ObjectGone as gone:
+            if _gone(gone, obj):
+                return  # deleted meanwhile: no status to write, no event to send
+            raise
         if _transitioned(old_ready, new_ready):
             assert new_ready is not None
             kind = "Warning" if error is not None else "Normal"  # progress is not a warning
             ctx.events.emit(
                 obj, kind, new_ready["reason"], new_ready["message"] or new_ready["reason"]
             )
+
+
+def _gone(error: ReconcileError, obj: Obj) -> bool:
+    """True when ``error`` says ``obj`` itself is gone from the API server: the pass ends
+    there, writing nothing (no status to write, nothing to create for it)."""
+    if not isinstance(error, ObjectGone) or not error.names(obj.info.kind, obj.namespace, obj.name):
+        return False
+    log.info("%s: gone from the API server (404); the pass ends", obj.key)
+    return True
 
 
 def stalled(result: Result, error: ReconcileError | None) -> tuple[bool, str, str]:

@@ -20,7 +20,7 @@ import kopf
 from kumo.api.common import GROUP, VERSION
 from kumo.api.kinds import KindInfo
 from kumo.engine.conditions import now_rfc3339
-from kumo.engine.errors import TerminalError, TransientError
+from kumo.engine.errors import ObjectGone, TerminalError, TransientError
 from kumo.engine.objects import Body, Obj
 from kumo.runtime.leader import LeaseRecord
 
@@ -112,7 +112,7 @@ class KubeClient:
     async def patch_status(self, obj: Obj, status: Body) -> Body:
         path = self._path(obj.info, obj.namespace, obj.name) + "/status"
         result = await self._request("PATCH", path, {"status": status}, MERGE)
-        return result if result is not None else obj.body
+        return _written(result, obj.info, obj.namespace, obj.name)
 
     async def set_finalizers(self, obj: Obj, finalizers: list[str]) -> Body:
         patch = {
@@ -124,15 +124,18 @@ class KubeClient:
         result = await self._request(
             "PATCH", self._path(obj.info, obj.namespace, obj.name), patch, MERGE
         )
-        return result if result is not None else obj.body
+        return _written(result, obj.info, obj.namespace, obj.name)
 
     async def create(self, info: KindInfo, namespace: str, body: Body) -> Body:
-        return await self._request("POST", self._path(info, namespace), body)  # type: ignore[no-any-return]
+        result = await self._request("POST", self._path(info, namespace), body)
+        return _written(result, info, namespace, body["metadata"].get("name", ""))
 
     async def patch(self, info: KindInfo, namespace: str, name: str, patch: Body) -> Body:
-        return await self._request("PATCH", self._path(info, namespace, name), patch, MERGE)  # type: ignore[no-any-return]
+        result = await self._request("PATCH", self._path(info, namespace, name), patch, MERGE)
+        return _written(result, info, namespace, name)
 
     async def delete(self, info: KindInfo, namespace: str, name: str) -> None:
+        """404 is what a delete wants: the object is gone either way."""
         await self._request("DELETE", self._path(info, namespace, name))
 
     async def get(self, info: KindInfo, namespace: str, name: str) -> Body | None:
@@ -245,6 +248,13 @@ def _lease_record(body: Body) -> LeaseRecord:
         transitions=int(spec.get("leaseTransitions") or 0),
         resource_version=body.get("metadata", {}).get("resourceVersion"),
     )
+
+
+def _written(result: Any, info: KindInfo, namespace: str, name: str) -> Body:
+    """The body a write returned; a 404 (``_request`` gives None) is never success."""
+    if result is None:
+        raise ObjectGone(info.kind, namespace, name)
+    return result  # type: ignore[no-any-return]
 
 
 def _text(value: str | bytes) -> str:

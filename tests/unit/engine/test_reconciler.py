@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from kumo.api.kinds import VIRTUAL_MACHINE
-from kumo.engine.errors import TerminalError, TransientError
+from kumo.engine.errors import ObjectGone, TerminalError, TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.reconciler import Backoff, Engine
 from kumo.engine.result import Result
@@ -428,3 +428,64 @@ def test_a_finalizer_patch_from_a_stale_cache_is_retried_not_stalled() -> None:
     asyncio.run(engine.run(ok, world.ctx(), world.obj(VIRTUAL_MACHINE, "vm")))
     assert world.obj(VIRTUAL_MACHINE, "vm").finalizers == ["virtualmachine.kumo.dev/finalizer"]
     assert ready(world)["status"] == "True"
+
+
+class Counting(ScriptedActuator):
+    def __init__(self, *outcomes: Any) -> None:
+        super().__init__(*outcomes)
+        self.reconciled = 0
+
+    async def reconcile(self, ctx: Context, obj: Obj, spec: Any) -> Result:
+        self.reconciled += 1
+        return await super().reconcile(ctx, obj, spec)
+
+
+def test_an_object_gone_before_its_finalizer_write_ends_the_pass_and_creates_nothing() -> None:
+    """The leak of issue 21: the VM was deleted after the cache read, the finalizer patch
+    answered 404, and the pass used to go on and create a server nobody deletes."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    cached = world.obj(VIRTUAL_MACHINE, "vm")
+    world.store.remove(VIRTUAL_MACHINE.kind, "default", "vm")  # deleted, no finalizer: gone
+    actuator = Counting(Result(phase="Running", ready=True, status={"id": "s1"}))
+    delay = asyncio.run(Engine().run(actuator, world.ctx(), cached))
+    assert delay is None
+    assert actuator.reconciled == 0
+    assert world.events.events == []
+
+
+def test_an_object_being_deleted_when_its_finalizer_lands_is_not_reconciled() -> None:
+    """Deleted (another finalizer holds it) after the cache read: the patch's answer says
+    so, and the pass ends; the next one, from the watch event, finalizes."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC, finalizers=["example.com/hold"])
+    cached = world.obj(VIRTUAL_MACHINE, "vm")
+    asyncio.run(world.kube.delete(VIRTUAL_MACHINE, "default", "vm"))
+    cached.meta.pop("resourceVersion", None)  # no optimistic lock: the patch lands
+    actuator = Counting(Result(phase="Running", ready=True, status={"id": "s1"}))
+    assert asyncio.run(Engine().run(actuator, world.ctx(), cached)) is None
+    assert actuator.reconciled == 0
+    assert world.obj(VIRTUAL_MACHINE, "vm").deleting
+
+
+def test_an_object_deleted_during_its_pass_gets_no_status_write_and_no_error() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+
+    class DeletedMeanwhile(ScriptedActuator):
+        async def reconcile(self, ctx: Context, obj: Obj, spec: Any) -> Result:
+            world.store.remove(VIRTUAL_MACHINE.kind, "default", "vm")
+            return Result(phase="Running", ready=True, status={"id": "s1"})
+
+    delay = run(world, DeletedMeanwhile())
+    assert delay is None or delay >= 0
+    assert world.store.get(VIRTUAL_MACHINE.kind, "default", "vm") is None
+    assert world.events.events == []
+
+
+def test_a_write_to_another_gone_object_is_transient_for_this_one() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    run(world, ScriptedActuator(ObjectGone("VirtualMachine", "default", "other")))
+    assert ready(world)["reason"] == "ObjectGone"
+    assert stalled(world)["status"] == "False"

@@ -1,0 +1,59 @@
+"""A write of Kumo's that the API server answers 404 is never success (issue 21 item 8):
+the client used to hand back the old body, and the engine went on to create a server
+for an object that was already gone."""
+
+from __future__ import annotations
+
+import asyncio
+
+import kopf
+import pytest
+from aiohttp import web
+
+from kumo.api.kinds import VIRTUAL_MACHINE
+from kumo.engine.errors import ObjectGone
+from kumo.engine.objects import Obj
+from kumo.runtime.kube import KubeClient
+from tests.unit.fakes import make_body
+
+
+async def _against_a_server_that_answers_404(check: object) -> list[str]:
+    seen: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(request.method)
+        return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    kube = KubeClient(kopf.ConnectionInfo(server=url, token="t"))
+    try:
+        await check(kube)  # type: ignore[operator]
+    finally:
+        await kube.close()
+        await runner.cleanup()
+    return seen
+
+
+def test_every_write_that_answers_404_raises_object_gone() -> None:
+    obj = Obj(VIRTUAL_MACHINE, make_body(VIRTUAL_MACHINE, "vm", {}))
+
+    async def check(kube: KubeClient) -> None:
+        for write in (
+            kube.set_finalizers(obj, ["virtualmachine.kumo.dev/finalizer"]),
+            kube.patch_status(obj, {"phase": "Running"}),
+            kube.patch(VIRTUAL_MACHINE, "default", "vm", {"spec": {}}),
+            kube.create(VIRTUAL_MACHINE, "default", make_body(VIRTUAL_MACHINE, "vm-1", {})),
+        ):
+            with pytest.raises(ObjectGone) as gone:
+                await write
+            assert gone.value.reason == "ObjectGone"
+        await kube.delete(VIRTUAL_MACHINE, "default", "vm")  # gone is what a delete wants
+        assert await kube.get(VIRTUAL_MACHINE, "default", "vm") is None
+
+    seen = asyncio.run(_against_a_server_that_answers_404(check))
+    assert seen == ["PATCH", "PATCH", "PATCH", "POST", "DELETE", "GET"]
