@@ -206,6 +206,7 @@ class Engine:
                 result.status["appliedGeneration"] = obj.generation
         except ReconcileError as error:
             if _gone(error, obj):
+                self.backoff.reset(obj.key)
                 return None
             return await self._report_error(ctx, obj, error)
         except Exception as error:  # a bug or an unclassified failure: retry, say so
