@@ -35,11 +35,7 @@ from kumo.cloud.notifications import (
     read_transport_url,
 )
 from kumo.cloud.watch import SKEW_SECONDS
-from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
-from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
-from kumo.kinds.share.actuator import ShareActuator
-from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
-from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
+from kumo.kinds import registry
 from kumo.runtime import metrics
 from kumo.runtime.controller import Controller
 from kumo.runtime.health import Health, start_server
@@ -119,13 +115,7 @@ class Lifecycle:
         )
         notices = await self._listen(kube)
         self.controller = controller = Controller(
-            [
-                VirtualMachineActuator(),
-                VirtualMachineGroupActuator(),
-                LoadBalancerActuator(),
-                DNSRecordActuator(),
-                ShareActuator(),
-            ],
+            registry.actuators(),
             kube,
             clouds,
             workers=options.workers,

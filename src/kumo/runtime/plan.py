@@ -133,20 +133,9 @@ async def plan_object(engine: Engine, ctx: Context, obj: Obj, new: bool) -> Obje
 
 
 def _actuators() -> dict[str, Any]:
-    from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
-    from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
-    from kumo.kinds.share.actuator import ShareActuator
-    from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
-    from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
+    from kumo.kinds import registry
 
-    found: list[Any] = [
-        VirtualMachineActuator(),
-        VirtualMachineGroupActuator(),
-        LoadBalancerActuator(),
-        DNSRecordActuator(),
-        ShareActuator(),
-    ]
-    return {a.info.kind: a for a in found}
+    return {a.info.kind: a for a in registry.actuators()}
 
 
 ACTUATORS = _actuators()
