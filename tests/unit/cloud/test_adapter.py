@@ -26,6 +26,7 @@ from tests.unit.cloud.rest import (
     stub_discovery,
     stub_keystone,
 )
+from tests.unit.waiting import until
 
 T = TypeVar("T")
 
@@ -550,8 +551,7 @@ def test_the_watch_lists_while_every_call_slot_is_taken_by_slow_writes(
 
     async def scenario() -> list[str]:
         writes = [asyncio.create_task(cloud._call("create server", release.wait)) for _ in range(2)]
-        while not cloud._slots.locked():  # both writes hold their slots
-            await asyncio.sleep(0)
+        await until(cloud._slots.locked, "both writes hold their slots")
         order = []
 
         async def listing() -> None:

@@ -18,6 +18,7 @@ from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
 from kumo.runtime import metrics
 from kumo.runtime.controller import Controller
 from tests.unit.fakes import FakeKube, FakeNova, make_body
+from tests.unit.waiting import until
 
 SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
 
@@ -142,7 +143,7 @@ def test_stop_lets_a_reconcile_in_flight_finish() -> None:
 
         async def slow_process(key: Key) -> None:
             started.set()
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)  # pacing: work that outlasts stop's start, not a sync
             steps.append(f"finished {key.name}")
 
         ctl.process = slow_process  # type: ignore[method-assign]
@@ -152,7 +153,8 @@ def test_stop_lets_a_reconcile_in_flight_finish() -> None:
         await ctl.stop(grace=5)
         steps.append("stopped")
         ctl.queue.add(Key("VirtualMachine", "default", "b"))
-        await asyncio.sleep(0.05)
+        assert not ctl._tasks, "no worker survived stop to take b"
+        assert len(ctl.queue) == 1, "b waits for the next leader"
         return steps
 
     assert asyncio.run(scenario()) == ["finished a", "stopped"]
@@ -311,12 +313,10 @@ def test_a_controller_stopped_mid_reconcile_resumes_every_key_when_started_again
         ctl.process = process  # type: ignore[method-assign]
         ctl.queue.add(Key("VirtualMachine", "default", "a"))
         ctl.start()
-        while not seen:
-            await asyncio.sleep(0.01)
+        await until(lambda: seen, "a is in flight")
         await ctl.stop(grace=0)
         ctl.start()
-        while len(seen) < 2:
-            await asyncio.sleep(0.01)
+        await until(lambda: len(seen) >= 2, "a is taken again after the restart")
         await ctl.stop(grace=0)
         return seen
 

@@ -9,6 +9,7 @@ import pytest
 
 from kumo.engine.errors import TransientError
 from kumo.runtime.leader import LeaderElector, LeaseRecord, next_record
+from tests.unit.waiting import until
 
 NOW = "2026-11-22T10:00:00.000000Z"
 
@@ -23,6 +24,7 @@ class FakeLeaseAPI:
         self.unreachable: BaseException | None = None  # raised as is: not a ReconcileError
         self.hang = False
         self.writes: list[str] = []  # holders written, in order
+        self.reads = 0
 
     async def _check(self) -> None:
         if self.down:
@@ -40,6 +42,7 @@ class FakeLeaseAPI:
 
     async def get_lease(self) -> LeaseRecord | None:
         await self._check()
+        self.reads += 1
         return self.record
 
     async def create_lease(self, record: LeaseRecord) -> LeaseRecord:
@@ -111,16 +114,17 @@ def test_one_leader_at_a_time_and_takeover_after_a_kill() -> None:
         api, events = FakeLeaseAPI(), []
         a, b = fast(api, "a"), fast(api, "b")
         task_a = asyncio.create_task(_run(a, events))
-        await asyncio.sleep(0.2)
+        await until(lambda: a.leading, "a leads")
         task_b = asyncio.create_task(_run(b, events))
-        await asyncio.sleep(0.5)
+        await until(lambda: b.holder == "a", "b saw a lead")
+        reads = api.reads  # a's renewals and b's retries alternate: b retried a few times
+        await until(lambda: api.reads >= reads + 6, "b and a read the lease a few times")
         assert events == ["a leads"] and not b.leading and b.holder == "a"
         assert b.healthy, "a standby that reads the lease is healthy"
         task_a.cancel()  # kill -9: no release
         loop = asyncio.get_running_loop()
         killed = loop.time()
-        while not b.leading:
-            await asyncio.sleep(0.02)
+        await until(lambda: b.leading, "b takes over")
         assert loop.time() - killed >= 0.9, "never before the lease expired"
         task_b.cancel()
         return events
@@ -133,15 +137,15 @@ def test_release_hands_over_within_a_retry() -> None:
         api, events = FakeLeaseAPI(), []
         a, b = fast(api, "a"), fast(api, "b")
         task_a = asyncio.create_task(_run(a, events))
-        await asyncio.sleep(0.1)
+        await until(lambda: a.leading, "a leads")
         task_b = asyncio.create_task(_run(b, events))
-        await asyncio.sleep(0.2)
+        await until(lambda: b.holder == "a", "b saw a lead")
         task_a.cancel()
         await a.release()
+        assert api.writes[-1] == "", "a released the lease (an empty holder written)"
         loop = asyncio.get_running_loop()
         released = loop.time()
-        while not b.leading:
-            await asyncio.sleep(0.01)
+        await until(lambda: b.leading, "b takes the released lease")
         task_b.cancel()
         assert api.record is not None and api.record.holder == "b"
         return loop.time() - released
@@ -154,7 +158,7 @@ def test_leader_that_cannot_renew_stops_before_the_lease_expires() -> None:
         api, events = FakeLeaseAPI(), []
         a = fast(api, "a")
         task = asyncio.create_task(_run(a, events))
-        await asyncio.sleep(0.1)
+        await until(lambda: a.leading, "a leads")
         api.down = True
         loop = asyncio.get_running_loop()
         cut = loop.time()
@@ -180,7 +184,7 @@ def test_leader_stops_when_the_api_server_is_gone_or_hangs(outage: str) -> None:
         api, events = FakeLeaseAPI(), []
         a = fast(api, "a")
         task = asyncio.create_task(_run(a, events))
-        await asyncio.sleep(0.1)
+        await until(lambda: a.leading, "a leads")
         if outage == "refused":
             api.unreachable = ConnectionRefusedError("connect call failed")
         else:
