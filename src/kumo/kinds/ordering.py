@@ -17,13 +17,10 @@ from __future__ import annotations
 import datetime
 
 from kumo.engine.objects import Body, Key, Obj, Store
+from kumo.kinds.references import referencing
 
 #: Which DNSRecord field references which kind.
-DNS_REF_FIELD = {
-    "LoadBalancer": "loadBalancerRef",
-    "VirtualMachine": "virtualMachineRef",
-    "VirtualMachineGroup": "virtualMachineGroupRef",
-}
+DNS_REF_FIELD = referencing("DNSRecord")
 WAIT_LIMIT_SECONDS = 120.0
 
 
