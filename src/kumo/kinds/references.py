@@ -28,7 +28,26 @@ REFERENCES: tuple[Reference, ...] = (
     Reference("LoadBalancer", "ports[].realServers.virtualMachineGroupRef", "VirtualMachineGroup"),
     Reference("Share", "access[].virtualMachineRef", "VirtualMachine"),
     Reference("Share", "access[].virtualMachineGroupRef", "VirtualMachineGroup"),
+    # Objects Kumo does not own: a change to one re-queues the objects that read it.
+    Reference("VirtualMachine", "initScript.configMapRef", "ConfigMap"),
+    Reference("VirtualMachine", "initScript.secretRef", "Secret"),
 )
+
+
+def readers_of(target: str) -> list[Reference]:
+    """The references to ``target``, a kind of Kumo's or ConfigMap/Secret."""
+    return [ref for ref in REFERENCES if ref.target == target]
+
+
+def referenced_name(spec: dict[str, object], field: str) -> str | None:
+    """The name a dotted ``field`` (no lists) holds in ``spec``: a plain string or a
+    ``{name: …}`` reference such as an initScript's ``configMapRef``."""
+    value: object = spec
+    for part in field.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if isinstance(value, dict):
+        value = value.get("name")
+    return value if isinstance(value, str) else None
 
 
 def referencing(referrer: str) -> dict[str, str]:

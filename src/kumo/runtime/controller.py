@@ -7,7 +7,8 @@ owners of cloud resources that changed — out-of-band edits, a server turning A
 load balancer leaving PENDING_UPDATE — and those objects are enqueued: that is drift
 detection, with no separate pass. Workers run the engine one key at a time; a key is
 reconciled only once its cloud's caches hold their first listing (the startup barrier's
-cloud half). Knows kinds only through the Actuator protocol, and kopf not at all.
+cloud half). Knows kinds only through the Actuator protocol and the declared
+references (which ConfigMaps/Secrets a kind reads), and kopf not at all.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from kumo.engine.errors import ReconcileError, TransientError
 from kumo.engine.objects import Actuator, Body, Context, Key, Obj
 from kumo.engine.queue import WorkQueue
 from kumo.engine.reconciler import Engine
+from kumo.kinds import references
 from kumo.runtime import metrics
 from kumo.runtime.store import MemoryStore
 
@@ -33,8 +35,6 @@ log = logging.getLogger("kumo.controller")
 
 INFO_BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
 EVENT_DEDUP_SECONDS = 60.0
-#: Which initScript field names an object of which kind.
-SCRIPT_REF_FIELD = {"ConfigMap": "configMapRef", "Secret": "secretRef"}
 
 
 class EventRecorder:
@@ -122,13 +122,13 @@ class Controller:
         self.queue.add(key, after, urgent=deleting)
 
     def enqueue_script_users(self, source_kind: str, namespace: str, name: str) -> None:
-        """A ConfigMap or Secret changed: VMs whose initScript reads it must be looked at
-        (a changed script replaces the server)."""
-        ref_field = SCRIPT_REF_FIELD[source_kind]
-        for body in self.store.list("VirtualMachine", namespace):
-            ref = ((body.get("spec") or {}).get("initScript") or {}).get(ref_field) or {}
-            if ref.get("name") == name:
-                self.queue.add(Key("VirtualMachine", namespace, body["metadata"]["name"]))
+        """A ConfigMap or Secret changed: objects whose declared references
+        (:mod:`kumo.kinds.references`) read it must be looked at (a VM's changed
+        initScript replaces the server)."""
+        for ref in references.readers_of(source_kind):
+            for body in self.store.list(ref.referrer, namespace):
+                if references.referenced_name(body.get("spec") or {}, ref.field) == name:
+                    self.queue.add(Key(ref.referrer, namespace, body["metadata"]["name"]))
 
     async def prime(self, namespace: str | None = None) -> None:
         """List every kind into the cache before any reconcile runs (the startup barrier).
