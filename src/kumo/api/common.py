@@ -61,16 +61,27 @@ class KumoModel(BaseModel):
         cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         schema = handler(core_schema)
-        rules = [r for klass in reversed(cls.__mro__) for r in vars(klass).get("cel_rules", ())]
-        if rules:
+        if rules := _inherited(cls, "cel_rules"):
             target = handler.resolve_ref_schema(schema)
-            target["x-kubernetes-validations"] = [r._asdict() for r in dict.fromkeys(rules)]
+            target["x-kubernetes-validations"] = [r._asdict() for r in rules]
         return schema
+
+
+def _inherited(model: type[BaseModel], attribute: str) -> list[Rule]:
+    """The rules ``attribute`` holds on ``model`` and its bases, base first, each once."""
+    found = [r for klass in reversed(model.__mro__) for r in vars(klass).get(attribute, ())]
+    return list(dict.fromkeys(found))
 
 
 def cel_name(field: str) -> str:
     """How CEL spells a wire field name (its keywords are escaped as ``__name__``)."""
     return f"__{field}__" if field in CEL_KEYWORDS else field
+
+
+def once_created(condition: str, message: str) -> Rule:
+    """An object rule: ``condition`` (CEL over ``self``/``oldSelf``) must hold once the
+    cloud resource exists (``status.id``); before that nothing is built from the spec."""
+    return Rule(f"!has(oldSelf.status) || !has(oldSelf.status.id) || ({condition})", message)
 
 
 def fixed_once_created(field: str, message: str) -> Rule:
@@ -79,18 +90,16 @@ def fixed_once_created(field: str, message: str) -> Rule:
     and a spec brought in line with an imported resource that did not match can still
     be corrected. ``message`` names the field and says what to do instead."""
     f = cel_name(field)
-    return Rule(
-        "!has(oldSelf.status) || !has(oldSelf.status.id)"
-        f" || (has(self.spec.{f}) == has(oldSelf.spec.{f})"
-        f" && (!has(self.spec.{f}) || self.spec.{f} == oldSelf.spec.{f}))",
+    return once_created(
+        f"has(self.spec.{f}) == has(oldSelf.spec.{f})"
+        f" && (!has(self.spec.{f}) || self.spec.{f} == oldSelf.spec.{f})",
         message,
     )
 
 
 def object_rules(model: type[BaseModel]) -> list[Rule]:
     """The object rules of a spec model and its bases (``object_rules``), base first."""
-    found = [r for klass in reversed(model.__mro__) for r in vars(klass).get("object_rules", ())]
-    return list(dict.fromkeys(found))
+    return _inherited(model, "object_rules")
 
 
 #: Field names CEL reserves; Kubernetes escapes them as ``__name__`` in rules.
@@ -176,10 +185,9 @@ class ImportableSpec(KumoModel):
     #: (``status.id`` set), ``spec.import`` may be removed but not pointed elsewhere.
     #: Before that, a wrong name can still be corrected.
     object_rules: ClassVar[tuple[Rule, ...]] = (
-        Rule(
+        once_created(
             "!has(oldSelf.spec.__import__) || !has(self.spec.__import__)"
-            " || self.spec.__import__ == oldSelf.spec.__import__"
-            " || !has(oldSelf.status) || !has(oldSelf.status.id)",
+            " || self.spec.__import__ == oldSelf.spec.__import__",
             "spec.import cannot name another resource once it took one over (status.id): "
             "delete this object (deletionPolicy: Orphan keeps the resource) and create a new one",
         ),

@@ -17,9 +17,9 @@ from kumo.api.common import (
     KumoModel,
     ManagedSpec,
     ManagedStatus,
-    Rule,
     exactly_one_of,
     fixed_once_created,
+    once_created,
 )
 
 ShareProtocol = Literal["NFS", "CIFS", "CEPHFS", "GLUSTERFS", "HDFS", "MAPRFS"]
@@ -68,8 +68,8 @@ class ShareSpec(ManagedSpec):
             "spec.availabilityZone is immutable: a share stays in the zone it was created "
             "in; create another Share to move it",
         ),
-        Rule(
-            "!has(oldSelf.status) || !has(oldSelf.status.id) || self.spec.size >= oldSelf.spec.size",
+        once_created(
+            "self.spec.size >= oldSelf.spec.size",
             "spec.size cannot shrink: Manila only extends a share in place, and shrinking "
             "could lose data",
         ),
