@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -253,17 +252,24 @@ def test_group_deletion_revokes_rules_before_servers_go(web: str, demo_conn: Any
     # Watch Nova and Manila side by side while the group goes: at no sample may a
     # member's server be gone while its rule is still on the share.
     violations: list[str] = []
+    failures: list[BaseException] = []
+    samples = 0
     done = threading.Event()
 
     def watch() -> None:
-        while not done.is_set():
-            held = {r["access_to"] for r in rules_of(demo_conn, share_id)}
-            for name, server_id in servers.items():
-                server = demo_conn.compute.find_server(server_id, ignore_missing=True)
-                gone = server is None or server.status == "DELETED"
-                if gone and ips[name] in held:
-                    violations.append(f"{name}: server gone while {ips[name]} still had access")
-            time.sleep(0.2)
+        nonlocal samples
+        try:
+            while not done.is_set():
+                held = {r["access_to"] for r in rules_of(demo_conn, share_id)}
+                for name, server_id in servers.items():
+                    server = demo_conn.compute.find_server(server_id, ignore_missing=True)
+                    gone = server is None or server.status == "DELETED"
+                    if gone and ips[name] in held:
+                        violations.append(f"{name}: server gone while {ips[name]} still had access")
+                samples += 1
+                done.wait(0.2)  # pacing of the samples, not a synchronisation
+        except BaseException as error:  # surfaced below: a dead watcher proves nothing
+            failures.append(error)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -282,6 +288,9 @@ def test_group_deletion_revokes_rules_before_servers_go(web: str, demo_conn: Any
     finally:
         done.set()
         watcher.join(10)
+    assert not failures, f"the watcher died: {failures!r}"
+    assert not watcher.is_alive(), "the watcher did not stop"
+    assert samples >= 2, f"the watcher sampled only {samples} times"
     assert not violations, violations
     held = {r["access_to"] for r in rules_of(demo_conn, share_id)}
     assert not held & set(ips.values())

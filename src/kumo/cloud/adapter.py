@@ -13,6 +13,7 @@ from kumo.cloud.compute import ComputeCalls
 from kumo.cloud.designate import DesignateCalls
 from kumo.cloud.octavia import LISTENER_PROTOCOL, MONITOR_TYPE, OctaviaCalls
 from kumo.cloud.shares import ManilaCalls
+from kumo.ports import Cloud
 
 __all__ = ["LISTENER_PROTOCOL", "MONITOR_TYPE", "OpenStackCloud"]
 
@@ -20,3 +21,9 @@ __all__ = ["LISTENER_PROTOCOL", "MONITOR_TYPE", "OpenStackCloud"]
 class OpenStackCloud(ComputeCalls, OctaviaCalls, DesignateCalls, ManilaCalls):
     """The adapter the kinds are given: one per cloud (credentials), shared by the
     namespaces that use it. See base.py for how calls are made."""
+
+
+def _implements(cloud: OpenStackCloud) -> Cloud:
+    """Never called: mypy checks here that the adapter has every port's methods with the
+    ports' signatures, so the kinds' calls (checked against the ports) reach it."""
+    return cloud

@@ -12,6 +12,8 @@ Waiting for the cloud (BUILD, PENDING_*) is not an error: a kind returns a
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ReconcileError(Exception):
     """Base: carries a CamelCase ``reason`` and a message naming the field at fault."""
@@ -51,6 +53,9 @@ class TerminalError(ReconcileError):
     consecutive failure up to the usual terminal hold, so a project at its quota that
     replaces a server waits seconds, not a minute, and a project that stays over quota
     is asked as rarely as before once the doubling reaches the cap.
+
+    ``status``: the kind's status fields as observed before it failed, written with the
+    error in the pass's one status write (a Share keeps listing its rules for VMs).
     """
 
     def __init__(
@@ -60,9 +65,11 @@ class TerminalError(ReconcileError):
         *,
         field: str | None = None,
         recheck: float | None = None,
+        status: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(reason, message, field=field)
         self.recheck = recheck
+        self.status = status or {}
 
 
 class ObjectGone(TransientError):

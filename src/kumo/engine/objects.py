@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from pydantic import BaseModel
 
 from kumo.api.common import LEGACY_FINALIZER_GROUP
+from kumo.ports import Cloud
 
 if TYPE_CHECKING:
     from kumo.api.kinds import KindInfo
@@ -119,9 +120,10 @@ class Store(Protocol):
 
 @dataclass
 class Context:
-    """What one reconcile may use. ``cloud`` is the adapter for the object's namespace."""
+    """What one reconcile may use. ``cloud`` is the adapter for the object's namespace,
+    typed by its ports so mypy checks every call a kind makes."""
 
-    cloud: Any
+    cloud: Cloud
     kube: KubeApi
     store: Store
     events: Events

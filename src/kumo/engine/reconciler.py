@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import pydantic
 
-from kumo.engine import conditions
+from kumo.engine import conditions, failpoints
 from kumo.engine.dryrun import Action, Change, MutedEvents, RecordingKube, drift_entries
 from kumo.engine.errors import ObjectGone, ReconcileError, TerminalError, TransientError
 from kumo.engine.objects import Actuator, Context, Key, Obj
@@ -195,6 +195,7 @@ class Engine:
             if how != "manage":  # no finalizer: deleting an observed object leaves all
                 return await self._observe(actuator, ctx, obj, spec, how)
             if actuator.info.finalizer not in obj.finalizers:
+                await failpoints.pause("before-finalizer")
                 obj.body = await ctx.kube.set_finalizers(
                     obj, [*obj.finalizers, actuator.info.finalizer]
                 )
@@ -291,7 +292,10 @@ class Engine:
             delay = self.backoff.transient(obj.key, retry_after)
             message = f"{error.message} (transient: retrying)"
         log.warning("%s: %s: %s", obj.key, error.reason, error.message)
-        result = Result(phase="Error", ready=False, reason=error.reason, message=message)
+        status = error.status if isinstance(error, TerminalError) else {}
+        result = Result(
+            phase="Error", ready=False, reason=error.reason, message=message, status=status
+        )
         await self._write_status(ctx, obj, result, error=error)
         return delay
 

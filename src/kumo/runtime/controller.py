@@ -28,6 +28,7 @@ from kumo.engine.objects import Actuator, Body, Context, Key, Obj
 from kumo.engine.queue import WorkQueue
 from kumo.engine.reconciler import Engine
 from kumo.kinds import references
+from kumo.ports import Cloud
 from kumo.runtime import metrics
 from kumo.runtime.store import MemoryStore
 
@@ -229,7 +230,7 @@ class Controller:
         else:
             self.store.put(key.kind, fresh)
 
-    async def _cloud_or_unavailable(self, namespace: str) -> Any:
+    async def _cloud_or_unavailable(self, namespace: str) -> Cloud:
         """The namespace's cloud, or a stand-in that fails every call with the reason:
         a credentials fault becomes that namespace's objects' condition, nothing more."""
         try:

@@ -7,21 +7,31 @@ import inspect
 
 import pytest
 
+from kumo import ports
 from kumo.cloud.adapter import OpenStackCloud
 from kumo.cloud.dryrun import DryRunCloud, _is_read
 from kumo.engine.dryrun import Action, Change, drift_entries
 from tests.unit.fakes import FakeNova
 
 
-def test_every_adapter_method_is_a_read_or_a_recorded_write() -> None:
+def test_every_adapter_method_is_a_declared_read_or_a_recorded_write() -> None:
     for name, method in inspect.getmembers(OpenStackCloud, inspect.iscoroutinefunction):
-        if name.startswith("_") or name == "close" or _is_read(name):
+        if name.startswith("_") or name == "close":
+            continue
+        assert name in ports.READS | ports.WRITES, f"{name} is in no port: neither read nor write"
+        if _is_read(name):
             continue
         mine = getattr(DryRunCloud, name, None)
         assert mine is not None, f"write {name} would slip through DryRunCloud"
         params = inspect.signature(mine).parameters.values()
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):  # **attrs
             assert inspect.signature(mine) == inspect.signature(method), name
+
+
+def test_every_declared_write_is_recorded_and_no_write_passes_through() -> None:
+    for name in ports.WRITES:
+        assert name in vars(DryRunCloud), f"write {name} is not recorded by DryRunCloud"
+        assert not _is_read(name), name
 
 
 def test_unknown_attributes_are_refused() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.engine.errors import ObjectGone, TerminalError, TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -98,6 +100,28 @@ def test_terminal_error_keeps_recorded_id_and_says_permanent() -> None:
     assert ready(world)["reason"] == "ImageNotFound"
     assert "spec.image: image 'x' not found" in ready(world)["message"]
     assert "permanent" in ready(world)["message"]
+
+
+def test_terminal_error_writes_the_status_it_carries_with_the_error_at_once() -> None:
+    """The pass's one status write holds both the kind's observation and the error."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    run(world, ScriptedActuator(Result(phase="Building", status={"id": "s1"}, requeue_after=2)))
+    before = len(world.kube.patches)
+    writes: list[Body] = []
+    inner = world.kube.patch_status
+
+    async def counting(obj: Obj, status: Body) -> Body:
+        writes.append(status)
+        return await inner(obj, status)
+
+    world.kube.patch_status = counting  # type: ignore[method-assign]
+    error = TerminalError("ShrinkRefused", "too small", field="spec.size", status={"size": 2})
+    run(world, ScriptedActuator(error))
+    obj = world.obj(VIRTUAL_MACHINE, "vm")
+    assert len(writes) == 1 and len(world.kube.patches) == before
+    assert obj.status["size"] == 2 and obj.status["id"] == "s1"
+    assert ready(world)["reason"] == "ShrinkRefused"
 
 
 def test_transient_errors_back_off_exponentially_and_honour_retry_after() -> None:
@@ -489,3 +513,21 @@ def test_a_write_to_another_gone_object_is_transient_for_this_one() -> None:
     run(world, ScriptedActuator(ObjectGone("VirtualMachine", "default", "other")))
     assert ready(world)["reason"] == "ObjectGone"
     assert stalled(world)["status"] == "False"
+
+
+def test_the_before_finalizer_failpoint_holds_the_first_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real-server leak test deletes the object inside this hold."""
+    monkeypatch.setenv("KUMO_FAILPOINTS", "before-finalizer=0.2")
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+
+    async def scenario() -> float | None:
+        cached = world.obj(VIRTUAL_MACHINE, "vm")
+        task = asyncio.create_task(Engine().run(Counting(), world.ctx(), cached))
+        await asyncio.sleep(0)  # the pass is now held at the failpoint
+        world.store.remove(VIRTUAL_MACHINE.kind, "default", "vm")
+        return await task
+
+    assert asyncio.run(scenario()) is None

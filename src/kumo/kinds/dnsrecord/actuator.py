@@ -20,7 +20,7 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.dnsrecord import DNSRecordSpec
 from kumo.cloud.model import Recordset
-from kumo.engine import ownership
+from kumo.engine import lifecycle, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -58,50 +58,60 @@ class DNSRecordActuator:
             description=description,
             zone_name=zone_name,
         )
-        rs = await ownership.find_owned(ctx, obj, owned)
-        if rs is not None and plan.needs_replacement(rs, zone_id, name, spec.type):
-            await ctx.cloud.delete_recordset(rs.zone_id, rs.id)
-            ctx.events.emit(
-                obj,
-                "Normal",
-                "Replacing",
-                f"replacing recordset {rs.name} {rs.type}: zone, name or type changed",
-            )
-            obj.body = await ctx.kube.patch_status(obj, {"id": None, "zoneId": None})
-            rs = None  # Designate removes a deleted recordset at once: create right away
-        if rs is None:
-            await _refuse_foreign(ctx, obj, zone_id, name, spec.type)
-            rs = await ownership.create_owned(
-                ctx,
-                obj,
-                owned,
-                lambda: _create(ctx, spec, zone_id, name, records, description),
-                "after-recordset-create",
-            )
-            return _pending(rs, "recordset is being created")
 
-        if plan.needs_update(records, spec.ttl, description, rs):
+        async def create() -> Recordset:
+            return await _create(ctx, spec, zone_id, name, records, description)
+
+        async def refuse_foreign() -> None:
+            await _refuse_foreign(ctx, obj, zone_id, name, spec.type)
+
+        async def update(rs: Recordset) -> lifecycle.Step[Recordset]:
+            if not plan.needs_update(records, spec.ttl, description, rs):
+                return lifecycle.Step(rs)
             rs = await ctx.cloud.update_recordset(
                 rs.zone_id, rs.id, records=records, ttl=spec.ttl, description=description
             )
             ctx.events.emit(
                 obj, "Normal", "Updated", f"recordset {name} {spec.type} → {', '.join(records)}"
             )
-            return _pending(rs, "recordset is being updated")
-        if rs.status == plan.ERROR:
-            raise TerminalError(
-                "RecordsetError",
-                f"Designate put recordset {rs.id} ({name}) in ERROR",
-                field="spec",
+            return lifecycle.Step(rs, _pending("recordset is being updated"), stop=True)
+
+        async def report(rs: Recordset) -> Result:
+            if rs.status == plan.ERROR:
+                raise TerminalError(
+                    "RecordsetError",
+                    f"Designate put recordset {rs.id} ({name}) in ERROR",
+                    field="spec",
+                )
+            if rs.status != plan.ACTIVE:
+                return lifecycle.merge([_pending(f"recordset is {rs.status}")], plan.status(rs))
+            return Result(
+                phase="Active",
+                ready=True,
+                reason="Ready",
+                message=f"{name} {spec.type} {', '.join(rs.records)} is ACTIVE",
+                status=plan.status(rs),
             )
-        if rs.status != plan.ACTIVE:
-            return _pending(rs, f"recordset is {rs.status}")
-        return Result(
-            phase="Active",
-            ready=True,
-            reason="Ready",
-            message=f"{name} {spec.type} {', '.join(rs.records)} is ACTIVE",
-            status=plan.status(rs),
+
+        return await lifecycle.reconcile_owned(
+            ctx,
+            obj,
+            lifecycle.Lifecycle(
+                owned=owned,
+                create=create,
+                created=lambda _: _pending("recordset is being created"),
+                report=report,
+                failpoint="after-recordset-create",
+                status=plan.status,
+                before_create=refuse_foreign,
+                # Designate removes a deleted recordset at once: create right away.
+                replace=lambda rs: (
+                    f"{rs.name} {rs.type}: zone, name or type changed"
+                    if plan.needs_replacement(rs, zone_id, name, spec.type)
+                    else None
+                ),
+                updaters=[update],
+            ),
         )
 
     async def finalize(self, ctx: Context, obj: Obj, spec: DNSRecordSpec | None) -> Result:
@@ -247,7 +257,5 @@ async def _find_or_none(cloud: Any, zone_id: str, uid: str) -> list[Recordset]:
     return found
 
 
-def _pending(rs: Recordset, message: str) -> Result:
-    return Result.waiting(
-        "Pending", "Provisioning", message, after=PENDING_SECONDS, **plan.status(rs)
-    )
+def _pending(message: str) -> lifecycle.Wait:
+    return lifecycle.Wait(message, after=PENDING_SECONDS)

@@ -20,7 +20,7 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.share import ShareSpec
 from kumo.cloud.model import AccessRule, Share, marker_metadata, metadata_owner
-from kumo.engine import ownership
+from kumo.engine import lifecycle, ownership
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
@@ -39,68 +39,99 @@ class ShareActuator:
     async def reconcile(self, ctx: Context, obj: Obj, spec: ShareSpec) -> Result:
         wanted = plan.wanted_rules(spec, obj.namespace, ctx.store)
         type_id = await ctx.cloud.share_type_id(spec.share_type) if spec.share_type else None
-        owned = _shares(ctx, obj)
-        share = await ownership.find_owned(ctx, obj, owned)
-        if share is None:
-            share = await ownership.create_owned(
-                ctx, obj, owned, lambda: _create(ctx, obj, spec, type_id), "after-share-create"
-            )
-            return _waiting(share, [], wanted, obj.uid, "share is being created")
-        if share.status == plan.ERROR or share.status.endswith("_error"):
-            raise TerminalError(
-                "ShareError", f"Manila put share {share.id} in {share.status}", field="spec"
-            )
-        rules = await ctx.cloud.list_access_rules(share.id)
-        if share.status != plan.AVAILABLE:
-            return _waiting(share, rules, wanted, obj.uid, f"share is {share.status}")
+        uid = obj.uid
+        rules: list[AccessRule] = []  # listed once the share is found, kept up to date
 
-        if spec.size > share.size:
+        def observed(share: Share) -> dict[str, Any]:
+            return _observed(share, rules, wanted, uid)
+
+        async def create() -> Share:
+            return await _create(ctx, obj, spec, type_id)
+
+        async def busy(share: Share) -> lifecycle.Wait | None:
+            nonlocal rules
+            if share.status == plan.ERROR or share.status.endswith("_error"):
+                raise TerminalError(
+                    "ShareError", f"Manila put share {share.id} in {share.status}", field="spec"
+                )
+            rules = await ctx.cloud.list_access_rules(share.id)
+            return None if share.status == plan.AVAILABLE else _step(f"share is {share.status}")
+
+        async def extend(share: Share) -> lifecycle.Step[Share]:
+            if spec.size <= share.size:
+                return lifecycle.Step(share)
             await ctx.cloud.extend_share(share.id, spec.size)
             ctx.events.emit(
                 obj, "Normal", "Extending", f"extending share {share.id} to {spec.size} GiB"
             )
-            return _waiting(share, rules, wanted, obj.uid, f"extending to {spec.size} GiB")
-        if (spec.description or None) != (share.description or None):
-            await ctx.cloud.update_share(share.id, description=spec.description)
+            return lifecycle.Step(share, _step(f"extending to {spec.size} GiB"), stop=True)
 
-        changes = plan.plan_rules(wanted, rules, obj.uid)
-        if changes.add or changes.remove:
+        async def describe(share: Share) -> lifecycle.Step[Share]:
+            if (spec.description or None) != (share.description or None):
+                await ctx.cloud.update_share(share.id, description=spec.description)
+            return lifecycle.Step(share)
+
+        async def grant(share: Share) -> lifecycle.Step[Share]:
+            nonlocal rules
+            changes = plan.plan_rules(wanted, rules, uid)
+            if not (changes.add or changes.remove):
+                return lifecycle.Step(share)
             rules = await _apply(ctx, obj, share, changes)
-            return _waiting(share, rules, wanted, obj.uid, _describe(changes))
-        status = await _report(ctx, obj, spec, share, rules, wanted, type_id)
-        pending = [r for r in rules if plan.is_mine(r, obj.uid) and r.state != plan.ACTIVE]
-        failed = [r for r in pending if r.state == plan.ERROR]
-        if failed or "spec.size" in status["unappliedChanges"]:
-            obj.body = await ctx.kube.patch_status(obj, status)  # rules stay listed for VMs
-            if failed:
+            return lifecycle.Step(share, _step(_describe(changes)), stop=True)
+
+        async def report(share: Share) -> Result:
+            status = await _report(ctx, obj, spec, share, rules, wanted, type_id)
+            pending = [r for r in rules if plan.is_mine(r, uid) and r.state != plan.ACTIVE]
+            failed = [r for r in pending if r.state == plan.ERROR]
+            if failed:  # the status keeps listing the rules for VMs
                 raise TerminalError(
                     "AccessRuleError",
                     "Manila could not apply access rule(s) "
                     + ", ".join(f"{r.access_to} ({r.id})" for r in failed),
                     field="spec.access",
+                    status=status,
                 )
-            raise TerminalError(
-                "ShrinkRefused",
-                f"{spec.size} GiB is smaller than the share's {share.size} GiB: Kumo does "
-                "not shrink shares (data could be lost); set size back to at least "
-                f"{share.size}",
-                field="spec.size",
+            if "spec.size" in status["unappliedChanges"]:
+                raise TerminalError(
+                    "ShrinkRefused",
+                    f"{spec.size} GiB is smaller than the share's {share.size} GiB: Kumo does "
+                    "not shrink shares (data could be lost); set size back to at least "
+                    f"{share.size}",
+                    field="spec.size",
+                    status=status,
+                )
+            if pending:
+                return lifecycle.merge(
+                    [
+                        _step(
+                            f"access rule(s) {', '.join(r.access_to for r in pending)} "
+                            "being applied"
+                        )
+                    ],
+                    status,
+                )
+            return Result(
+                phase="Available",
+                ready=True,
+                reason="Ready",
+                message=f"share {share.id} ({share.size} GiB) is available at "
+                f"{status.get('exportLocation') or 'no export location'}",
+                status=status,
             )
-        if pending:
-            return Result.waiting(
-                "Provisioning",
-                "Provisioning",
-                f"access rule(s) {', '.join(r.access_to for r in pending)} being applied",
-                after=STEP_SECONDS,
-                **status,
-            )
-        return Result(
-            phase="Available",
-            ready=True,
-            reason="Ready",
-            message=f"share {share.id} ({share.size} GiB) is available at "
-            f"{status.get('exportLocation') or 'no export location'}",
-            status=status,
+
+        return await lifecycle.reconcile_owned(
+            ctx,
+            obj,
+            lifecycle.Lifecycle(
+                owned=_shares(ctx, obj),
+                create=create,
+                created=lambda _: _step("share is being created"),
+                report=report,
+                failpoint="after-share-create",
+                status=observed,
+                busy=busy,
+                updaters=[extend, describe, grant],
+            ),
         )
 
     async def finalize(self, ctx: Context, obj: Obj, spec: ShareSpec | None) -> Result:
@@ -245,16 +276,8 @@ def _observed(
     }
 
 
-def _waiting(
-    share: Share, rules: list[AccessRule], wanted: list[plan.WantedRule], uid: str, message: str
-) -> Result:
-    return Result.waiting(
-        "Provisioning",
-        "Provisioning",
-        message,
-        after=STEP_SECONDS,
-        **_observed(share, rules, wanted, uid),
-    )
+def _step(message: str) -> lifecycle.Wait:
+    return lifecycle.Wait(message, reason="Provisioning", phase="Provisioning", after=STEP_SECONDS)
 
 
 async def _report(

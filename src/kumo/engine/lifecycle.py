@@ -1,0 +1,146 @@
+"""The owned-resource lifecycle: one fixed order for a kind whose main cloud resource
+is one owned resource (a Nova server, a Designate recordset, a Manila share).
+
+A pass runs, always in this order:
+
+1. ownership / import (:func:`ownership.find_owned`: by status.id only if marked,
+   adopted by marker, imported — never an unmarked resource);
+2. replace, when the kind gives a reason: the old one is deleted and its ID forgotten
+   (:func:`record`), then either created again at once or waited for;
+3. create, when there is none: the new ID is recorded at once (:func:`record` via
+   :func:`ownership.create_owned`), before anything after the create can fail;
+4. wait while the cloud is busy with it;
+5. the kind's in-place updaters, in their order: each may act and/or wait;
+6. observe / report: the kind reads its status fields and readiness.
+
+Waits are merged into one :class:`Result` (one message, the shortest requeue), and
+the engine (:meth:`Engine.run`) writes status once, at the end of the pass. The only
+writes in the middle of a pass are the named ID records (:func:`record`), which make
+a crash after a create or a delete safe.
+
+Why in the engine: the order (and where status is written) cannot drift between kinds,
+and a kind's part shrinks to small steps whose decisions stay in its pure ``plan.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from kumo.engine import ownership
+from kumo.engine.objects import Body, Context, Obj
+from kumo.engine.result import Result
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Wait:
+    """The cloud is working on it: say what on, look again in ``after`` seconds."""
+
+    message: str
+    reason: str = "Provisioning"
+    phase: str = "Pending"
+    after: float = 2.0
+
+
+@dataclass
+class Step(Generic[R]):
+    """What one updater did: the resource as it is now, and a wait if it started work
+    the cloud must finish. ``stop`` ends the updaters after this one (what follows
+    depends on the cloud finishing it); a dry pass stops there too, so ``kumo plan``,
+    Observe and Report show what this pass would do, as before the lifecycle."""
+
+    resource: R
+    wait: Wait | None = None
+    stop: bool = False
+
+
+Updater = Callable[[R], Awaitable[Step[R]]]
+
+
+@dataclass
+class Lifecycle(Generic[R]):
+    """A kind's small steps; the engine runs them in the one order (module docstring).
+
+    * ``owned``: how the ownership routine finds, adopts, imports and deletes it;
+    * ``create``: make one carrying the marker; ``created`` says what to wait for then
+      (the pass ends after a create: the cloud has just started building it);
+    * ``before_create``: checks before creating (a foreign resource in the way);
+    * ``replace``: why the resource must be replaced, or None; ``replaced``: what to
+      wait for after deleting it, or None to create the new one at once;
+    * ``busy``: what the cloud is doing to it that must end before updates, or None
+      (raise a TerminalError for a resource the cloud gave up on);
+    * ``updaters``: in-place updates, in order;
+    * ``report``: the final Result (status fields, readiness), from the resource.
+    """
+
+    owned: ownership.Owned[R]
+    create: Callable[[], Awaitable[R]]
+    created: Callable[[R], Wait]
+    report: Callable[[R], Awaitable[Result]]
+    failpoint: str
+    status: Callable[[R], Body] = field(default=lambda _: {})
+    before_create: Callable[[], Awaitable[None]] | None = None
+    replace: Callable[[R], str | None] = field(default=lambda _: None)
+    replaced: Callable[[R], Wait | None] = field(default=lambda _: None)
+    busy: Callable[[R], Awaitable[Wait | None]] | None = None
+    updaters: Sequence[Updater[R]] = ()
+
+
+async def record(ctx: Context, obj: Obj, fields: Body) -> None:
+    """The crash-safety write: record (or forget, with None values) the owned
+    resource's ID at once, so that a crash after a create or a delete leaves a
+    status the next pass reads right. The only status write in the middle of a pass."""
+    obj.body = await ctx.kube.patch_status(obj, fields)
+
+
+def merge(waits: Sequence[Wait], status: Body) -> Result:
+    """Several waits as one Result: the first's phase and reason, every message, the
+    shortest requeue."""
+    first = waits[0]
+    return Result.waiting(
+        first.phase,
+        first.reason,
+        "; ".join(w.message for w in waits),
+        after=min(w.after for w in waits),
+        **status,
+    )
+
+
+async def reconcile_owned(ctx: Context, obj: Obj, kind: Lifecycle[R]) -> Result:
+    """One pass of the owned-resource lifecycle (module docstring for the order)."""
+    owned = kind.owned
+    resource = await ownership.find_owned(ctx, obj, owned)
+    if resource is not None:
+        why = kind.replace(resource)
+        if why is not None:
+            await owned.delete(resource)
+            ctx.events.emit(
+                obj, "Normal", "Replacing", f"replacing {owned.noun} {owned.id_of(resource)}: {why}"
+            )
+            await record(ctx, obj, {k: None for k in owned.status_of(resource)})
+            wait = kind.replaced(resource)
+            if wait is not None:
+                return merge([wait], {})
+            resource = None
+    if resource is None:
+        if kind.before_create is not None:
+            await kind.before_create()
+        resource = await ownership.create_owned(ctx, obj, owned, kind.create, kind.failpoint)
+        return merge([kind.created(resource)], kind.status(resource))
+    busy = await kind.busy(resource) if kind.busy is not None else None
+    if busy is not None:
+        return merge([busy], kind.status(resource))
+    waits: list[Wait] = []
+    for updater in kind.updaters:
+        step = await updater(resource)
+        resource = step.resource
+        if step.wait is not None:
+            waits.append(step.wait)
+        if step.stop:
+            break
+    if waits:
+        return merge(waits, kind.status(resource))
+    return await kind.report(resource)

@@ -1,0 +1,369 @@
+"""Typed ports: what the kinds and the engine may ask of the cloud, one Protocol per
+service, without openstacksdk.
+
+``kumo.cloud.adapter.OpenStackCloud`` implements them on the real cloud,
+``kumo.cloud.dryrun.DryRunCloud`` records their writes, and the unit tests' fakes
+implement the ports of the kinds they drive; mypy checks all of them against these
+declarations, so a misspelt call or a drifted fake fails ``make lint``. A new service is a
+new Protocol here, every method marked ``@read`` or ``@write``, and its place in
+:class:`Cloud` and :data:`PORTS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from kumo.ports import model
+
+F = TypeVar("F", bound=Callable[..., Any])
+MARK = "__kumo_port__"
+
+
+def read(fn: F) -> F:
+    """Declares a port method a read: the dry pass passes it through to the real cloud."""
+    setattr(fn, MARK, "read")
+    return fn
+
+
+def write(fn: F) -> F:
+    """Declares a port method a write: the dry pass records it and never makes it."""
+    setattr(fn, MARK, "write")
+    return fn
+
+
+class CloudPort(Protocol):
+    """What every cloud port has: the region and project it acts in."""
+
+    region: str | None
+
+    @read
+    async def project_id(self) -> str | None: ...
+
+
+class ComputePort(CloudPort, Protocol):
+    """Nova (servers, server groups) and the image/flavor/network lookups servers need."""
+
+    @read
+    async def image_id(self, ref: str, field: str = "spec.image") -> str: ...
+
+    @read
+    async def flavor_id(self, ref: str, field: str = "spec.flavor") -> str: ...
+
+    @read
+    async def network_id(self, ref: str, field: str = "spec.networks") -> str: ...
+
+    @read
+    async def default_network_id(self, external: bool, field: str) -> str: ...
+
+    @read
+    async def get_server(self, server_id: str) -> model.Server | None: ...
+
+    @read
+    async def fetch_server(self, server_id: str) -> model.Server | None: ...
+
+    @read
+    async def list_owned_servers(self, uid: str) -> list[model.Server]: ...
+
+    @read
+    def list_live_server_addresses(self) -> frozenset[str] | None: ...
+
+    @read
+    async def find_servers_by_name(self, name: str) -> list[model.Server]: ...
+
+    @read
+    async def flavor_ids(self, ref: str, field: str = "spec.flavor") -> tuple[str, str]: ...
+
+    @read
+    async def list_servers_since(
+        self, since: str | None
+    ) -> tuple[list[model.Server], str | None]: ...
+
+    @write
+    async def admit_build(self, uid: str) -> bool: ...
+
+    @write
+    async def withdraw_build(self, uid: str) -> None: ...
+
+    @property
+    @read
+    def max_queued_builds(self) -> int: ...
+
+    @write
+    async def create_server(
+        self,
+        *,
+        name: str,
+        image_id: str,
+        flavor_id: str,
+        network_ids: list[str],
+        user_data: str | None,
+        description: str | None,
+        metadata: dict[str, str],
+        tags: list[str],
+        availability_zone: str | None,
+        key_name: str | None,
+        security_groups: list[str],
+        server_group_id: str | None,
+    ) -> model.Server: ...
+
+    @write
+    async def update_server(self, server_id: str, *, description: str | None) -> None: ...
+
+    @write
+    async def set_server_metadata(
+        self, server_id: str, metadata: dict[str, str], remove: list[str]
+    ) -> None: ...
+
+    @write
+    async def set_server_tags(self, server_id: str, tags: list[str]) -> None: ...
+
+    @write
+    async def delete_server(self, server_id: str) -> None: ...
+
+    @read
+    async def fetch_server_groups(self) -> list[model.ServerGroup]: ...
+
+    @read
+    async def list_server_groups(self) -> list[model.ServerGroup]: ...
+
+    @read
+    async def list_owned_server_groups(self, uid: str) -> list[model.ServerGroup]: ...
+
+    @read
+    async def get_server_group(self, group_id: str) -> model.ServerGroup | None: ...
+
+    @write
+    async def create_server_group(self, name: str, policy: str) -> model.ServerGroup: ...
+
+    @write
+    async def delete_server_group(self, group_id: str) -> None: ...
+
+
+class LoadBalancingPort(CloudPort, Protocol):
+    """Octavia: load balancers, listeners, pools, members, health monitors."""
+
+    @read
+    async def lb_flavor_id(self, ref: str, field: str = "spec.serviceType") -> str: ...
+
+    @read
+    async def get_load_balancer(self, lb_id: str) -> model.LoadBalancer | None: ...
+
+    @read
+    async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]: ...
+
+    @read
+    async def find_load_balancers_by_name(self, name: str) -> list[model.LoadBalancer]: ...
+
+    @write
+    async def set_load_balancer_tags(self, lb_id: str, tags: list[str]) -> None: ...
+
+    @read
+    async def load_balancer_versions(self) -> dict[str, str]: ...
+
+    @read
+    async def fetch_load_balancer_tree(
+        self,
+    ) -> tuple[
+        list[model.LoadBalancer], list[model.Listener], list[model.Pool], list[model.HealthMonitor]
+    ]: ...
+
+    @write
+    async def create_load_balancer(
+        self,
+        *,
+        name: str,
+        vip_network_id: str,
+        description: str | None,
+        availability_zone: str | None,
+        flavor_id: str | None,
+        tags: list[str],
+    ) -> model.LoadBalancer: ...
+
+    @write
+    async def update_load_balancer(self, lb_id: str, *, description: str | None) -> None: ...
+
+    @write
+    async def delete_load_balancer(self, lb_id: str) -> None: ...
+
+    @read
+    async def list_listeners(self, lb_id: str) -> list[model.Listener]: ...
+
+    @write
+    async def create_listener(
+        self, lb_id: str, *, name: str, protocol: str, port: int, tags: list[str]
+    ) -> str: ...
+
+    @read
+    async def list_pools(self, lb_id: str) -> list[model.Pool]: ...
+
+    @write
+    async def create_pool(
+        self, listener_id: str, *, name: str, protocol: str, tags: list[str]
+    ) -> str: ...
+
+    @read
+    async def list_members(self, pool_id: str) -> list[model.Member]: ...
+
+    @read
+    async def list_known_members(self, pool_id: str) -> list[model.Member]: ...
+
+    @read
+    async def fetch_members(self, pool_id: str) -> list[model.Member]: ...
+
+    @write
+    async def replace_owned_members(
+        self, pool_id: str, uid: str, members: list[model.MemberSpec]
+    ) -> None: ...
+
+    @write
+    async def create_member(self, pool_id: str, member: model.MemberSpec) -> None: ...
+
+    @write
+    async def update_owned_member(
+        self, pool_id: str, member_id: str, uid: str, member: model.MemberSpec
+    ) -> None: ...
+
+    @write
+    async def delete_owned_member(self, pool_id: str, member_id: str, uid: str) -> None: ...
+
+    @read
+    async def get_health_monitor(self, hm_id: str) -> model.HealthMonitor | None: ...
+
+    @write
+    async def create_health_monitor(
+        self, pool_id: str, *, protocol: str, url_path: str | None, tags: list[str]
+    ) -> str: ...
+
+    @write
+    async def delete_health_monitor(self, hm_id: str) -> None: ...
+
+    @write
+    async def delete_listener(self, listener_id: str) -> None: ...
+
+    @write
+    async def delete_pool(self, pool_id: str) -> None: ...
+
+
+class DnsPort(CloudPort, Protocol):
+    """Designate: zones (looked up) and recordsets."""
+
+    @read
+    async def zone(self, ref: str, field: str = "spec.zone") -> tuple[str, str]: ...
+
+    @read
+    async def zone_id(self, ref: str, field: str = "spec.zone") -> str: ...
+
+    @read
+    async def get_recordset(self, zone_id: str, rs_id: str) -> model.Recordset | None: ...
+
+    @read
+    async def list_zone_recordsets(self, zone_id: str) -> list[model.Recordset]: ...
+
+    @read
+    async def fetch_zone_recordsets(self, zone_id: str) -> list[model.Recordset]: ...
+
+    @read
+    async def zone_versions(self) -> dict[str, str]: ...
+
+    @read
+    async def list_owned_recordsets(self, zone_id: str, uid: str) -> list[model.Recordset]: ...
+
+    @write
+    async def create_recordset(
+        self, zone_id: str, *, name: str, type: str, records: list[str], ttl: int, description: str
+    ) -> model.Recordset: ...
+
+    @write
+    async def update_recordset(
+        self, zone_id: str, rs_id: str, *, records: list[str], ttl: int, description: str
+    ) -> model.Recordset: ...
+
+    @write
+    async def delete_recordset(self, zone_id: str, rs_id: str) -> None: ...
+
+
+class SharesPort(CloudPort, Protocol):
+    """Manila: shares, access rules, export locations."""
+
+    @read
+    async def share_type_id(self, ref: str, field: str = "spec.shareType") -> str: ...
+
+    @read
+    async def get_share(self, share_id: str) -> model.Share | None: ...
+
+    @read
+    async def list_owned_shares(self, uid: str) -> list[model.Share]: ...
+
+    @read
+    async def list_managed_shares(self) -> list[model.Share]: ...
+
+    @write
+    async def create_share(
+        self,
+        *,
+        name: str,
+        size: int,
+        protocol: str,
+        share_type_id: str | None,
+        description: str | None,
+        availability_zone: str | None,
+        metadata: dict[str, str],
+    ) -> model.Share: ...
+
+    @write
+    async def extend_share(self, share_id: str, new_size: int) -> None: ...
+
+    @write
+    async def update_share(self, share_id: str, *, description: str | None) -> None: ...
+
+    @write
+    async def delete_share(self, share_id: str) -> None: ...
+
+    @read
+    async def list_access_rules(self, share_id: str) -> list[model.AccessRule]: ...
+
+    @read
+    async def fetch_access_rules(self, share_id: str) -> list[model.AccessRule]: ...
+
+    @write
+    async def create_access_rule(
+        self, share_id: str, *, access_to: str, access_level: str, metadata: dict[str, str]
+    ) -> model.AccessRule: ...
+
+    @write
+    async def delete_access_rule(self, share_id: str, rule_id: str) -> None: ...
+
+    @read
+    async def list_export_locations(self, share_id: str) -> list[model.ExportLocation]: ...
+
+
+class Cloud(ComputePort, LoadBalancingPort, DnsPort, SharesPort, Protocol):
+    """Every service: what ``Context.cloud`` is. A kind names the narrowest port it uses."""
+
+
+#: Every service's port; the dry pass and its tests walk these.
+PORTS: tuple[type, ...] = (CloudPort, ComputePort, LoadBalancingPort, DnsPort, SharesPort)
+
+
+def declared(port: type) -> dict[str, str]:
+    """A port's own members (methods and attributes) and what each is declared:
+    ``read``, ``write``, or ``""`` when unmarked (a test refuses that)."""
+    kinds: dict[str, str] = {}
+    for name in getattr(port, "__annotations__", {}):
+        kinds[name] = "read"  # an attribute: data, never a call that changes the cloud
+    for name, member in vars(port).items():
+        if name.startswith("_"):
+            continue
+        fn = member.fget if isinstance(member, property) else member
+        kinds[name] = getattr(fn, MARK, "")
+    return kinds
+
+
+def _all(kind: str) -> frozenset[str]:
+    return frozenset(n for p in PORTS for n, k in declared(p).items() if k == kind)
+
+
+#: Every port's writes and reads by name, from the ``@write``/``@read`` marks.
+WRITES = _all("write")
+READS = _all("read")
