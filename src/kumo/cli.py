@@ -31,6 +31,7 @@ def _kinds(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from kumo.runtime.operator import OperatorOptions, run_operator
+    from kumo.runtime.sweep import SweepOptions
 
     options = OperatorOptions(
         clouds_yaml=args.clouds_yaml,
@@ -55,6 +56,9 @@ def _run(args: argparse.Namespace) -> int:
         lease_seconds=args.lease_seconds,
         shutdown_grace=args.shutdown_grace,
         notifications_secret=args.notifications_secret,
+        orphan_sweep=SweepOptions(
+            mode=args.orphan_sweep, interval=args.sweep_seconds, grace=args.orphan_grace
+        ),
     )
     return run_operator(options)
 
@@ -117,6 +121,24 @@ def build_parser() -> argparse.ArgumentParser:
         "notice out-of-band changes at once instead of at the next listing",
     )
     run.add_argument("--namespace", help="watch only this namespace (default: all)")
+    run.add_argument(
+        "--orphan-sweep",
+        choices=["delete", "report", "off"],
+        default="delete",
+        help="cloud resources carrying the marker of an object the API server does not have: "
+        "report them (metric kumo_orphaned_resources, event OrphanFound) and delete them after "
+        "--orphan-grace (delete), only report them (report: for a project another Kumo "
+        "installation shares), or neither (off). A namespaced operator only reports",
+    )
+    run.add_argument(
+        "--orphan-grace",
+        type=float,
+        default=600.0,
+        help="seconds a resource must stay orphaned before the sweep deletes it",
+    )
+    run.add_argument(
+        "--sweep-seconds", type=float, default=60.0, help="how often the orphan sweep runs"
+    )
     run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster or $KUBECONFIG)")
     run.add_argument(
         "--resync-seconds", type=float, default=300.0, help="re-reconcile every object this often"

@@ -296,6 +296,12 @@ class DryRunCloud:
             "update", "share", share_id, Change("spec.size", old.size if old else None, new_size)
         )
 
+    async def set_share_metadata(self, share_id: str, metadata: dict[str, str]) -> None:
+        old = await self._inner.get_share(share_id)
+        self._record(
+            "update", "share", share_id, Change("metadata", old.metadata if old else None, metadata)
+        )
+
     async def update_share(self, share_id: str, *, description: str | None) -> None:
         old = await self._inner.get_share(share_id)
         self._record(

@@ -152,6 +152,17 @@ class ManilaCalls(CloudBase):
             share_id, lambda s: dataclasses.replace(s, description=description)
         )
 
+    async def set_share_metadata(self, share_id: str, metadata: dict[str, str]) -> None:
+        await self._call(
+            "set share metadata",
+            self._manila,
+            "put",
+            f"/shares/{share_id}/metadata",
+            json={"metadata": metadata},
+        )
+        self.watch.shares.update(share_id, lambda s: dataclasses.replace(s, metadata=metadata))
+        self.watch.nudge("manila")
+
     async def delete_share(self, share_id: str) -> None:
         """Delete; a share already gone is fine (Manila removes its access rules with it)."""
         try:

@@ -151,12 +151,16 @@ class Actuator(Protocol):
     * Waiting on the cloud is not an error: return a Result with ``requeue_after``.
     * ``finalize`` deletes what the object owns and returns ``done=True`` only when it
       is gone; it must succeed when the resources are already gone.
+    * ``release`` (``deletionPolicy: Orphan``) leaves them in the cloud with the marker
+      swapped for the orphan mark (``ownership.release_owned``), so the orphan sweep never
+      deletes them and ``spec.import`` can take them over; it must succeed when repeated.
     """
 
     info: KindInfo
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: Any) -> Result: ...
     async def finalize(self, ctx: Context, obj: Obj, spec: Any | None) -> Result: ...
+    async def release(self, ctx: Context, obj: Obj, spec: Any | None) -> None: ...
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]: ...
 
 

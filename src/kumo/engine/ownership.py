@@ -68,6 +68,9 @@ class Owned(Generic[R]):
     find_by_name: Callable[[str], Awaitable[list[R]]] | None = None
     verify: Callable[[R], Awaitable[list[Change]]] | None = None
     mark: Callable[[R], Awaitable[R]] | None = None  # returns it as marked
+    #: ``deletionPolicy: Orphan``: replace the marker by the orphan mark (kumo.ports.model),
+    #: so the orphan sweep never takes it for a leak and an import may take it over.
+    release: Callable[[R], Awaitable[None]] | None = None
 
     def status_of(self, resource: R) -> Body:
         fields = {self.id_field: self.id_of(resource)}
@@ -269,10 +272,37 @@ async def finalize_owned(ctx: Context, obj: Obj, owned: Owned[R], after: float =
     return Result.waiting("Deleting", "Deleting", f"deleting {owned.noun}(s) {ids}", after=after)
 
 
+async def release_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:
+    """``deletionPolicy: Orphan``: leave everything carrying ``obj``'s marker in the cloud,
+    released (the marker swapped for the orphan mark); return what was released. Safe to
+    repeat after a crash: what is released already carries no marker and is skipped."""
+    if owned.release is None:
+        return []
+    mine = await _carrying_marker(obj, owned)
+    for resource in mine:
+        await owned.release(resource)
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "Released",
+            f"{owned.noun} {owned.id_of(resource)} left in the cloud with the mark "
+            f"kumo-orphan={obj.uid} (deletionPolicy: Orphan; spec.import can take it over)",
+        )
+    return mine
+
+
 async def delete_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:
     """Delete everything carrying ``obj``'s marker (the recorded one included, if it
     carries it); return what was asked to go — empty means nothing of ours is left.
     A foreign resource named by status is left alone."""
+    going = await _carrying_marker(obj, owned)
+    for resource in going:
+        await owned.delete(resource)
+    return going
+
+
+async def _carrying_marker(obj: Obj, owned: Owned[R]) -> list[R]:
+    """The recorded resource (if it carries the marker) and every other one that does."""
     found: dict[str, R] = {}
     known = obj.status.get(owned.id_field)
     if known:
@@ -281,7 +311,4 @@ async def delete_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:
             found[known] = resource
     for resource in await owned.list_owned():
         found.setdefault(owned.id_of(resource), resource)
-    going = [r for r in found.values() if owned.owner_of(r) == obj.uid]
-    for resource in going:
-        await owned.delete(resource)
-    return going
+    return [r for r in found.values() if owned.owner_of(r) == obj.uid]

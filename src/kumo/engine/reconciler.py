@@ -269,6 +269,7 @@ class Engine:
                 "cloud resources left in place (managementPolicy: Observe)",
             )
         elif policy == "Orphan":
+            await actuator.release(ctx, obj, spec)
             ctx.events.emit(
                 obj, "Normal", "Orphaned", "cloud resources left in place (deletionPolicy: Orphan)"
             )

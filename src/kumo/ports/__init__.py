@@ -318,6 +318,11 @@ class SharesPort(CloudPort, Protocol):
     async def update_share(self, share_id: str, *, description: str | None) -> None: ...
 
     @write
+    async def set_share_metadata(self, share_id: str, metadata: dict[str, str]) -> None:
+        """Make ``metadata`` the share's whole metadata (Orphan releases the marker)."""
+        ...
+
+    @write
     async def delete_share(self, share_id: str) -> None: ...
 
     @read

@@ -3,6 +3,11 @@
 Every resource Kumo creates carries the marker: Nova/Octavia tags ``kumo`` and
 ``kumo-owner=<uid>``; resources without tags (server groups, Designate recordsets)
 carry ``kumo-owner=<uid>`` in their name or description.
+
+``deletionPolicy: Orphan`` releases what it leaves: the owner marker is replaced by
+``kumo-orphan=<uid>`` (tag, description word or share metadata). A released resource has
+no owner, so the orphan sweep leaves it alone and ``spec.import`` may take it over; the
+mark says where it came from.
 """
 
 from __future__ import annotations
@@ -11,16 +16,19 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "MANAGED_TAG",
+    "ORPHAN_PREFIX",
     "OWNER_PREFIX",
     "RULE_VM_KEY",
     "SHARE_MANAGED_KEY",
     "SHARE_MANAGED_VALUE",
+    "SHARE_ORPHAN_KEY",
     "SHARE_OWNER_KEY",
     "AccessRule",
     "ExportLocation",
     "HealthMonitor",
     "Listener",
     "LoadBalancer",
+    "Marked",
     "Member",
     "MemberSpec",
     "Pool",
@@ -33,6 +41,10 @@ __all__ = [
     "metadata_owner",
     "owner_of",
     "owner_tag",
+    "released_metadata",
+    "released_tags",
+    "released_words",
+    "unreleased",
 ]
 
 MANAGED_TAG = "kumo"
@@ -47,12 +59,52 @@ def marker_tags(uid: str) -> list[str]:
     return [MANAGED_TAG, owner_tag(uid)]
 
 
+ORPHAN_PREFIX = "kumo-orphan="
+
+
+def released_tags(tags: list[str], uid: str) -> list[str]:
+    """``tags`` with ``uid``'s owner marker replaced by its orphan mark (Orphan deletion)."""
+    kept = [t for t in tags if t not in (owner_tag(uid), MANAGED_TAG)]
+    orphan = f"{ORPHAN_PREFIX}{uid}"
+    return kept if orphan in kept else [*kept, orphan]
+
+
+def released_words(text: str, uid: str, limit: int | None = None) -> str:
+    """A name or description with ``uid``'s marker word replaced by the orphan mark, or
+    only removed when the mark would not fit in ``limit`` characters."""
+    words = [w for w in text.split() if w != owner_tag(uid)]
+    marked = " ".join([*words, f"{ORPHAN_PREFIX}{uid}"])
+    return marked if limit is None or len(marked) <= limit else " ".join(words)
+
+
+def unreleased(tags: list[str]) -> list[str]:
+    """Tags without any orphan mark (an import takes over a released resource)."""
+    return [t for t in tags if not t.startswith(ORPHAN_PREFIX)]
+
+
 def owner_of(tags: list[str] | None) -> str | None:
     """The owning object's UID from a resource's tags, if Kumo's marker is there."""
     for tag in tags or []:
         if tag.startswith(OWNER_PREFIX):
             return tag[len(OWNER_PREFIX) :]
     return None
+
+
+@dataclass(frozen=True)
+class Marked:
+    """A live cloud resource carrying Kumo's owner marker, as the cloud watch lists it for
+    the orphan sweep. ``kind`` is "server", "server group", "load balancer", "recordset"
+    or "share"; ``zone_id`` locates a recordset; ``busy``: the cloud is deleting it
+    already, or working on it (not to be touched now); ``in_use``: a server group that
+    still holds servers (deleting it would lose their grouping, nothing else)."""
+
+    kind: str
+    id: str
+    name: str
+    owner: str
+    zone_id: str | None = None
+    busy: bool = False
+    in_use: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,12 +220,19 @@ class Recordset:
 SHARE_MANAGED_KEY = "kumo"
 SHARE_MANAGED_VALUE = "managed"
 SHARE_OWNER_KEY = "kumo-owner"
+SHARE_ORPHAN_KEY = "kumo-orphan"
 #: On an access rule: the VirtualMachine it is for (informative; status is derived from it).
 RULE_VM_KEY = "kumo-vm"
 
 
 def marker_metadata(uid: str) -> dict[str, str]:
     return {SHARE_MANAGED_KEY: SHARE_MANAGED_VALUE, SHARE_OWNER_KEY: uid}
+
+
+def released_metadata(metadata: dict[str, str], uid: str) -> dict[str, str]:
+    """Share metadata with ``uid``'s marker replaced by the orphan mark."""
+    kept = {k: v for k, v in metadata.items() if k not in (SHARE_MANAGED_KEY, SHARE_OWNER_KEY)}
+    return {**kept, SHARE_ORPHAN_KEY: uid}
 
 
 def metadata_owner(metadata: dict[str, str] | None) -> str | None:

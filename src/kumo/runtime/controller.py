@@ -31,6 +31,7 @@ from kumo.kinds import references
 from kumo.ports import Cloud
 from kumo.runtime import metrics
 from kumo.runtime.store import MemoryStore
+from kumo.runtime.sweep import Sweeper, SweepOptions
 
 log = logging.getLogger("kumo.controller")
 
@@ -76,6 +77,8 @@ class Controller:
         workers: int = 8,
         resync_seconds: float = 300.0,
         notices: NoticeBoard | None = None,
+        sweep: SweepOptions | None = None,
+        namespace: str | None = None,
     ) -> None:
         self.actuators = {a.info.kind: a for a in actuators}
         self.kube = kube
@@ -94,6 +97,11 @@ class Controller:
         self._stopping = False
         self._unconfirmed: set[Key] = set()  # listed at startup, not yet seen by the watch
         self._audit: set[Key] = set()  # enqueued by drift: also look for duplicates
+        #: The orphan sweep (leader only): resources whose object is gone.
+        self.sweeper = Sweeper(
+            kube, INFO_BY_KIND.values(), self.live_uids, sweep or SweepOptions(), namespace
+        )
+        self._sweeping: asyncio.Task[None] | None = None
 
     # -- input ---------------------------------------------------------------------------
 
@@ -152,6 +160,7 @@ class Controller:
             for body in self.store.list(kind):
                 self.queue.add(key_of(kind, body))
         self._tasks = [loop.create_task(self._worker()) for _ in range(self.workers)]
+        self._sweeping = loop.create_task(self.sweeper.run())
 
     async def stop(self, grace: float = 0.0) -> None:
         """Stop taking work; let reconciles in flight finish for up to ``grace`` seconds."""
@@ -166,6 +175,9 @@ class Controller:
         for task in self._tasks:
             task.cancel()
         watches = list(self._watches.values())
+        if self._sweeping is not None:
+            watches.append(self._sweeping)
+            self._sweeping = None
         for task in watches:  # a standby asks nothing of the cloud
             task.cancel()
         await asyncio.gather(*self._tasks, *watches, return_exceptions=True)
@@ -203,6 +215,7 @@ class Controller:
         started = time.monotonic()
         cloud = await self._cloud_or_unavailable(key.namespace)
         await self._watching(cloud)
+        self.sweeper.watching(cloud, key.namespace)
         ctx = Context(
             cloud=cloud,
             kube=self.kube,
@@ -272,6 +285,7 @@ class Controller:
 
     def _forget_watch(self, watch: Any) -> None:
         self._watches.pop(id(watch), None)
+        self.sweeper.forget(watch)
         if self.notices is not None:
             self.notices.discard(watch)
 
@@ -303,6 +317,10 @@ class Controller:
             found.append(key)
         metrics.QUEUE_DEPTH.set(len(self.queue))
         return found
+
+    def live_uids(self) -> set[str]:
+        """The UID of every object the cache holds (the owners marked resources name)."""
+        return {body["metadata"]["uid"] for kind in INFO_BY_KIND for body in self.store.list(kind)}
 
     def _held(self, key: Key) -> bool:
         """A permanent error of this generation is not retried because the cloud moved:

@@ -173,16 +173,35 @@ class KubeClient:
         return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
 
     async def post_event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        involved = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": obj.info.kind,
+            "name": obj.name,
+            "namespace": obj.namespace,
+            "uid": obj.uid,
+        }
+        await self._post_event(obj.namespace, obj.name, involved, type_, reason, message)
+
+    async def post_namespace_event(
+        self, namespace: str, type_: str, reason: str, message: str
+    ) -> None:
+        """An event about the namespace itself (the orphan sweep's: the owner is gone)."""
+        involved = {"apiVersion": "v1", "kind": "Namespace", "name": namespace}
+        await self._post_event(namespace, namespace, involved, type_, reason, message)
+
+    async def _post_event(
+        self,
+        namespace: str,
+        name: str,
+        involved: Body,
+        type_: str,
+        reason: str,
+        message: str,
+    ) -> None:
         now = now_rfc3339()
         event = {
-            "metadata": {"generateName": f"{obj.name}.", "namespace": obj.namespace},
-            "involvedObject": {
-                "apiVersion": f"{GROUP}/{VERSION}",
-                "kind": obj.info.kind,
-                "name": obj.name,
-                "namespace": obj.namespace,
-                "uid": obj.uid,
-            },
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": involved,
             "type": type_,
             "reason": reason,
             "message": message[:1000],
@@ -192,7 +211,7 @@ class KubeClient:
             "count": 1,
             "reportingComponent": "kumo",
         }
-        await self._request("POST", f"/api/v1/namespaces/{obj.namespace}/events", event)
+        await self._request("POST", f"/api/v1/namespaces/{namespace}/events", event)
 
 
 class KubeLeaseAPI:

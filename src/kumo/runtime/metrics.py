@@ -13,3 +13,15 @@ NOTIFICATIONS = Counter(
     "Cloud notifications about a watched project's resources (each pokes its watches)",
     ["service", "event_type"],
 )
+ORPHANS = Gauge(
+    "kumo_orphaned_resources",
+    "Cloud resources carrying the marker of an object the API server does not have",
+    ["kind"],
+)
+ORPHANS_DELETED = Counter(
+    "kumo_orphans_deleted_total", "Orphaned cloud resources the sweep deleted", ["kind"]
+)
+ORPHAN_SWEEP_SUSPENDED = Gauge(
+    "kumo_orphan_sweep_suspended",
+    "1 while the sweep deletes nothing because too many owners look missing at once",
+)

@@ -18,7 +18,7 @@ import os
 import socket
 import sys
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from kumo.runtime.health import Health, start_server
 from kumo.runtime.kube import KubeClient, KubeLeaseAPI
 from kumo.runtime.kube import login as kube_login
 from kumo.runtime.leader import LeaderElector
+from kumo.runtime.sweep import SweepOptions
 
 log = logging.getLogger("kumo")
 
@@ -71,6 +72,7 @@ class OperatorOptions:
     identity: str | None = None
     shutdown_grace: float = 15.0
     notifications_secret: str | None = None
+    orphan_sweep: SweepOptions = field(default_factory=SweepOptions)
 
 
 class Lifecycle:
@@ -121,6 +123,8 @@ class Lifecycle:
             workers=options.workers,
             resync_seconds=options.resync_seconds,
             notices=notices,
+            sweep=options.orphan_sweep,
+            namespace=options.namespace,
         )
         await controller.prime(options.namespace)  # the startup barrier: all kinds listed
         self.synced = True

@@ -25,6 +25,7 @@ class ScriptedActuator:
     def __init__(self, *outcomes: Any) -> None:
         self.outcomes = list(outcomes)
         self.finalized = 0
+        self.released = 0
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: Any) -> Result:
         outcome = self.outcomes.pop(0)
@@ -35,6 +36,9 @@ class ScriptedActuator:
     async def finalize(self, ctx: Context, obj: Obj, spec: Any) -> Result:
         self.finalized += 1
         return self.outcomes.pop(0)
+
+    async def release(self, ctx: Context, obj: Obj, spec: Any) -> None:
+        self.released += 1
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         return []
@@ -183,7 +187,7 @@ def test_orphan_policy_skips_cloud_deletion() -> None:
     )
     actuator = ScriptedActuator()
     run(world, actuator)
-    assert actuator.finalized == 0
+    assert (actuator.finalized, actuator.released) == (0, 1)
     assert world.store.get("VirtualMachine", "default", "vm") is None
     assert "Orphaned" in world.events.reasons()
 

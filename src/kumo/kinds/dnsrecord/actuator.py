@@ -19,7 +19,7 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.dnsrecord import DNSRecordSpec
-from kumo.cloud.model import Recordset
+from kumo.cloud.model import Recordset, released_words
 from kumo.engine import lifecycle, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
@@ -125,6 +125,10 @@ class DNSRecordActuator:
         owned = _recordsets(ctx, obj, *sorted(zones))
         return await ownership.finalize_owned(ctx, obj, owned, PENDING_SECONDS)
 
+    async def release(self, ctx: Context, obj: Obj, spec: DNSRecordSpec | None) -> None:
+        zones = [z for z in [obj.status.get("zoneId")] if z]
+        await ownership.release_owned(ctx, obj, _recordsets(ctx, obj, *zones))
+
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """DNSRecords whose values change with this object: the LoadBalancer, VM or group
         they name, and — for a VM of a group — the records naming its group."""
@@ -198,6 +202,12 @@ def _recordsets(
         )
         return marked
 
+    async def release(rs: Recordset) -> None:
+        text = released_words(rs.description or "", obj.uid, plan.DESCRIPTION_MAX)
+        await cloud.update_recordset(
+            rs.zone_id, rs.id, records=rs.records, ttl=rs.ttl or 300, description=text
+        )
+
     return ownership.Owned(
         noun="recordset",
         id_of=lambda rs: rs.id,
@@ -210,6 +220,7 @@ def _recordsets(
         find_by_name=find_by_name,
         verify=verify,
         mark=mark,
+        release=release,
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.loadbalancer import LoadBalancerSpec
-from kumo.cloud.model import LoadBalancer, marker_tags, owner_of
+from kumo.cloud.model import LoadBalancer, marker_tags, owner_of, released_tags, unreleased
 from kumo.engine import ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError, TransientError
@@ -95,6 +95,11 @@ class LoadBalancerActuator:
                 "Deleting", "WaitingForDNS", f"DNSRecord(s) {', '.join(records)} go first"
             )
         return await ownership.finalize_owned(ctx, obj, _load_balancers(ctx, obj), DELETE_SECONDS)
+
+    async def release(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> None:
+        """Only the load balancer carries the orphan mark: its listeners, pools and
+        members are Octavia's children of it, never swept on their own."""
+        await ownership.release_owned(ctx, obj, _load_balancers(ctx, obj))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """LoadBalancers whose members change when a VM (of a referenced group) or a
@@ -182,9 +187,13 @@ def _load_balancers(
         return plan.immutable_changes(spec, lb, network_id, flavor_id)
 
     async def mark(lb: LoadBalancer) -> LoadBalancer:
-        tags = [*lb.tags, *(t for t in marker_tags(obj.uid) if t not in lb.tags)]
+        kept = unreleased(lb.tags)
+        tags = [*kept, *(t for t in marker_tags(obj.uid) if t not in kept)]
         await cloud.set_load_balancer_tags(lb.id, tags)
         return dataclasses.replace(lb, tags=tags, provisioning_status="PENDING_UPDATE")
+
+    async def release(lb: LoadBalancer) -> None:
+        await _busy_is_waiting(cloud.set_load_balancer_tags(lb.id, released_tags(lb.tags, obj.uid)))
 
     return ownership.Owned(
         noun="load balancer",
@@ -196,6 +205,7 @@ def _load_balancers(
         find_by_name=lambda name: cloud.find_load_balancers_by_name(name),
         verify=verify,
         mark=mark,
+        release=release,
     )
 
 

@@ -19,7 +19,13 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.share import ShareSpec
-from kumo.cloud.model import AccessRule, Share, marker_metadata, metadata_owner
+from kumo.cloud.model import (
+    AccessRule,
+    Share,
+    marker_metadata,
+    metadata_owner,
+    released_metadata,
+)
 from kumo.engine import lifecycle, ownership
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -139,6 +145,11 @@ class ShareActuator:
         the recorded ID nor the marker finds one."""
         return await ownership.finalize_owned(ctx, obj, _shares(ctx, obj), DELETE_SECONDS)
 
+    async def release(self, ctx: Context, obj: Obj, spec: ShareSpec | None) -> None:
+        """The share stays with its access rules (their metadata names the object; they
+        are the share's children, never swept on their own)."""
+        await ownership.release_owned(ctx, obj, _shares(ctx, obj))
+
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """Shares whose rules change with this object: a VM (named, of a named group, or
         listed in status), a group, or a LoadBalancer that let go of a VM being deleted."""
@@ -198,6 +209,9 @@ def _shares(ctx: Context, obj: Obj) -> ownership.Owned[Share]:
         if share.status not in plan.BUSY:
             await cloud.delete_share(share.id)
 
+    async def release(share: Share) -> None:
+        await cloud.set_share_metadata(share.id, released_metadata(share.metadata, obj.uid))
+
     return ownership.Owned(
         noun="share",
         id_of=lambda s: s.id,
@@ -205,6 +219,7 @@ def _shares(ctx: Context, obj: Obj) -> ownership.Owned[Share]:
         get_by_id=cloud.get_share,
         list_owned=lambda: cloud.list_owned_shares(obj.uid),
         delete=delete,
+        release=release,
     )
 
 

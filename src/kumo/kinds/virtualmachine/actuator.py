@@ -17,7 +17,7 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.virtualmachine import VirtualMachineSpec
-from kumo.cloud.model import Server, marker_tags, owner_of
+from kumo.cloud.model import Server, marker_tags, owner_of, released_tags, unreleased
 from kumo.engine import conditions, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
@@ -145,6 +145,10 @@ class VirtualMachineActuator:
         await ctx.cloud.withdraw_build(obj.uid)  # if it waited for a turn to build
         return await ownership.finalize_owned(ctx, obj, _servers(ctx, obj))
 
+    async def release(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec | None) -> None:
+        await ctx.cloud.withdraw_build(obj.uid)
+        await ownership.release_owned(ctx, obj, _servers(ctx, obj))
+
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """An LB that changed its members or a Share that revoked a rule may unblock VMs
         waiting to drain; a DNSRecord going away may unblock the VM it pointed at."""
@@ -241,9 +245,13 @@ def _servers(
         return plan.import_mismatches(spec, server, image_id, flavor)
 
     async def mark(server: Server) -> Server:
-        tags = [*server.tags, *(t for t in marker_tags(obj.uid) if t not in server.tags)]
+        kept = unreleased(server.tags)
+        tags = [*kept, *(t for t in marker_tags(obj.uid) if t not in kept)]
         await cloud.set_server_tags(server.id, tags)
         return dataclasses.replace(server, tags=tags)
+
+    async def release(server: Server) -> None:
+        await cloud.set_server_tags(server.id, released_tags(server.tags, obj.uid))
 
     return ownership.Owned(
         noun="server",
@@ -255,6 +263,7 @@ def _servers(
         find_by_name=lambda name: cloud.find_servers_by_name(name),
         verify=verify,
         mark=mark,
+        release=release,
     )
 
 

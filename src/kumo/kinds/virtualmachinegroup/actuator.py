@@ -140,6 +140,12 @@ class VirtualMachineGroupActuator:
         self._expected.pop(obj.uid, None)
         return Result(phase="Deleted", done=True)
 
+    async def release(self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec | None) -> None:
+        """Members release their own servers (they carry the group's deletionPolicy). The
+        server group keeps its name (Nova cannot rename one); the orphan sweep deletes a
+        server group only once no server is left in it, which loses nothing."""
+        self._expected.pop(obj.uid, None)
+
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """A member changed: its group must recount. A DNSRecord going away may unblock
         the group's deletion."""

@@ -125,6 +125,10 @@ class FakeManila:
         self.calls.append("update_share")
         self.shares[share_id] = replace(self.shares[share_id], description=description)
 
+    async def set_share_metadata(self, share_id: str, metadata: dict[str, str]) -> None:
+        self.calls.append("set_share_metadata")
+        self.shares[share_id] = replace(self.shares[share_id], metadata=dict(metadata))
+
     async def delete_share(self, share_id: str) -> None:
         self.calls.append("delete_share")
         self.shares.pop(share_id, None)

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from kumo.api.kinds import VIRTUAL_MACHINE
-from kumo.cloud.model import marker_tags
+from kumo.cloud.model import marker_tags, owner_of
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from tests.unit.fakes import World
 
@@ -241,3 +241,29 @@ def test_an_import_that_never_happened_is_still_not_found() -> None:
     reconcile(world)
     assert condition(world, "Ready")["reason"] == "ImportNotFound"
     assert world.cloud.servers == {}, "an import names one server: nothing built in its stead"
+
+
+def test_orphan_deletion_releases_the_server_and_an_import_takes_it_back() -> None:
+    """deletionPolicy: Orphan leaves the server with the orphan mark instead of the
+    marker (the orphan sweep never takes it for a leak), and a new object imports it."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "deletionPolicy": "Orphan"})
+    reconcile(world)
+    world.cloud.settle()
+    reconcile(world)
+    assert condition(world, "Ready")["status"] == "True"
+    sid = status(world)["id"]
+    world.stored("VirtualMachine", "vm")["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    reconcile(world)
+    assert world.store.get("VirtualMachine", "default", "vm") is None, "released at once"
+    tags = world.cloud.servers[sid]["tags"]
+    assert owner_of(tags) is None and "kumo" not in tags
+    assert "kumo-orphan=uid-vm" in tags
+    assert world.cloud.calls.count("delete_server") == 0
+    assert "Released" in world.events.reasons()
+
+    world.add(VIRTUAL_MACHINE, "again", {**SPEC, "import": {"id": sid}}, uid="uid-again")
+    reconcile(world, "again")
+    assert status(world, "again")["id"] == sid
+    assert world.cloud.servers[sid]["tags"] == marker_tags("uid-again"), "orphan mark gone"
+    assert world.cloud.calls.count("create_server") == 1, "only the first VM's"

@@ -1,0 +1,177 @@
+"""The orphan sweep, run by the leader: resources carrying the marker of an object the
+API server does not have are reported (metric, event, log) and, after a grace period,
+deleted. The decisions are :mod:`kumo.engine.sweep`'s; this module lists, confirms and acts.
+
+Why: a resource whose object went away without Kumo's finalizer (deleted before the first
+pass added it, a finalizer removed by hand) has nothing left to delete it. The cloud
+watch already lists every marked resource, so finding them costs no API call; only a
+deletion costs one, plus one fresh list per kind from the API server to confirm that
+the owners really are gone (the informer cache could lag).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kumo.api.kinds import KindInfo
+from kumo.engine.sweep import GRACE_SECONDS, OrphanSweep, Verdict
+from kumo.ports import Cloud
+from kumo.ports.model import Marked
+from kumo.runtime import metrics
+
+log = logging.getLogger("kumo.sweep")
+
+Mode = Literal["delete", "report", "off"]
+
+#: How each kind of marked resource is deleted (a value of ``Marked.kind``).
+DELETERS: dict[str, Callable[[Cloud, Marked], Awaitable[None]]] = {
+    "server": lambda cloud, m: cloud.delete_server(m.id),
+    "server group": lambda cloud, m: cloud.delete_server_group(m.id),
+    "load balancer": lambda cloud, m: cloud.delete_load_balancer(m.id),
+    "recordset": lambda cloud, m: cloud.delete_recordset(m.zone_id or "", m.id),
+    "share": lambda cloud, m: cloud.delete_share(m.id),
+}
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    mode: Mode = "delete"
+    interval: float = 60.0
+    grace: float = GRACE_SECONDS
+
+
+@dataclass
+class Target:
+    """One project's cloud, as its watch lists it, and the namespaces that use it (where
+    the sweep's events go: the owner is gone, so they cannot go on it)."""
+
+    cloud: Any
+    namespaces: set[str] = field(default_factory=set)
+    sweep: OrphanSweep = field(default_factory=OrphanSweep)
+    reported: set[tuple[str, str]] = field(default_factory=set)
+    suspended: str | None = None
+
+
+class Sweeper:
+    def __init__(
+        self,
+        kube: Any,
+        kinds: Iterable[KindInfo],
+        live_uids: Callable[[], set[str]],
+        options: SweepOptions,
+        namespace: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.kube = kube
+        self.kinds = list(kinds)
+        self.live_uids = live_uids
+        self.options = options
+        #: A namespaced operator sees only its namespace's objects: the owners of what it
+        #: finds may live elsewhere, so it reports and never deletes.
+        self.namespace = namespace
+        self.clock = clock
+        self.targets: dict[int, Target] = {}
+
+    def watching(self, cloud: Any, namespace: str) -> None:
+        """A reconcile in ``namespace`` uses ``cloud`` (whose watch runs)."""
+        watch = getattr(cloud, "watch", None)
+        if watch is None or not hasattr(watch, "marked"):
+            return
+        target = self.targets.setdefault(id(watch), Target(cloud))
+        target.sweep.grace = self.options.grace
+        target.namespaces.add(namespace)
+
+    def forget(self, watch: Any) -> None:
+        self.targets.pop(id(watch), None)
+
+    async def run(self) -> None:
+        if self.options.mode == "off":
+            return
+        while True:
+            await asyncio.sleep(self.options.interval)  # a period, not a synchronisation
+            try:
+                await self.sweep_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("orphan sweep failed (next one in %.0fs)", self.options.interval)
+
+    async def sweep_once(self) -> None:
+        """Judge every project once; confirm with the API server before any delete."""
+        verdicts: list[tuple[Target, Verdict]] = []
+        live = self.live_uids()
+        for target in list(self.targets.values()):
+            marked = target.cloud.watch.marked()
+            verdicts.append((target, target.sweep.judge(marked, live, self.clock())))
+        counts: dict[str, int] = {}
+        for _, verdict in verdicts:
+            for m in verdict.orphaned:
+                counts[m.kind] = counts.get(m.kind, 0) + 1
+        for kind in DELETERS:
+            metrics.ORPHANS.labels(kind).set(counts.get(kind, 0))
+        if any(v.delete for _, v in verdicts) and self.options.mode == "delete":
+            live = live | await self._listed_uids()
+        for target, verdict in verdicts:
+            await self._act(target, verdict, live)
+
+    async def _act(self, target: Target, verdict: Verdict, live: set[str]) -> None:
+        for m in verdict.orphaned:
+            if (m.kind, m.id) not in target.reported:
+                target.reported.add((m.kind, m.id))
+                await self._event(
+                    target,
+                    "Warning",
+                    "OrphanFound",
+                    f"{m.kind} {m.id} ({m.name}) carries kumo-owner={m.owner}, an object the "
+                    f"API server does not have: {self._fate(m)}",
+                )
+        target.reported &= {(m.kind, m.id) for m in verdict.orphaned}
+        if verdict.suspended != target.suspended:
+            target.suspended = verdict.suspended
+            if verdict.suspended:
+                await self._event(target, "Warning", "OrphanSweepSuspended", verdict.suspended)
+        metrics.ORPHAN_SWEEP_SUSPENDED.set(int(verdict.suspended is not None))
+        if self.options.mode != "delete" or self.namespace is not None:
+            return
+        for m in verdict.delete:
+            if m.owner in live:  # the fresh list found its object after all
+                target.sweep.forget(m)
+                continue
+            await DELETERS[m.kind](target.cloud, m)
+            target.sweep.forget(m)
+            metrics.ORPHANS_DELETED.labels(m.kind).inc()
+            await self._event(
+                target,
+                "Normal",
+                "OrphanDeleted",
+                f"deleted {m.kind} {m.id} ({m.name}): its object (uid {m.owner}) has been gone "
+                f"for over {int(self.options.grace)}s",
+            )
+
+    def _fate(self, m: Marked) -> str:
+        if self.options.mode != "delete" or self.namespace is not None:
+            return "reported only (the sweep does not delete here)"
+        if m.in_use:
+            return "kept while servers are in it"
+        return f"it is deleted after {int(self.options.grace)}s"
+
+    async def _listed_uids(self) -> set[str]:
+        """Every object's UID, read from the API server now (not the informer cache)."""
+        uids: set[str] = set()
+        for info in self.kinds:
+            for body in await self.kube.list(info, self.namespace):
+                uids.add(body["metadata"]["uid"])
+        return uids
+
+    async def _event(self, target: Target, type_: str, reason: str, message: str) -> None:
+        log.log(logging.WARNING if type_ == "Warning" else logging.INFO, "%s: %s", reason, message)
+        for namespace in sorted(target.namespaces):
+            try:
+                await self.kube.post_namespace_event(namespace, type_, reason, message)
+            except Exception as error:  # events are best effort
+                log.debug("could not post event in %s: %s", namespace, error)

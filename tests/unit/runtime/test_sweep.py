@@ -1,0 +1,129 @@
+"""The orphan sweep as the leader runs it: report, confirm with the API server, delete."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kumo.api.kinds import KINDS, VIRTUAL_MACHINE
+from kumo.ports.model import Marked
+from kumo.runtime.sweep import Sweeper, SweepOptions
+
+
+class Watch:
+    def __init__(self, *marked: Marked) -> None:
+        self.listed = list(marked)
+
+    def marked(self) -> list[Marked]:
+        return list(self.listed)
+
+
+class Cloud:
+    def __init__(self, *marked: Marked) -> None:
+        self.watch = Watch(*marked)
+        self.deleted: list[tuple[str, ...]] = []
+
+    async def delete_server(self, server_id: str) -> None:
+        self.deleted.append(("server", server_id))
+
+    async def delete_recordset(self, zone_id: str, rs_id: str) -> None:
+        self.deleted.append(("recordset", zone_id, rs_id))
+
+
+class Kube:
+    def __init__(self, uids: dict[str, list[str]] | None = None) -> None:
+        self.uids = uids or {}
+        self.events: list[tuple[str, str, str]] = []
+        self.lists = 0
+
+    async def list(self, info: Any, namespace: str | None = None) -> list[dict[str, Any]]:
+        self.lists += 1
+        return [{"metadata": {"uid": u}} for u in self.uids.get(info.kind, [])]
+
+    async def post_namespace_event(self, namespace: str, type_: str, reason: str, msg: str) -> None:
+        self.events.append((namespace, reason, msg))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+LEAK = Marked("server", "srv-leak", "default-gone", "uid-gone")
+MINE = [Marked("server", f"srv-{i}", f"vm-{i}", f"uid-{i}") for i in range(4)]
+LIVE = {f"uid-{i}" for i in range(4)}
+
+
+def sweeper(
+    kube: Kube, cloud: Cloud, clock: Clock, mode: str = "delete", namespace: str | None = None
+) -> Sweeper:
+    found = Sweeper(
+        kube,
+        KINDS,
+        lambda: set(LIVE),
+        SweepOptions(mode=mode, grace=600),  # type: ignore[arg-type]
+        namespace=namespace,
+        clock=clock,
+    )
+    found.watching(cloud, "team-a")
+    return found
+
+
+def test_an_orphan_is_reported_once_then_deleted_after_the_grace() -> None:
+    kube, cloud, clock = Kube(), Cloud(*MINE, LEAK), Clock()
+    sweep = sweeper(kube, cloud, clock)
+    asyncio.run(sweep.sweep_once())
+    asyncio.run(sweep.sweep_once())
+    assert [e[:2] for e in kube.events] == [("team-a", "OrphanFound")], "reported once"
+    assert "srv-leak" in kube.events[0][2] and "uid-gone" in kube.events[0][2]
+    assert cloud.deleted == [] and kube.lists == 0, "no deletion due: no API call"
+    clock.now = 600
+    asyncio.run(sweep.sweep_once())
+    assert cloud.deleted == [("server", "srv-leak")]
+    assert kube.lists == len(KINDS), "owners confirmed by a fresh list of every kind"
+    assert kube.events[-1][1] == "OrphanDeleted"
+
+
+def test_an_owner_the_fresh_list_finds_saves_the_resource() -> None:
+    """The informer cache lagged: the API server has the object, so nothing is deleted."""
+    kube, cloud, clock = Kube({VIRTUAL_MACHINE.kind: ["uid-gone"]}), Cloud(*MINE, LEAK), Clock()
+    sweep = sweeper(kube, cloud, clock)
+    asyncio.run(sweep.sweep_once())
+    clock.now = 600
+    asyncio.run(sweep.sweep_once())
+    assert cloud.deleted == []
+
+
+def test_report_mode_and_a_namespaced_operator_never_delete() -> None:
+    for mode, namespace in (("report", None), ("delete", "team-a")):
+        kube, cloud, clock = Kube(), Cloud(*MINE, LEAK), Clock()
+        sweep = sweeper(kube, cloud, clock, mode, namespace)
+        asyncio.run(sweep.sweep_once())
+        clock.now = 10_000
+        asyncio.run(sweep.sweep_once())
+        assert cloud.deleted == []
+        assert "reported only" in kube.events[0][2]
+
+
+def test_a_recordset_is_deleted_in_its_zone() -> None:
+    rs = Marked("recordset", "rs-1", "www.example.org.", "uid-gone", zone_id="zone-9")
+    kube, cloud, clock = Kube(), Cloud(*MINE, rs), Clock()
+    sweep = sweeper(kube, cloud, clock)
+    asyncio.run(sweep.sweep_once())
+    clock.now = 600
+    asyncio.run(sweep.sweep_once())
+    assert cloud.deleted == [("recordset", "zone-9", "rs-1")]
+
+
+def test_the_circuit_breaker_posts_why_it_deletes_nothing() -> None:
+    strays = [Marked("server", f"x{i}", f"x{i}", f"gone-{i}") for i in range(6)]
+    kube, cloud, clock = Kube(), Cloud(*MINE, *strays), Clock()
+    sweep = sweeper(kube, cloud, clock)
+    asyncio.run(sweep.sweep_once())
+    clock.now = 600
+    asyncio.run(sweep.sweep_once())
+    assert cloud.deleted == []
+    assert [e[1] for e in kube.events].count("OrphanSweepSuspended") == 1
