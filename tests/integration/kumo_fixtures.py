@@ -229,6 +229,10 @@ class KumoOperator:
                 "60",
                 "--metrics-port",
                 str(self.port),
+                # Tests judge Kumo's own cleanup: the orphan sweep's safety net would hide
+                # a leak. Its own test turns it on (a later flag wins).
+                "--orphan-sweep",
+                "report",
                 *extra,
             ],
             env={**self.kube.env, "KUBECONFIG": str(self.kubeconfig), **(env or {})},

@@ -432,3 +432,53 @@ def test_a_hand_made_load_balancer_with_listener_and_pool_is_imported(
             status = demo_conn.load_balancer.get_load_balancer(lb.id).provisioning_status
             if status not in ("DELETED", "PENDING_DELETE"):
                 demo_conn.load_balancer.delete_load_balancer(lb.id, cascade=True)
+
+
+def test_orphan_releases_the_server_and_an_import_takes_it_back(
+    namespace: str, kumo_operator: KumoOperator, demo_conn: Any
+) -> None:
+    """deletionPolicy: Orphan swaps the marker for kumo-orphan=<uid> (so the orphan sweep
+    never takes it for a leak); a new object's spec.import takes the server over."""
+    apply(
+        namespace,
+        {
+            "apiVersion": "kumo.dev/v1alpha1",
+            "kind": "VirtualMachine",
+            "metadata": {"name": "kept"},
+            "spec": {"image": "centos79", "flavor": "m1.tiny", "deletionPolicy": "Orphan"},
+        },
+    )
+    first = wait_ready("vm", "kept", namespace)
+    server_id, uid = first["status"]["id"], first["metadata"]["uid"]
+    try:
+        kubectl("delete", "vm", "kept", "-n", namespace, "--wait=false")
+        wait_gone("vm", "kept", namespace)
+        tags = demo_conn.compute.get_server(server_id).tags
+        assert f"kumo-orphan={uid}" in tags and not any(t.startswith("kumo-owner=") for t in tags)
+        apply(
+            namespace,
+            {
+                "apiVersion": "kumo.dev/v1alpha1",
+                "kind": "VirtualMachine",
+                "metadata": {"name": "again"},
+                "spec": {"image": "centos79", "flavor": "m1.tiny", "import": {"id": server_id}},
+            },
+        )
+        again = wait_ready("vm", "again", namespace)
+        assert again["status"]["id"] == server_id, "the released server, not a new one"
+        tags = demo_conn.compute.get_server(server_id).tags
+        assert f"kumo-owner={again['metadata']['uid']}" in tags
+        assert not any(t.startswith("kumo-orphan=") for t in tags), "the orphan mark is gone"
+        kubectl("delete", "vm", "again", "-n", namespace, "--wait=false")
+        wait_gone("vm", "again", namespace)
+        wait_until(
+            "the imported server is deleted like Kumo's own",
+            lambda: (
+                demo_conn.compute.find_server(server_id) is None
+                or demo_conn.compute.get_server(server_id).status == "DELETED"
+            ),
+            180,
+        )
+    finally:
+        with contextlib.suppress(os_exc.NotFoundException):
+            demo_conn.compute.delete_server(server_id)
