@@ -175,7 +175,10 @@ class FakeNova:
     by ``tick``; a compute node's clock may lag it by ``node_lag`` seconds).
     """
 
-    region = "tokyo1"
+    region: str | None = "tokyo1"
+
+    async def project_id(self) -> str | None:
+        return "project-tokyo1"
 
     def __init__(self) -> None:
         self.servers: dict[str, dict[str, Any]] = {}
@@ -271,6 +274,11 @@ class FakeNova:
 
     async def default_network_id(self, external: bool, field: str) -> str:
         return "net-public" if external else "net-private"
+
+    def list_live_server_addresses(self) -> frozenset[str] | None:
+        """The fake has no cloud watch: "not listed yet", as the adapter says before its
+        first listing (no pool member is then taken for lost)."""
+        return None
 
     async def get_server(self, server_id: str) -> model.Server | None:
         s = self.servers.get(server_id)
@@ -404,7 +412,7 @@ class World:
         self.store = MemoryStore()
         self.kube = FakeKube(self.store)
         self.events = RecordingEvents()
-        self.cloud = cloud if cloud is not None else FakeNova()
+        self.cloud: Any = cloud if cloud is not None else FakeNova()
 
     def ctx(self) -> Context:
         return Context(cloud=self.cloud, kube=self.kube, store=self.store, events=self.events)

@@ -31,7 +31,10 @@ def new_id(prefix: str) -> str:
 
 
 class FakeDesignate:
-    region = "tokyo1"
+    region: str | None = "tokyo1"
+
+    async def project_id(self) -> str | None:
+        return "project-tokyo1"
 
     def __init__(self, pending_gets: int = 0) -> None:
         self.zones = {ZONE_ID: ZONE, OTHER_ZONE_ID: OTHER_ZONE}

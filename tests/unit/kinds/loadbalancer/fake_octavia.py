@@ -36,7 +36,10 @@ class FakeLB:
 
 
 class FakeOctavia:
-    region = "tokyo1"
+    region: str | None = "tokyo1"
+
+    async def project_id(self) -> str | None:
+        return "project-tokyo1"
 
     def __init__(self, pending_gets: int = 0) -> None:
         self.lbs: dict[str, FakeLB] = {}

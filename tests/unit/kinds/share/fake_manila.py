@@ -29,7 +29,10 @@ EXPORTS = ["10.0.0.10:/share", "10.0.0.20:/share"]
 
 
 class FakeManila:
-    region = "tokyo1"
+    region: str | None = "tokyo1"
+
+    async def project_id(self) -> str | None:
+        return "project-tokyo1"
 
     def __init__(self, busy_gets: int = 0) -> None:
         self.shares: dict[str, model.Share] = {}

@@ -1,0 +1,24 @@
+"""mypy checks that the unit tests' fakes implement the ports they stand in for
+(``make lint`` runs mypy on this file): a fake that drifts from a port — a method
+missing, renamed, or with another signature — fails lint, not a test at run time.
+
+Nothing here runs; pytest does not collect it (no ``test_`` prefix).
+"""
+
+from __future__ import annotations
+
+from kumo.ports import ComputePort, DnsPort, LoadBalancingPort, SharesPort
+from tests.unit.fakes import FakeNova
+from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
+from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+from tests.unit.kinds.share.fake_manila import FakeManila
+
+
+def conforms(
+    nova: FakeNova, octavia: FakeOctavia, designate: FakeDesignate, manila: FakeManila
+) -> None:
+    compute: ComputePort = nova
+    load_balancing: LoadBalancingPort = octavia
+    dns: DnsPort = designate
+    shares: SharesPort = manila
+    del compute, load_balancing, dns, shares
