@@ -5,10 +5,13 @@ A pass runs, always in this order:
 
 1. ownership / import (:func:`ownership.find_owned`: by status.id only if marked,
    adopted by marker, imported — never an unmarked resource);
-2. replace, when the kind gives a reason: the old one is deleted and its ID forgotten
-   (:func:`record`), then either created again at once or waited for;
-3. create, when there is none: the new ID is recorded at once (:func:`record` via
-   :func:`ownership.create_owned`), before anything after the create can fail;
+2. replace, when the kind gives a reason (:class:`Replacement`): the old one is
+   deleted and its ID forgotten (:func:`record`), then either created again at once
+   or waited for;
+3. create, when there is none — unless the kind's checks before it say to wait (its
+   turn to build, the old one still in the way): the new ID is recorded at once
+   (:func:`record` via :func:`ownership.create_owned`), before anything after the
+   create can fail;
 4. wait while the cloud is busy with it;
 5. the kind's in-place updaters, in their order: each may act and/or wait;
 6. observe / report: the kind reads its status fields and readiness.
@@ -43,6 +46,27 @@ class Wait:
     reason: str = "Provisioning"
     phase: str = "Pending"
     after: float = 2.0
+    #: Status fields to report with it when there is no resource to report them from
+    #: (a wait before the create: the ID of a server still being replaced).
+    status: Body = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Why the resource must go, and what the pass says and keeps about it.
+
+    The lifecycle deletes it (through ``Owned.delete``, which may find it already
+    going), emits ``event`` — by default Normal ``Replacing`` "replacing <noun> <id>:
+    <why>" — and forgets its ID together with ``record`` (:func:`record`: a crash
+    after the delete leaves a status the next pass reads right). Without ``wait`` the
+    new one is created in the same pass; with it the pass ends there, reporting the
+    wait and the recorded fields (a kind that waits for the old one to go, or that
+    counts replacements, keeps what it recorded in status)."""
+
+    why: str
+    wait: Wait | None = None
+    record: Body = field(default_factory=dict)
+    event: tuple[str, str, str] | None = None  # (type, reason, message)
 
 
 @dataclass
@@ -67,9 +91,14 @@ class Lifecycle(Generic[R]):
     * ``owned``: how the ownership routine finds, adopts, imports and deletes it;
     * ``create``: make one carrying the marker; ``created`` says what to wait for then
       (the pass ends after a create: the cloud has just started building it);
-    * ``before_create``: checks before creating (a foreign resource in the way);
-    * ``replace``: why the resource must be replaced, or None; ``replaced``: what to
-      wait for after deleting it, or None to create the new one at once;
+    * ``before_create``: checks before creating (a foreign resource in the way: raise),
+      or a :class:`Wait` when the create must wait for a later pass (its turn to build,
+      the old one still in the way) — nothing is created in this pass then;
+    * ``replace``: a :class:`Replacement` when the resource must go (the spec asks for
+      one it cannot change into, the cloud gave up on it, it is being deleted behind
+      the kind's back), else None. It may read the cloud first — what the new one
+      needs, so that bad input fails before anything is deleted — and may raise
+      (a TerminalError while the kind waits before replacing);
     * ``busy``: what the cloud is doing to it that must end before updates, or None
       (raise a TerminalError for a resource the cloud gave up on);
     * ``updaters``: in-place updates, in order;
@@ -82,9 +111,8 @@ class Lifecycle(Generic[R]):
     report: Callable[[R], Awaitable[Result]]
     failpoint: str
     status: Callable[[R], Body] = field(default=lambda _: {})
-    before_create: Callable[[], Awaitable[None]] | None = None
-    replace: Callable[[R], str | None] = field(default=lambda _: None)
-    replaced: Callable[[R], Wait | None] = field(default=lambda _: None)
+    before_create: Callable[[], Awaitable[Wait | None]] | None = None
+    replace: Callable[[R], Awaitable[Replacement | None]] | None = None
     busy: Callable[[R], Awaitable[Wait | None]] | None = None
     updaters: Sequence[Updater[R]] = ()
 
@@ -100,12 +128,15 @@ def merge(waits: Sequence[Wait], status: Body) -> Result:
     """Several waits as one Result: the first's phase and reason, every message, the
     shortest requeue."""
     first = waits[0]
+    fields = dict(status)
+    for wait in waits:
+        fields.update(wait.status)
     return Result.waiting(
         first.phase,
         first.reason,
         "; ".join(w.message for w in waits),
         after=min(w.after for w in waits),
-        **status,
+        **fields,
     )
 
 
@@ -113,21 +144,28 @@ async def reconcile_owned(ctx: Context, obj: Obj, kind: Lifecycle[R]) -> Result:
     """One pass of the owned-resource lifecycle (module docstring for the order)."""
     owned = kind.owned
     resource = await ownership.find_owned(ctx, obj, owned)
-    if resource is not None:
-        why = kind.replace(resource)
-        if why is not None:
+    if resource is not None and kind.replace is not None:
+        replacement = await kind.replace(resource)
+        if replacement is not None:
+            rid = owned.id_of(resource)
             await owned.delete(resource)
             ctx.events.emit(
-                obj, "Normal", "Replacing", f"replacing {owned.noun} {owned.id_of(resource)}: {why}"
+                obj,
+                *(
+                    replacement.event
+                    or ("Normal", "Replacing", f"replacing {owned.noun} {rid}: {replacement.why}")
+                ),
             )
-            await record(ctx, obj, {k: None for k in owned.status_of(resource)})
-            wait = kind.replaced(resource)
-            if wait is not None:
-                return merge([wait], {})
+            forgotten = {k: None for k in owned.status_of(resource)}
+            await record(ctx, obj, {**forgotten, **replacement.record})
+            if replacement.wait is not None:
+                return merge([replacement.wait], replacement.record)
             resource = None
     if resource is None:
         if kind.before_create is not None:
-            await kind.before_create()
+            wait = await kind.before_create()
+            if wait is not None:
+                return merge([wait], {})
         resource = await ownership.create_owned(ctx, obj, owned, kind.create, kind.failpoint)
         return merge([kind.created(resource)], kind.status(resource))
     busy = await kind.busy(resource) if kind.busy is not None else None

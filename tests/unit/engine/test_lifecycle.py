@@ -11,6 +11,7 @@ import pytest
 
 from kumo.api.kinds import DNS_RECORD
 from kumo.engine import lifecycle, ownership
+from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Obj
 from kumo.engine.result import Result
 from tests.unit.fakes import World
@@ -180,25 +181,34 @@ def test_busy_waits_before_any_update() -> None:
     assert cloud.log == [] and result.message == "busy"
 
 
+def replacing(why: str, wait: lifecycle.Wait | None = None, only: str | None = None) -> Any:
+    """A ``replace`` hook: replace ``only`` that one (every one when None)."""
+
+    async def replace(thing: Thing) -> lifecycle.Replacement | None:
+        if only is not None and thing.id != only:
+            return None
+        return lifecycle.Replacement(why, wait=wait)
+
+    return replace
+
+
 def test_replace_deletes_forgets_the_id_then_creates() -> None:
     world, cloud, obj = setup({"id": "t1"})
-    kind = steps(world, cloud, obj, replace=lambda t: "size changed" if t.id == "t1" else None)
+    kind = steps(world, cloud, obj, replace=replacing("size changed", only="t1"))
     _, writes = run(world, obj, kind)
     assert cloud.log == ["delete t1", "create"]
     assert writes == [{"id": None}, {"id": "n1"}]
     assert world.events.reasons() == ["Replacing", "Created"]
     # Waiting for the old one to go instead: no create in this pass.
     world2, cloud2, obj2 = setup({"id": "t1"})
-    kind2 = steps(
-        world2, cloud2, obj2, replace=lambda t: "x", replaced=lambda t: lifecycle.Wait("going")
-    )
+    kind2 = steps(world2, cloud2, obj2, replace=replacing("x", lifecycle.Wait("going")))
     result2, _ = run(world2, obj2, kind2)
     assert cloud2.log == ["delete t1"] and result2.message == "going"
 
 
 def test_a_resource_without_the_marker_is_never_touched() -> None:
     world, cloud, obj = setup({"id": "t9"}, owner=None)
-    kind = steps(world, cloud, obj, replace=lambda t: "x", updaters=[updater(cloud, "u")])
+    kind = steps(world, cloud, obj, replace=replacing("x"), updaters=[updater(cloud, "u")])
     with pytest.raises(ownership.NotOwned):
         run(world, obj, kind)
     assert cloud.log == [] and "t9" in cloud.things
@@ -210,3 +220,67 @@ def test_adopts_by_marker_instead_of_creating() -> None:
     result, _ = run(world, obj, steps(world, cloud, obj))
     assert cloud.log == ["report"] and result.ready
     assert world.stored("DNSRecord", "r")["status"]["id"] == "t5"
+
+
+def test_a_replacement_records_its_fields_with_the_forgotten_id_and_reports_them() -> None:
+    world, cloud, obj = setup({"id": "t1"})
+
+    async def replace(thing: Thing) -> lifecycle.Replacement:
+        return lifecycle.Replacement(
+            "broken",
+            wait=lifecycle.Wait("old one going", reason="Replacing", after=3.0),
+            record={"replacingId": thing.id, "replacements": 1},
+            event=("Warning", "ThingBroken", f"thing {thing.id} broke; replacing it"),
+        )
+
+    result, writes = run(world, obj, steps(world, cloud, obj, replace=replace))
+    assert cloud.log == ["delete t1"]  # the pass ends: the new one is made later
+    assert writes == [{"id": None, "replacingId": "t1", "replacements": 1}]
+    assert world.events.reasons() == ["ThingBroken"]
+    assert world.events.events[-1][1] == "Warning"
+    assert result.status == {"replacingId": "t1", "replacements": 1}
+    assert (result.reason, result.message, result.requeue_after) == (
+        "Replacing",
+        "old one going",
+        3.0,
+    )
+
+
+def test_replace_may_refuse_before_anything_is_deleted() -> None:
+    """Bad input found while deciding (references of the new one) deletes nothing."""
+    world, cloud, obj = setup({"id": "t1"})
+
+    async def replace(_: Thing) -> lifecycle.Replacement:
+        raise TerminalError("ImageNotFound", "no such image", field="spec.image")
+
+    with pytest.raises(TerminalError):
+        run(world, obj, steps(world, cloud, obj, replace=replace))
+    assert cloud.log == [] and "t1" in cloud.things
+    assert world.stored("DNSRecord", "r")["status"]["id"] == "t1"
+
+
+def test_before_create_may_wait_instead_of_creating() -> None:
+    world, cloud, obj = setup()
+
+    async def not_yet() -> lifecycle.Wait:
+        cloud.log.append("check")
+        return lifecycle.Wait("not your turn", reason="WaitingToBuild", after=60.0, status={"x": 1})
+
+    result, writes = run(world, obj, steps(world, cloud, obj, before_create=not_yet))
+    assert cloud.log == ["check"] and cloud.things == {}
+    assert writes == []
+    assert (result.reason, result.message, result.requeue_after) == (
+        "WaitingToBuild",
+        "not your turn",
+        60.0,
+    )
+    assert result.status == {"x": 1} and not result.done
+
+
+def test_merge_reports_each_waits_status_fields_over_the_resources() -> None:
+    result = lifecycle.merge(
+        [lifecycle.Wait("a", status={"x": 1}), lifecycle.Wait("b", status={"y": 2})],
+        {"x": 0, "z": 3},
+    )
+    assert result.status == {"x": 1, "y": 2, "z": 3}
+    assert result.message == "a; b"

@@ -65,6 +65,12 @@ class DNSRecordActuator:
         async def refuse_foreign() -> None:
             await _refuse_foreign(ctx, obj, zone_id, name, spec.type)
 
+        async def replace(rs: Recordset) -> lifecycle.Replacement | None:
+            # Designate removes a deleted recordset at once: create right away (no wait).
+            if not plan.needs_replacement(rs, zone_id, name, spec.type):
+                return None
+            return lifecycle.Replacement(f"{rs.name} {rs.type}: zone, name or type changed")
+
         async def update(rs: Recordset) -> lifecycle.Step[Recordset]:
             if not plan.needs_update(records, spec.ttl, description, rs):
                 return lifecycle.Step(rs)
@@ -104,12 +110,7 @@ class DNSRecordActuator:
                 failpoint="after-recordset-create",
                 status=plan.status,
                 before_create=refuse_foreign,
-                # Designate removes a deleted recordset at once: create right away.
-                replace=lambda rs: (
-                    f"{rs.name} {rs.type}: zone, name or type changed"
-                    if plan.needs_replacement(rs, zone_id, name, spec.type)
-                    else None
-                ),
+                replace=replace,
                 updaters=[update],
             ),
         )
