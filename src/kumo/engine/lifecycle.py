@@ -17,9 +17,10 @@ A pass runs, always in this order:
 6. observe / report: the kind reads its status fields and readiness.
 
 Waits are merged into one :class:`Result` (one message, the shortest requeue), and
-the engine (:meth:`Engine.run`) writes status once, at the end of the pass. The only
-writes in the middle of a pass are the named ID records (:func:`record`), which make
-a crash after a create or a delete safe.
+the engine (:meth:`Engine.run`) writes status at the end of the pass, in one patch.
+The only writes before it are the named ID records (:func:`record`, the one
+``ownership.py`` uses for creates, adoptions and imports too), which make a crash
+after a create or a delete safe; a kind never patches status itself.
 
 Why in the engine: the order (and where status is written) cannot drift between kinds,
 and a kind's part shrinks to small steps whose decisions stay in its pure ``plan.py``.
@@ -33,6 +34,7 @@ from typing import Generic, TypeVar
 
 from kumo.engine import ownership
 from kumo.engine.objects import Body, Context, Obj
+from kumo.engine.ownership import record as record  # the ID record, named here too
 from kumo.engine.result import Result
 
 R = TypeVar("R")
@@ -115,13 +117,6 @@ class Lifecycle(Generic[R]):
     replace: Callable[[R], Awaitable[Replacement | None]] | None = None
     busy: Callable[[R], Awaitable[Wait | None]] | None = None
     updaters: Sequence[Updater[R]] = ()
-
-
-async def record(ctx: Context, obj: Obj, fields: Body) -> None:
-    """The crash-safety write: record (or forget, with None values) the owned
-    resource's ID at once, so that a crash after a create or a delete leaves a
-    status the next pass reads right. The only status write in the middle of a pass."""
-    obj.body = await ctx.kube.patch_status(obj, fields)
 
 
 def merge(waits: Sequence[Wait], status: Body) -> Result:

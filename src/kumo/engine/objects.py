@@ -146,8 +146,10 @@ class Actuator(Protocol):
     Obligations:
     * ``reconcile`` is idempotent: observe the cloud, diff against ``spec``, act on the
       difference. Before creating anything, look for a resource carrying the object's
-      ownership marker and adopt it; record a new resource's ID with
-      ``ctx.kube.patch_status`` at once. Never touch a resource without the marker.
+      ownership marker and adopt it; record a new resource's ID at once
+      (``ownership.record``, which ``ownership.create_owned`` and the lifecycle call —
+      the only status write before the engine's own at the end of the pass). Never
+      touch a resource without the marker.
     * Waiting on the cloud is not an error: return a Result with ``requeue_after``.
     * ``finalize`` deletes what the object owns and returns ``done=True`` only when it
       is gone; it must succeed when the resources are already gone.

@@ -102,6 +102,15 @@ class AlreadyOwned(TerminalError):
         )
 
 
+async def record(ctx: Context, obj: Obj, fields: Body) -> None:
+    """The crash-safety write: record (or forget, with None values) the owned
+    resource's ID at once, so that a crash after a create, an adoption, an import or a
+    delete leaves a status the next pass reads right. The only status write in the
+    middle of a pass (``lifecycle.record`` is this one); the engine writes the rest
+    once, at its end."""
+    obj.body = await ctx.kube.patch_status(obj, fields)
+
+
 def import_ref(obj: Obj) -> dict[str, str] | None:
     """``spec.import`` of the object, if it asks to take over a resource."""
     ref = obj.spec.get("import")
@@ -159,7 +168,7 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
             "Adopted",
             f"adopted {owned.noun} {owned.id_of(keep)} carrying Kumo's marker",
         )
-        obj.body = await ctx.kube.patch_status(obj, owned.status_of(keep))
+        await record(ctx, obj, owned.status_of(keep))
     return keep
 
 
@@ -230,7 +239,7 @@ async def take_over(ctx: Context, obj: Obj, owned: Owned[R], resource: R) -> R:
         resource = await owned.mark(resource)
         ctx.events.emit(obj, "Normal", "Imported", f"imported {owned.noun} {rid}: marker added")
     if obj.status.get(owned.id_field) != rid:
-        obj.body = await ctx.kube.patch_status(obj, owned.status_of(resource))
+        await record(ctx, obj, owned.status_of(resource))
     return resource
 
 
@@ -257,7 +266,7 @@ async def create_owned(
     this line leaves a resource the next pass adopts, never a second one."""
     resource = await create()
     failpoint(failpoint_name)
-    obj.body = await ctx.kube.patch_status(obj, owned.status_of(resource))
+    await record(ctx, obj, owned.status_of(resource))
     ctx.events.emit(obj, "Normal", "Created", f"created {owned.noun} {owned.id_of(resource)}")
     return resource
 

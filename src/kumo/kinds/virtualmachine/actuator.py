@@ -1,9 +1,14 @@
 """VirtualMachine actuator: observe the Nova server, diff with the spec, act.
 
-Order of a pass: find the server (the engine's ownership routine: status.id only if it
-carries the marker, else adopt by marker, else create and record its ID at once) →
-replace it if an immutable field changed → wait while it builds → correct
-description/metadata/tags in place → report addresses.
+A pass is the engine's owned-resource lifecycle (engine/lifecycle.py): find the server
+(status.id only if it carries the marker, else adopt by marker, else import) → replace
+it if an immutable field changed (references resolved first: bad input deletes
+nothing), if it is being deleted behind Kumo's back, or if it stayed in ERROR past its
+grace period (doubling after each replacement) → before a create, wait while the
+server it replaces is still in the server group and for a turn to build → create and
+record its ID at once → wait while it builds → correct description/metadata/tags in
+place → report addresses. The lifecycle records (or forgets) the ID at once; every
+other status field is written by the engine at the end of the pass.
 Deletion drains the VM from every LoadBalancer first, then from every Share's access
 rules (members, then storage, then servers).
 """
@@ -18,7 +23,7 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.virtualmachine import VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags, owner_of, released_tags, unreleased
-from kumo.engine import conditions, ownership
+from kumo.engine import conditions, lifecycle, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -44,86 +49,104 @@ class VirtualMachineActuator:
     async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> Result:
         user_data = await _user_data(ctx, obj, spec)
         hash_ = plan.spec_hash(spec, user_data)
-        servers = _servers(ctx, obj, spec)
-        server = await ownership.find_owned(ctx, obj, servers)
+        refs: tuple[str, str, list[str]] | None = None  # resolved before a create
 
-        if server is None or plan.needs_replacement(server, hash_):
-            # Resolve every reference first: bad input must fail before anything is deleted.
-            refs = await _resolve(ctx, spec)
-        if server is not None and plan.needs_replacement(server, hash_):
-            await ctx.cloud.delete_server(server.id)
-            ctx.events.emit(
-                obj, "Normal", "Replacing", f"replacing server {server.id}: spec changed"
-            )
-            obj.body = await ctx.kube.patch_status(obj, {"id": None, "replacingId": server.id})
-            return Result.waiting(
-                "Replacing",
-                "Replacing",
-                "old server deleted, creating new one",
-                replacingId=server.id,
+        def status(server: Server) -> dict[str, Any]:
+            return _status(obj, server, spec, hash_)
+
+        async def replace(server: Server) -> lifecycle.Replacement | None:
+            why = plan.replacement(server, hash_)
+            if why == "spec":
+                # Resolve every reference first: bad input must fail before anything
+                # is deleted.
+                await _resolve(ctx, spec)
+                return lifecycle.Replacement(
+                    "spec changed",
+                    wait=_replacing("old server deleted, creating new one"),
+                    record={"replacingId": server.id},
+                )
+            if why == "deleting":  # already on its way: Owned.delete asks nothing more
+                return lifecycle.Replacement(
+                    "deleted behind Kumo's back",
+                    wait=_replacing(f"server {server.id} is being deleted"),
+                    event=(
+                        "Warning",
+                        "ServerDeleted",
+                        f"server {server.id} is being deleted; replacing it",
+                    ),
+                )
+            if why == "error":
+                return _errored(obj, spec, server)
+            return None
+
+        async def before_create() -> lifecycle.Wait | None:
+            nonlocal refs
+            refs = await _resolve(ctx, spec)  # bad input fails before taking a turn
+            if await _still_in_server_group(ctx, obj, spec):
+                old = obj.status["replacingId"]
+                return _replacing(
+                    f"server {old} is being deleted; its replacement boots once it has left "
+                    "the server group",
+                    after=REPLACE_POLL_SECONDS,
+                    status={
+                        "replacingId": old,
+                        **{k: obj.status[k] for k in ERROR_COUNTERS if obj.status.get(k)},
+                    },
+                )
+            if not await ctx.cloud.admit_build(obj.uid):
+                kept = ("replacingId", *ERROR_COUNTERS)
+                return lifecycle.Wait(
+                    f"waiting for its turn: {ctx.cloud.max_queued_builds} of this cloud's "
+                    "servers are queued in Nova, not on a host yet (kumo run "
+                    "--max-queued-builds)",
+                    reason="WaitingToBuild",
+                    phase="Pending",
+                    after=BUILD_TURN_SECONDS,
+                    status={k: obj.status[k] for k in kept if obj.status.get(k)},
+                )
+            return None
+
+        async def create() -> Server:
+            assert refs is not None  # before_create resolved them
+            return await _create(ctx, obj, spec, user_data, hash_, refs)
+
+        async def busy(server: Server) -> lifecycle.Wait | None:
+            return _BUILDING if server.status in ("BUILD", "REBUILD") else None
+
+        async def correct(server: Server) -> lifecycle.Step[Server]:
+            metadata = plan.desired_metadata(spec, obj.namespace, obj.name, hash_)
+            fix = plan.plan_fix(spec, metadata, obj.uid, server)
+            if not fix.empty:
+                await _apply_fix(ctx, server, fix)
+                ctx.events.emit(obj, "Normal", "Corrected", f"put server {server.id} back to spec")
+            return lifecycle.Step(server)
+
+        async def report(server: Server) -> Result:
+            ready = server.status == "ACTIVE"
+            return Result(
+                phase=plan.PHASES.get(server.status, server.status.title()),
+                ready=ready,
+                reason="Ready" if ready else "NotActive",
+                message="server is ACTIVE" if ready else f"server is {server.status}",
+                status=status(server),
+                requeue_after=None if ready else 10.0,
             )
 
-        if server is None and await _still_in_server_group(ctx, obj, spec):
-            old = obj.status["replacingId"]
-            return Result.waiting(
-                "Replacing",
-                "Replacing",
-                f"server {old} is being deleted; its replacement boots once it has left "
-                "the server group",
-                after=REPLACE_POLL_SECONDS,
-                replacingId=old,
-                **{k: obj.status[k] for k in ERROR_COUNTERS if obj.status.get(k)},
-            )
-        if server is None and not await ctx.cloud.admit_build(obj.uid):
-            return Result.waiting(
-                "Pending",
-                "WaitingToBuild",
-                f"waiting for its turn: {ctx.cloud.max_queued_builds} of this cloud's servers "
-                "are queued in Nova, not on a host yet (kumo run --max-queued-builds)",
-                after=BUILD_TURN_SECONDS,
-                **{k: obj.status[k] for k in ("replacingId", *ERROR_COUNTERS) if obj.status.get(k)},
-            )
-        if server is None:
-            server = await ownership.create_owned(
-                ctx,
-                obj,
-                servers,
-                lambda: _create(ctx, obj, spec, user_data, hash_, refs),
-                "after-server-create",
-            )
-            return Result.waiting(
-                "Building", "Building", "server is building", **_status(obj, server, spec, hash_)
-            )
-
-        if server.status == "DELETING":  # deleted behind Kumo's back: build another now
-            obj.body = await ctx.kube.patch_status(obj, {"id": None})
-            ctx.events.emit(
-                obj,
-                "Warning",
-                "ServerDeleted",
-                f"server {server.id} is being deleted; replacing it",
-            )
-            return Result.waiting("Replacing", "Replacing", f"server {server.id} is being deleted")
-        if server.status == "ERROR":
-            return await _errored(ctx, obj, spec, server, hash_)
-        if server.status in ("BUILD", "REBUILD"):
-            return Result.waiting(
-                "Building", "Building", "server is building", **_status(obj, server, spec, hash_)
-            )
-
-        metadata = plan.desired_metadata(spec, obj.namespace, obj.name, hash_)
-        fix = plan.plan_fix(spec, metadata, obj.uid, server)
-        if not fix.empty:
-            await _apply_fix(ctx, server, fix)
-            ctx.events.emit(obj, "Normal", "Corrected", f"put server {server.id} back to spec")
-        ready = server.status == "ACTIVE"
-        return Result(
-            phase=plan.PHASES.get(server.status, server.status.title()),
-            ready=ready,
-            reason="Ready" if ready else "NotActive",
-            message="server is ACTIVE" if ready else f"server is {server.status}",
-            status=_status(obj, server, spec, hash_),
-            requeue_after=None if ready else 10.0,
+        return await lifecycle.reconcile_owned(
+            ctx,
+            obj,
+            lifecycle.Lifecycle(
+                owned=_servers(ctx, obj, spec),
+                create=create,
+                created=lambda _: _BUILDING,
+                report=report,
+                failpoint="after-server-create",
+                status=status,
+                before_create=before_create,
+                replace=replace,
+                busy=busy,
+                updaters=[correct],
+            ),
         )
 
     async def finalize(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec | None) -> Result:
@@ -316,11 +339,11 @@ async def _still_in_server_group(ctx: Context, obj: Obj, spec: VirtualMachineSpe
     return bool(spec.server_group) and await ctx.cloud.get_server(old) is not None
 
 
-async def _errored(
-    ctx: Context, obj: Obj, spec: VirtualMachineSpec, server: Server, hash_: str
-) -> Result:
-    """Report an ERROR server; replace it once it has waited long enough (self-healing),
-    waiting twice as long after every replacement that ended in ERROR again."""
+def _errored(obj: Obj, spec: VirtualMachineSpec, server: Server) -> lifecycle.Replacement:
+    """An ERROR server is reported (a TerminalError, before anything is deleted) until
+    it has waited long enough, then replaced (self-healing), waiting twice as long after
+    every replacement that ended in ERROR again; the counters are recorded with the
+    forgotten ID and kept until a server is ACTIVE."""
     reason = plan.fault_reason(server.fault)
     replaced = int(obj.status.get("errorReplacements") or 0)
     if replaced:
@@ -339,16 +362,18 @@ async def _errored(
         note = plan.replacement_note(replaced, wait - since)
         raise TerminalError(reason, f"{detail} ({note})", field=where)
 
-    await ctx.cloud.delete_server(server.id)
     counters: dict[str, Any] = {
         "errorReplacements": replaced + 1,
         "lastErrorReplacement": conditions.now_rfc3339(),
         "replacingId": server.id,
     }
-    obj.body = await ctx.kube.patch_status(obj, {"id": None, **counters})
     note = plan.replacement_note(replaced + 1, plan.replacement_delay(replaced + 1))
-    ctx.events.emit(obj, "Warning", "Replacing", f"replacing server {server.id} in ERROR ({note})")
-    return Result.waiting("Replacing", reason, f"{where}: {detail} ({note})", **counters)
+    return lifecycle.Replacement(
+        "in ERROR",
+        wait=lifecycle.Wait(f"{where}: {detail} ({note})", reason=reason, phase="Replacing"),
+        record=counters,
+        event=("Warning", "Replacing", f"replacing server {server.id} in ERROR ({note})"),
+    )
 
 
 async def _apply_fix(ctx: Context, server: Server, fix: plan.ServerFix) -> None:
@@ -358,6 +383,16 @@ async def _apply_fix(ctx: Context, server: Server, fix: plan.ServerFix) -> None:
         await ctx.cloud.set_server_metadata(server.id, fix.set_metadata, fix.remove_metadata)
     if fix.tags is not None:
         await ctx.cloud.set_server_tags(server.id, fix.tags)
+
+
+def _replacing(message: str, after: float = 2.0, status: Body | None = None) -> lifecycle.Wait:
+    return lifecycle.Wait(
+        message, reason="Replacing", phase="Replacing", after=after, status=status or {}
+    )
+
+
+#: While Nova builds (or rebuilds) the server.
+_BUILDING = lifecycle.Wait("server is building", reason="Building", phase="Building")
 
 
 def _status(obj: Obj, server: Server, spec: VirtualMachineSpec, hash_: str) -> dict[str, Any]:

@@ -114,6 +114,20 @@ def needs_replacement(server: Server, hash_: str) -> bool:
     return server.metadata.get(HASH_KEY) not in (None, hash_)
 
 
+def replacement(server: Server, hash_: str) -> str | None:
+    """Why ``server`` must go, in this order: ``spec`` (a field Nova cannot change in
+    place changed), ``deleting`` (deleted behind Kumo's back: build another now),
+    ``error`` (Nova put it in ERROR: replaced once its grace period is over); None to
+    keep it."""
+    if needs_replacement(server, hash_):
+        return "spec"
+    if server.status == "DELETING":
+        return "deleting"
+    if server.status == "ERROR":
+        return "error"
+    return None
+
+
 def addresses(server: Server) -> list[dict[str, object]]:
     return [{"network": net, "ip": ip, "version": ver} for net, ip, ver in server.addresses]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kumo.cloud.model import Server
 from kumo.kinds.virtualmachine import plan
 
 
@@ -25,3 +26,24 @@ def test_replacement_note() -> None:
     assert plan.replacement_note(0, 45) == "replacing it in 45s"
     assert plan.replacement_note(1, 120) == "replaced 1 time, next attempt in 2m"
     assert plan.replacement_note(3, 240) == "replaced 3 times, next attempt in 4m"
+
+
+@pytest.mark.parametrize(
+    ("hash_on_server", "status", "why"),
+    [
+        ("old", "ACTIVE", "spec"),
+        ("old", "DELETING", "spec"),  # a changed spec goes first, as before the lifecycle
+        ("old", "ERROR", "spec"),
+        ("h", "DELETING", "deleting"),
+        ("h", "ERROR", "error"),
+        (None, "ERROR", "error"),  # no hash (imported): never a spec replacement
+        ("h", "BUILD", None),
+        ("h", "SHUTOFF", None),
+    ],
+)
+def test_replacement_reasons_in_their_order(
+    hash_on_server: str | None, status: str, why: str | None
+) -> None:
+    metadata = {plan.HASH_KEY: hash_on_server} if hash_on_server else {}
+    server = Server(id="s", name="vm", status=status, metadata=metadata)
+    assert plan.replacement(server, "h") == why
