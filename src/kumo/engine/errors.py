@@ -55,7 +55,8 @@ class TerminalError(ReconcileError):
     is asked as rarely as before once the doubling reaches the cap.
 
     ``status``: the kind's status fields as observed before it failed, written with the
-    error in the pass's one status write (a Share keeps listing its rules for VMs).
+    error in the engine's status write at the end of the pass (a Share keeps listing
+    its rules for VMs).
     """
 
     def __init__(

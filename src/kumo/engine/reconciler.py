@@ -2,7 +2,8 @@
 
 ``run`` takes an object, decides between finalize and reconcile, calls the kind's
 actuator, turns errors into conditions (``Ready``, and ``Stalled`` saying whether
-the user must act), and writes status once at the end. It returns when to look at
+the user must act), and writes status in one patch at the end (the only earlier
+writes are a kind's ID records, ``ownership.record``). It returns when to look at
 the object again (``None``: only on the next change or resync). It knows no kind
 and imports neither kopf nor openstacksdk.
 

@@ -1,5 +1,6 @@
 """The owned-resource lifecycle: one order, merged waits, status written once (plus
-the named ID record right after a create), hands off what lacks the marker."""
+the named ID records right after a create or a delete), hands off what lacks the
+marker."""
 
 from __future__ import annotations
 
