@@ -24,6 +24,17 @@ after a create or a delete safe; a kind never patches status itself.
 
 Why in the engine: the order (and where status is written) cannot drift between kinds,
 and a kind's part shrinks to small steps whose decisions stay in its pure ``plan.py``.
+
+What a kind may say at each step is kept generic, each for a case a kind has: a
+:class:`Replacement` carries the status fields that must outlive the forgotten ID and
+its own event (a VirtualMachine replaces a server whose spec changed, one deleted
+behind its back and one left in ERROR, each reported its own way, and records the
+ID it replaces and how often it did); ``replace`` may read before it decides (a
+VirtualMachine resolves image, flavor and networks there: bad input fails before
+the delete); ``before_create`` may wait instead of creating (a VirtualMachine waits
+for its turn to build, or for the server it replaces to leave its server group), and
+a :class:`Wait` may carry status fields for such a wait, which has no resource to
+report from.
 """
 
 from __future__ import annotations
@@ -121,7 +132,7 @@ class Lifecycle(Generic[R]):
 
 def merge(waits: Sequence[Wait], status: Body) -> Result:
     """Several waits as one Result: the first's phase and reason, every message, the
-    shortest requeue."""
+    shortest requeue; ``status`` (the resource's fields) with each wait's own over it."""
     first = waits[0]
     fields = dict(status)
     for wait in waits:
@@ -144,13 +155,12 @@ async def reconcile_owned(ctx: Context, obj: Obj, kind: Lifecycle[R]) -> Result:
         if replacement is not None:
             rid = owned.id_of(resource)
             await owned.delete(resource)
-            ctx.events.emit(
-                obj,
-                *(
-                    replacement.event
-                    or ("Normal", "Replacing", f"replacing {owned.noun} {rid}: {replacement.why}")
-                ),
+            event = replacement.event or (
+                "Normal",
+                "Replacing",
+                f"replacing {owned.noun} {rid}: {replacement.why}",
             )
+            ctx.events.emit(obj, *event)
             forgotten = {k: None for k in owned.status_of(resource)}
             await record(ctx, obj, {**forgotten, **replacement.record})
             if replacement.wait is not None:
