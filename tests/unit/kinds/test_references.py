@@ -59,18 +59,15 @@ def test_the_check_fails_on_a_field_the_spec_lacks() -> None:
 
 
 def test_dns_records_go_first_for_each_of_their_targets() -> None:
-    for target, field in (
-        ("LoadBalancer", "loadBalancerRef"),
-        ("VirtualMachine", "virtualMachineRef"),
-        ("VirtualMachineGroup", "virtualMachineGroupRef"),
-    ):
+    fields = [  # DNSRecord's fields and the kind each names
+        ("loadBalancerRef", "LoadBalancer"),
+        ("virtualMachineRef", "VirtualMachine"),
+        ("virtualMachineGroupRef", "VirtualMachineGroup"),
+    ]
+    for field, target in fields:
         assert [(r.referrer, r.field) for r in goes_first(target)] == [("DNSRecord", field)]
     assert goes_first("DNSRecord") == goes_first("Share") == []
-    assert set(referencing("DNSRecord")) == {
-        "LoadBalancer",
-        "VirtualMachine",
-        "VirtualMachineGroup",
-    }
+    assert referencing("DNSRecord") == {target: field for field, target in fields}
 
 
 def test_referenced_names_walk_lists_and_name_references() -> None:
