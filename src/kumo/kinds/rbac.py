@@ -10,7 +10,7 @@ Pure functions, no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -34,7 +34,7 @@ class Rule:
 class Document:
     body: dict[str, Any]
     why: str = ""
-    rules: tuple[Rule, ...] = field(default=())
+    rules: tuple[Rule, ...] = ()
 
 
 def _rule(
