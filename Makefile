@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: up down test chaos unit lint crds venv bench bench-fleet bench-memory clean image
+.PHONY: up down test chaos unit lint crds rbac venv bench bench-fleet bench-memory clean image
 
 up: venv
 	bash dev/up.sh
@@ -29,6 +29,9 @@ lint: venv
 
 crds: venv
 	$(VENV)/bin/kumo crds > deploy/base/crds/kumo.dev.yaml
+
+rbac: venv
+	$(VENV)/bin/kumo rbac > deploy/base/rbac.yaml
 
 venv:
 	bash dev/venv.sh

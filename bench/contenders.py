@@ -29,6 +29,7 @@ from typing import Any
 from bench import lab
 from bench.lab import FLAVOR, IMAGE, NETWORK, PREFIX, SUBNET, ZONE, say, wait_for
 from kumo.kinds.labels import GROUP_LABEL
+from kumo.kinds.registry import deletion_order, members
 
 HEAT_DIR = Path(__file__).resolve().parent / "heat"
 THREADS = 16
@@ -204,9 +205,11 @@ class Heat:
         raise RuntimeError("heat: stack deleted but cloud resources are left")
 
 
-#: Kumo's kinds in delete order: a LoadBalancer waits for the DNSRecords that point at
-#: it, and a group's VMs are deleted by the group (after the LB drops them).
-KINDS = ("dnsrecords", "loadbalancers", "virtualmachinegroups", "virtualmachines")
+#: Kumo's kinds in delete order, from the registry: referrers before what they point at (a
+#: LoadBalancer waits for the DNSRecords that point at it) and groups before their VMs.
+KINDS = tuple(info.plural for info in deletion_order())
+#: Kinds deleted by their creator (a group's VMs, after the LB drops them), not by the bench.
+MEMBERS = frozenset(info.plural for info in members())
 
 
 def split(n: int, groups: int) -> list[int]:
@@ -517,8 +520,9 @@ class KumoRun:
         return noticed[0], t_vm, t_member
 
     def delete(self) -> None:
-        for plural in KINDS[:-1]:  # the VMs go with their groups
-            self.kube.delete_all(plural, self.namespace)
+        for plural in KINDS:
+            if plural not in MEMBERS:  # the VMs go with their groups
+                self.kube.delete_all(plural, self.namespace)
 
         def gone() -> bool:
             self._alive()

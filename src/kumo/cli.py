@@ -21,6 +21,13 @@ def _crds(_: argparse.Namespace) -> int:
     return 0
 
 
+def _rbac(_: argparse.Namespace) -> int:
+    from kumo.kinds.rbac import render
+
+    sys.stdout.write(render())
+    return 0
+
+
 def _kinds(args: argparse.Namespace) -> int:
     from kumo.api.kinds import KINDS
 
@@ -79,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     crds = sub.add_parser("crds", help="print the CustomResourceDefinitions (YAML)")
     crds.set_defaults(func=_crds)
+
+    rbac = sub.add_parser(
+        "rbac", help="print the ServiceAccount and least-privilege RBAC (deploy/base/rbac.yaml)"
+    )
+    rbac.set_defaults(func=_rbac)
 
     kinds = sub.add_parser("kinds", help="list Kumo's kinds (for scripts: CRDs, RBAC, tests)")
     kinds.add_argument("--plural", action="store_true", help="print plural resource names")

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from kumo.api.kinds import KINDS
+from kumo.kinds.registry import deletion_order
 from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
 from tests.integration.polling import wait_until
 
@@ -139,7 +140,9 @@ def like(operator: KumoOperator, log_name: str) -> KumoOperator:
     )
 
 
-KUMO_KINDS = tuple(info.plural for info in reversed(KINDS))  # dependents first
+#: Kumo's plurals in deletion order: referrers and groups before what they point at or
+#: made (a target's finalizer waits for its DNSRecords; a group remakes deleted members).
+KUMO_KINDS = tuple(info.plural for info in deletion_order())
 LEASE_NAMESPACE = "kumo-system"
 #: The token Secret the suite asks for ServiceAccount kumo-system/kumo (tests only).
 TOKEN_SECRET = "kumo-lab-token"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kumo.api.kinds import KINDS
 from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -171,13 +172,7 @@ def scratch_namespace(crds: KubeEnv) -> Iterator[str]:
 
 def test_crds_are_established(crds: KubeEnv) -> None:
     names = kubectl("get", "crd", "-o", "name").stdout.split()
-    for plural in (
-        "virtualmachines",
-        "virtualmachinegroups",
-        "loadbalancers",
-        "dnsrecords",
-        "shares",
-    ):
+    for plural in (info.plural for info in KINDS):
         assert f"customresourcedefinition.apiextensions.k8s.io/{plural}.kumo.dev" in names
 
 

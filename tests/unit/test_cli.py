@@ -5,19 +5,14 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from kumo.api.kinds import KINDS
 from kumo.cli import build_parser, main
 
 
 def test_crds_prints_every_kind(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["crds"]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
-    assert [d["spec"]["names"]["kind"] for d in docs] == [
-        "VirtualMachine",
-        "VirtualMachineGroup",
-        "LoadBalancer",
-        "DNSRecord",
-        "Share",
-    ]
+    assert [d["spec"]["names"]["kind"] for d in docs] == [info.kind for info in KINDS]
 
 
 def test_run_options_have_production_defaults() -> None:

@@ -8,6 +8,7 @@ import inspect
 
 import pytest
 
+from kumo import ports
 from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
@@ -16,6 +17,7 @@ from kumo.cloud.designate import DesignateCalls
 from kumo.cloud.octavia import OctaviaCalls
 from kumo.cloud.shares import ManilaCalls
 from kumo.engine.errors import TransientError
+from kumo.kinds import registry
 from tests.unit.fakes import FakeNova, World
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
@@ -52,6 +54,20 @@ def test_fakes_have_the_adapters_signatures(fake: type, real: type, helpers: set
     assert checked, "nothing compared"
     stale = {h for h in helpers if h not in vars(fake)}
     assert not stale, f"helpers listed here but gone from {fake.__name__}: {stale}"
+
+
+def test_the_fakes_cover_every_service_a_kind_uses() -> None:
+    """FAKES holds one fake per cloud service (not per kind): a record that names a new
+    service in ``services`` needs a fake of it here."""
+    common = set(ports.declared(ports.CloudPort))
+
+    def serves(real: type, port: type) -> bool:
+        return set(ports.declared(port)) - common <= set(dir(real))
+
+    covered = {
+        s for _, real, _ in FAKES for s, port in ports.SERVICES.items() if serves(real, port)
+    }
+    assert {s for record in registry.RECORDS for s in record.services} <= covered
 
 
 # -- FakeNova: a deleted server lingers as DELETED until Nova has finished -------------

@@ -1,10 +1,12 @@
 """Deletion order across kinds.
 
-* A DNSRecord goes before the object it points at. When both are deleted together
-  (``kubectl delete -f examples/``), the target's finalizer waits while a DNSRecord that
-  references it is itself being deleted, so DNS never points at an address that is
-  already gone. A record that is *not* being deleted does not block its target (that
-  would hang deletion for ever); it reports ``TargetNotFound`` instead.
+* A referrer declared ``referrer_first`` in :mod:`kumo.kinds.references` (a DNSRecord)
+  goes before the object it points at. When both are deleted together (``kubectl delete
+  -f examples/``), the target's finalizer waits while a referrer that references it is
+  itself being deleted (:func:`wait_for_referrers`), so DNS never points at an address
+  that is already gone; the referrer's events wake the target (:func:`unblocked_by`). A
+  referrer that is *not* being deleted does not block its target (that would hang
+  deletion for ever); it reports ``TargetNotFound`` instead.
 * A VirtualMachine leaves in the order LoadBalancer → Share → server: its Shares keep
   its access rule while a LoadBalancer still lists it as a member
   (:func:`load_balancers_holding`), and its finalizer waits until no Share lists a rule
@@ -17,11 +19,12 @@ from __future__ import annotations
 import datetime
 
 from kumo.engine.objects import Body, Key, Obj, Store
-from kumo.kinds.references import referencing
+from kumo.engine.result import Result
+from kumo.kinds.references import goes_first, referenced_names
 
-#: Which DNSRecord field references which kind.
-DNS_REF_FIELD = referencing("DNSRecord")
 WAIT_LIMIT_SECONDS = 120.0
+#: The Ready reason of a target waiting for referrers of a kind (else ``WaitingFor<Kind>``).
+WAIT_REASONS = {"DNSRecord": "WaitingForDNS"}
 
 
 def seconds_since(timestamp: str | None) -> float:
@@ -31,25 +34,44 @@ def seconds_since(timestamp: str | None) -> float:
     return (datetime.datetime.now(datetime.UTC) - then).total_seconds()
 
 
-def dns_records_going(store: Store, obj: Obj) -> list[str]:
-    """DNSRecords being deleted that still reference ``obj`` (within the wait limit)."""
+def referrers_going(store: Store, obj: Obj) -> dict[str, list[str]]:
+    """Referrer kind → the objects being deleted that still reference ``obj`` and go
+    first (within the wait limit)."""
     if seconds_since(obj.meta.get("deletionTimestamp")) >= WAIT_LIMIT_SECONDS:
+        return {}
+    going: dict[str, set[str]] = {}
+    for ref in goes_first(obj.info.kind):
+        for referrer in store.list(ref.referrer, obj.namespace):
+            meta = referrer["metadata"]
+            if (
+                obj.name in referenced_names(referrer.get("spec") or {}, ref.field)
+                and meta.get("deletionTimestamp")
+                and meta.get("finalizers")
+            ):
+                going.setdefault(ref.referrer, set()).add(meta["name"])
+    return {kind: sorted(names) for kind, names in going.items()}
+
+
+def wait_for_referrers(store: Store, obj: Obj) -> Result | None:
+    """What ``obj``'s finalizer returns while referrers that go first are being deleted
+    (``None``: nothing to wait for)."""
+    going = referrers_going(store, obj)
+    if not going:
+        return None
+    reason = WAIT_REASONS.get(next(iter(going)), f"WaitingFor{next(iter(going))}")
+    who = "; ".join(f"{kind}(s) {', '.join(names)}" for kind, names in going.items())
+    return Result.waiting("Deleting", reason, f"{who} go first")
+
+
+def unblocked_by(kind: str, body: Body, target: str) -> list[Key]:
+    """The objects of ``target`` that ``body``, an object of ``kind``, references when
+    ``kind`` goes first: its change (its deletion) may end their wait."""
+    fields = [ref.field for ref in goes_first(target) if ref.referrer == kind]
+    if not fields:
         return []
-    field = DNS_REF_FIELD[obj.info.kind]
-    return sorted(
-        record["metadata"]["name"]
-        for record in store.list("DNSRecord", obj.namespace)
-        if (record.get("spec") or {}).get(field) == obj.name
-        and record["metadata"].get("deletionTimestamp")
-        and record["metadata"].get("finalizers")
-    )
-
-
-def dns_target(body: Body, kind: str) -> list[Key]:
-    """The object of ``kind`` a DNSRecord event concerns (to resume its deletion)."""
-    name = (body.get("spec") or {}).get(DNS_REF_FIELD[kind])
-    namespace = body["metadata"].get("namespace", "default")
-    return [Key(kind, namespace, name)] if name else []
+    spec = body.get("spec") or {}
+    namespace = (body.get("metadata") or {}).get("namespace", "default")
+    return [Key(target, namespace, name) for f in fields for name in referenced_names(spec, f)]
 
 
 def load_balancers_holding(store: Store, namespace: str, vm_name: str) -> list[str]:

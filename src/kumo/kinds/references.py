@@ -1,7 +1,8 @@
 """Which field of which kind names an object of another kind, declared once.
 
-The deletion waits read this table (:data:`kumo.kinds.ordering.DNS_REF_FIELD` is derived
-from it), and a unit test checks every path against the referrer's spec model, so a
+The deletion waits and the wake-ups they need (:mod:`kumo.kinds.ordering`), the deletion
+order of the test fixtures and the bench (:func:`kumo.kinds.registry.deletion_order`) read
+this table, and a unit test checks every path against the referrer's spec model, so a
 renamed field fails a test instead of silently breaking an ordering.
 """
 
@@ -37,6 +38,24 @@ REFERENCES: tuple[Reference, ...] = (
 def readers_of(target: str) -> list[Reference]:
     """The references to ``target``, a kind of Kumo's or ConfigMap/Secret."""
     return [ref for ref in REFERENCES if ref.target == target]
+
+
+def goes_first(target: str) -> list[Reference]:
+    """The references to ``target`` whose referrer is deleted before it."""
+    return [ref for ref in REFERENCES if ref.target == target and ref.referrer_first]
+
+
+def referenced_names(spec: dict[str, object], field: str) -> list[str]:
+    """Every name ``field`` holds in ``spec``, through its lists (``[]``): plain strings
+    or ``{name: …}`` references; empty values are left out."""
+    values: list[object] = [spec]
+    for part in field.split("."):
+        key = part.removesuffix("[]")
+        values = [value.get(key) if isinstance(value, dict) else None for value in values]
+        if part.endswith("[]"):
+            values = [item for value in values if isinstance(value, list) for item in value]
+    names = [value.get("name") if isinstance(value, dict) else value for value in values]
+    return [name for name in names if isinstance(name, str) and name]
 
 
 def referenced_name(spec: dict[str, object], field: str) -> str | None:

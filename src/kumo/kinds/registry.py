@@ -1,8 +1,11 @@
-"""One record per kind: its API table entry and how to build its actuator.
+"""One record per kind: its API table entry, how to build its actuator, the cloud
+services it uses and the kinds whose objects it makes.
 
-The operator and `kumo plan` both build their actuators from :data:`RECORDS`, so a
-new kind is wired into both by adding one record here (a unit test fails when a kind
-of :data:`kumo.api.kinds.KINDS` has none).
+The operator and `kumo plan` build their actuators from :data:`RECORDS`, `kumo rbac`
+writes the ClusterRole's kind rules from it, and the integration fixtures and the bench
+delete in :func:`deletion_order`; so a new kind is wired into all of them by adding one
+record here (a unit test fails when a kind of :data:`kumo.api.kinds.KINDS` has none, and
+another when a list of kinds is written by hand elsewhere).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from kumo.api import kinds
 from kumo.api.kinds import KindInfo
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
+from kumo.kinds.references import REFERENCES
 from kumo.kinds.share.actuator import ShareActuator
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
@@ -25,17 +29,72 @@ class KindRecord:
     info: KindInfo
     #: Builds a fresh actuator (each caller gets its own: actuators may hold state).
     actuator: Callable[[], Any]
+    #: The cloud services its actuator calls, by their names in
+    #: :data:`kumo.ports.SERVICES` (a unit test checks them against the calls it makes).
+    services: tuple[str, ...]
+    #: Kinds whose objects its actuator creates and deletes in Kubernetes (a group's
+    #: members): RBAC grants create/delete on them, and it is deleted before them (else
+    #: it would make them again).
+    creates: tuple[KindInfo, ...] = ()
 
 
 RECORDS: tuple[KindRecord, ...] = (
-    KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator),
-    KindRecord(kinds.VIRTUAL_MACHINE_GROUP, VirtualMachineGroupActuator),
-    KindRecord(kinds.LOAD_BALANCER, LoadBalancerActuator),
-    KindRecord(kinds.DNS_RECORD, DNSRecordActuator),
-    KindRecord(kinds.SHARE, ShareActuator),
+    KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute",)),
+    KindRecord(
+        kinds.VIRTUAL_MACHINE_GROUP,
+        VirtualMachineGroupActuator,
+        ("compute",),
+        creates=(kinds.VIRTUAL_MACHINE,),
+    ),
+    # Compute too: network lookups, and which member addresses still have a server.
+    KindRecord(kinds.LOAD_BALANCER, LoadBalancerActuator, ("loadbalancing", "compute")),
+    KindRecord(kinds.DNS_RECORD, DNSRecordActuator, ("dns",)),
+    KindRecord(kinds.SHARE, ShareActuator, ("shares",)),
 )
 
 
 def actuators() -> list[Any]:
     """A new actuator for every kind, in the order of :data:`RECORDS`."""
     return [record.actuator() for record in RECORDS]
+
+
+def goes_before() -> dict[str, set[str]]:
+    """Kind → the kinds that must be deleted after it: the targets of its declared
+    references (a referrer lets go of its target first: DNS, pool members, access
+    rules) and the kinds it creates (a group deleted after its members remakes them)."""
+    known = {record.info.kind for record in RECORDS}
+    after: dict[str, set[str]] = {kind: set() for kind in known}
+    for ref in REFERENCES:
+        if ref.referrer in known and ref.target in known:  # not ConfigMap, Secret
+            after[ref.referrer].add(ref.target)
+    for record in RECORDS:
+        after[record.info.kind].update(info.kind for info in record.creates)
+    return after
+
+
+def deletion_order() -> tuple[KindInfo, ...]:
+    """Every kind, each before the kinds :func:`goes_before` puts after it, for deleting
+    everything at once (test fixtures, the bench). Of kinds with no order between them,
+    the later record comes first (the order ``reversed(KINDS)`` gave by hand)."""
+    after = goes_before()
+    waiting = {kind: 0 for kind in after}  # kind → how many kinds must go before it
+    for targets in after.values():
+        for target in targets:
+            waiting[target] += 1
+    pending = [record.info for record in reversed(RECORDS)]
+    order: list[KindInfo] = []
+    while pending:
+        info = next((i for i in pending if waiting[i.kind] == 0), None)
+        if info is None:
+            raise ValueError(f"references form a cycle among {[i.kind for i in pending]}")
+        pending.remove(info)
+        order.append(info)
+        for target in after[info.kind]:
+            waiting[target] -= 1
+    return tuple(order)
+
+
+def members() -> tuple[KindInfo, ...]:
+    """Kinds some other kind creates: deleting their creator deletes them."""
+    made = {info.kind for record in RECORDS for info in record.creates}
+    return tuple(record.info for record in RECORDS if record.info.kind in made)

@@ -350,6 +350,14 @@ class Cloud(ComputePort, LoadBalancingPort, DnsPort, SharesPort, Protocol):
 #: Every service's port; the dry pass and its tests walk these.
 PORTS: tuple[type, ...] = (CloudPort, ComputePort, LoadBalancingPort, DnsPort, SharesPort)
 
+#: Each service's port by the name a kind gives it in ``KindRecord.services``.
+SERVICES: dict[str, type] = {
+    "compute": ComputePort,
+    "loadbalancing": LoadBalancingPort,
+    "dns": DnsPort,
+    "shares": SharesPort,
+}
+
 
 def declared(port: type) -> dict[str, str]:
     """A port's own members (methods and attributes) and what each is declared:

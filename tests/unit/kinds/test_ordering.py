@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from kumo.api.kinds import DNS_RECORD, VIRTUAL_MACHINE
 from kumo.engine.objects import Key, Obj
 from kumo.engine.reconciler import Engine
-from kumo.kinds import ordering
+from kumo.kinds import ordering, registry
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.runtime.store import MemoryStore
 from tests.unit.fakes import World
@@ -64,6 +66,53 @@ def test_record_events_resume_the_target() -> None:
     assert VirtualMachineActuator().dependents("DNSRecord", body, world.store) == [
         Key("VirtualMachine", "default", "vm")
     ]
+
+
+def going(name: str, **spec: str) -> dict:
+    meta = {"name": name, "namespace": "default", "deletionTimestamp": NOW}
+    return {"metadata": meta | {"finalizers": ["f"]}, "spec": spec}
+
+
+def test_referrers_going_are_those_being_deleted_that_name_the_target() -> None:
+    store = MemoryStore()
+    store.put("DNSRecord", going("b", virtualMachineRef="vm"))
+    store.put("DNSRecord", going("a", virtualMachineRef="vm"))
+    store.put("DNSRecord", going("other", virtualMachineRef="vm2"))
+    store.put("DNSRecord", going("by-group", virtualMachineGroupRef="vm"))  # another kind
+    stays = going("stays", virtualMachineRef="vm")
+    del stays["metadata"]["deletionTimestamp"]
+    store.put("DNSRecord", stays)
+    released = going("released", virtualMachineRef="vm")
+    released["metadata"]["finalizers"] = []
+    store.put("DNSRecord", released)
+    vm = Obj(VIRTUAL_MACHINE, {"metadata": {"name": "vm", "namespace": "default"}})
+    assert ordering.referrers_going(store, vm) == {"DNSRecord": ["a", "b"]}
+    waiting = ordering.wait_for_referrers(store, vm)
+    assert waiting is not None and not waiting.done
+    assert (waiting.reason, waiting.message) == ("WaitingForDNS", "DNSRecord(s) a, b go first")
+    vm.meta["deletionTimestamp"] = "2000-01-01T00:00:00Z"  # waited long enough
+    assert ordering.referrers_going(store, vm) == {}
+    assert ordering.wait_for_referrers(store, vm) is None
+
+
+@pytest.mark.parametrize(
+    ("target", "field"),
+    [
+        ("VirtualMachine", "virtualMachineRef"),
+        ("VirtualMachineGroup", "virtualMachineGroupRef"),
+        ("LoadBalancer", "loadBalancerRef"),
+    ],
+)
+def test_a_record_wakes_the_target_it_names_and_only_that(target: str, field: str) -> None:
+    """What each target kind's actuator wrote by hand before (``kind == "DNSRecord"``)."""
+    world = World()
+    body = world.add(DNS_RECORD, "rec", {"zone": "z.test.", "name": "api", field: "t"})
+    (actuator,) = [a for a in registry.actuators() if a.info.kind == target]
+    assert ordering.unblocked_by("DNSRecord", body, target) == [Key(target, "default", "t")]
+    assert actuator.dependents("DNSRecord", body, world.store) == [Key(target, "default", "t")]
+    other = world.add(DNS_RECORD, "lit", {"zone": "z.test.", "name": "x", "values": ["1.2.3.4"]})
+    assert actuator.dependents("DNSRecord", other, world.store) == []
+    assert ordering.unblocked_by("Share", body, target) == []  # Shares do not go first
 
 
 # -- LoadBalancer → Share → server ---------------------------------------------------------

@@ -9,8 +9,13 @@ import pytest
 from pydantic import BaseModel
 
 from kumo.api.kinds import KINDS
-from kumo.kinds import ordering
-from kumo.kinds.references import REFERENCES, Reference, referencing
+from kumo.kinds.references import (
+    REFERENCES,
+    Reference,
+    goes_first,
+    referenced_names,
+    referencing,
+)
 
 SPECS = {info.kind: info.spec_model for info in KINDS}
 
@@ -53,10 +58,25 @@ def test_the_check_fails_on_a_field_the_spec_lacks() -> None:
     assert not has_field(SPECS["DNSRecord"], "loadBalancer")
 
 
-def test_dns_deletion_waits_derive_from_the_references() -> None:
-    assert ordering.DNS_REF_FIELD == {
-        "LoadBalancer": "loadBalancerRef",
-        "VirtualMachine": "virtualMachineRef",
-        "VirtualMachineGroup": "virtualMachineGroupRef",
-    }
-    assert referencing("DNSRecord") == ordering.DNS_REF_FIELD
+def test_dns_records_go_first_for_each_of_their_targets() -> None:
+    fields = [  # DNSRecord's fields and the kind each names
+        ("loadBalancerRef", "LoadBalancer"),
+        ("virtualMachineRef", "VirtualMachine"),
+        ("virtualMachineGroupRef", "VirtualMachineGroup"),
+    ]
+    for field, target in fields:
+        assert [(r.referrer, r.field) for r in goes_first(target)] == [("DNSRecord", field)]
+    assert goes_first("DNSRecord") == goes_first("Share") == []
+    assert referencing("DNSRecord") == {target: field for field, target in fields}
+
+
+def test_referenced_names_walk_lists_and_name_references() -> None:
+    lb = {"ports": [{"realServers": {"virtualMachineGroupRef": "web"}}, {"realServers": {}}]}
+    assert referenced_names(lb, "ports[].realServers.virtualMachineGroupRef") == ["web"]
+    share = {"access": [{"virtualMachineRef": "a"}, {"virtualMachineRef": "b"}, {}]}
+    assert referenced_names(share, "access[].virtualMachineRef") == ["a", "b"]
+    vm = {"initScript": {"configMapRef": {"name": "boot", "key": "sh"}}}
+    assert referenced_names(vm, "initScript.configMapRef") == ["boot"]
+    assert referenced_names({"virtualMachineRef": ""}, "virtualMachineRef") == []
+    assert referenced_names({"access": "oops"}, "access[].virtualMachineRef") == []
+    assert referenced_names({}, "loadBalancerRef") == []

@@ -13,8 +13,8 @@ from kumo.api.kinds import VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Key
 from kumo.engine.queue import WorkQueue
+from kumo.kinds import registry
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
-from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
 from kumo.runtime import metrics
 from kumo.runtime.controller import Controller
 from tests.unit.fakes import FakeKube, FakeNova, make_body
@@ -31,8 +31,13 @@ class OneCloud:
         return self.cloud
 
 
+def compute_only() -> list[Any]:
+    """The actuators of the kinds that use Nova alone: FakeNova is the only cloud here."""
+    return [r.actuator() for r in registry.RECORDS if r.services == ("compute",)]
+
+
 def controller() -> Controller:
-    ctl = Controller([VirtualMachineActuator(), VirtualMachineGroupActuator()], None, OneCloud())
+    ctl = Controller(compute_only(), None, OneCloud())
     ctl.kube = FakeKube(ctl.store)
     ctl.events.emit = lambda *args: None  # type: ignore[method-assign]
     return ctl

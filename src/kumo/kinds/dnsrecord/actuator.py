@@ -25,6 +25,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
+from kumo.kinds import references
 from kumo.kinds.dnsrecord import plan
 from kumo.kinds.labels import GROUP_LABEL
 
@@ -135,7 +136,7 @@ class DNSRecordActuator:
         they name, and — for a VM of a group — the records naming its group."""
         meta = body.get("metadata") or {}
         wanted: set[tuple[str, str]] = set()
-        if kind in ("LoadBalancer", "VirtualMachine", "VirtualMachineGroup"):
+        if kind in references.referencing(self.info.kind):
             wanted.add((kind, meta.get("name", "")))
         group = (meta.get("labels") or {}).get(GROUP_LABEL)
         if kind == "VirtualMachine" and group:

@@ -89,11 +89,9 @@ class LoadBalancerActuator:
     async def finalize(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
         """Delete with cascade (Octavia removes listeners, pools, members and monitors
         with it), then wait until neither the recorded ID nor the marker finds one."""
-        records = ordering.dns_records_going(ctx.store, obj)
-        if records:
-            return Result.waiting(
-                "Deleting", "WaitingForDNS", f"DNSRecord(s) {', '.join(records)} go first"
-            )
+        waiting = ordering.wait_for_referrers(ctx.store, obj)
+        if waiting:
+            return waiting
         return await ownership.finalize_owned(ctx, obj, _load_balancers(ctx, obj), DELETE_SECONDS)
 
     async def release(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> None:
@@ -105,8 +103,8 @@ class LoadBalancerActuator:
         """LoadBalancers whose members change when a VM (of a referenced group) or a
         referenced group changes: a VM turning Ready, getting an IP or being deleted."""
         meta = body.get("metadata") or {}
-        if kind == "DNSRecord":  # a record going away may unblock this LB's deletion
-            return ordering.dns_target(body, self.info.kind)
+        if unblocked := ordering.unblocked_by(kind, body, self.info.kind):
+            return unblocked  # a referrer that goes first (a DNSRecord) may unblock deletion
         if kind == "VirtualMachine":
             group = (meta.get("labels") or {}).get(GROUP_LABEL)
         elif kind == "VirtualMachineGroup":

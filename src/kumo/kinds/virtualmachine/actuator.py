@@ -150,11 +150,9 @@ class VirtualMachineActuator:
         )
 
     async def finalize(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec | None) -> Result:
-        records = ordering.dns_records_going(ctx.store, obj)
-        if records:
-            return Result.waiting(
-                "Deleting", "WaitingForDNS", f"DNSRecord(s) {', '.join(records)} go first"
-            )
+        waiting = ordering.wait_for_referrers(ctx.store, obj)
+        if waiting:
+            return waiting
         holding = _load_balancers_using(ctx.store, obj)
         if holding and _deleting_for(obj) < _drain_timeout(holding):
             return Result.waiting("Draining", "Draining", _draining_message(holding, obj))
@@ -174,9 +172,10 @@ class VirtualMachineActuator:
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """An LB that changed its members or a Share that revoked a rule may unblock VMs
-        waiting to drain; a DNSRecord going away may unblock the VM it pointed at."""
-        if kind == "DNSRecord":
-            return ordering.dns_target(body, self.info.kind)
+        waiting to drain; a referrer that goes first (a DNSRecord) going away may unblock
+        the VM it pointed at."""
+        if unblocked := ordering.unblocked_by(kind, body, self.info.kind):
+            return unblocked
         if kind not in ("LoadBalancer", "Share"):  # a drained member, a revoked rule
             return []
         namespace = body["metadata"].get("namespace", "default")

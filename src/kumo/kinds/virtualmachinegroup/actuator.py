@@ -119,11 +119,9 @@ class VirtualMachineGroupActuator:
     async def finalize(
         self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec | None
     ) -> Result:
-        records = ordering.dns_records_going(ctx.store, obj)
-        if records:
-            return Result.waiting(
-                "Deleting", "WaitingForDNS", f"DNSRecord(s) {', '.join(records)} go first"
-            )
+        waiting = ordering.wait_for_referrers(ctx.store, obj)
+        if waiting:
+            return waiting
         members = self._members(ctx.store, obj, include_deleting=True)
         for body in members:
             if not body["metadata"].get("deletionTimestamp"):
@@ -147,10 +145,10 @@ class VirtualMachineGroupActuator:
         self._expected.pop(obj.uid, None)
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
-        """A member changed: its group must recount. A DNSRecord going away may unblock
-        the group's deletion."""
-        if kind == "DNSRecord":
-            return ordering.dns_target(body, self.info.kind)
+        """A member changed: its group must recount. A referrer that goes first (a
+        DNSRecord) going away may unblock the group's deletion."""
+        if unblocked := ordering.unblocked_by(kind, body, self.info.kind):
+            return unblocked
         if kind != "VirtualMachine":
             return []
         meta = body["metadata"]

@@ -1,0 +1,54 @@
+"""deploy/base/rbac.yaml is generated (`make rbac`) from the registry: the committed file
+is what `kumo rbac` prints, and what it grants follows the records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kumo.cli import main
+from kumo.kinds import rbac, registry
+from kumo.kinds.references import REFERENCES
+
+ROOT = Path(__file__).resolve().parents[3]
+RBAC = ROOT / "deploy/base/rbac.yaml"
+
+
+def test_the_committed_file_is_not_stale() -> None:
+    assert RBAC.read_text() == rbac.render(), "deploy/base/rbac.yaml is stale: run `make rbac`"
+
+
+def test_kumo_rbac_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rbac"]) == 0
+    assert capsys.readouterr().out == rbac.render()
+
+
+def test_the_rendered_comments_leave_the_objects_as_built() -> None:
+    assert list(yaml.safe_load_all(rbac.render())) == rbac.manifests()
+
+
+def operator_rules() -> list[dict]:
+    role = next(m for m in rbac.manifests() if m["metadata"]["name"] == "kumo-operator")
+    return list(role["rules"])
+
+
+def test_create_and_delete_only_what_a_kind_creates() -> None:
+    writes = [r for r in operator_rules() if {"create", "delete"} & set(r["verbs"])]
+    kumo = [r for r in writes if r["apiGroups"] == ["kumo.dev"]]
+    assert [r["resources"] for r in kumo] == [[i.plural for i in registry.members()]]
+    assert [r["verbs"] for r in kumo] == [["create", "delete"]]
+
+
+def test_what_kinds_reference_outside_kumo_is_readable() -> None:
+    """A ConfigMap named by a spec is read and watched cluster-wide; a Secret only
+    where a namespace binds kumo-boot-secrets."""
+    outside = {ref.target for ref in REFERENCES} - {r.info.kind for r in registry.RECORDS}
+    assert outside == {"ConfigMap", "Secret"}
+    (config_maps,) = [r for r in operator_rules() if r["resources"] == ["configmaps"]]
+    assert {"get", "watch"} <= set(config_maps["verbs"])
+    boot = next(m for m in rbac.manifests() if m["metadata"]["name"] == "kumo-boot-secrets")
+    assert boot["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    secrets = [r for r in operator_rules() if r["resources"] == ["secrets"]]
+    assert [r.get("resourceNames") for r in secrets] == [["kumo-cloud-credentials"]]
