@@ -26,8 +26,9 @@ from kumo.cloud.cache import ResourceCache
 from kumo.cloud.errors import classify, missing_ids, refused
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
-from kumo.cloud.watch import SKEW_SECONDS, WATCH_LANE, CloudWatch, Lister
+from kumo.cloud.watch import SKEW_SECONDS, WATCH_LANE, CloudWatch
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
+from kumo.ports import Cloud
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -61,7 +62,7 @@ class CloudBase:
         self._names = NameCache()
         #: The cloud-side cache; reads use it once the controller has synced it.
         self.watch = CloudWatch(
-            cast(Lister, self),
+            cast(Cloud, self),  # OpenStackCloud: every port (adapter.py checks it)
             interval=watch_seconds,
             relist=relist_seconds,
             skew=skew_seconds,

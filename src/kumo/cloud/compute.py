@@ -13,6 +13,7 @@ from openstack.compute.v2 import server as _server_resource
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
+from kumo.cloud.watch import ServerWatcher
 from kumo.engine.errors import TerminalError
 
 
@@ -175,7 +176,7 @@ class ComputeCalls(CloudBase):
             description=description,
         )
         self.watch.servers.put(server)
-        self.watch.nudge("nova")
+        self.watch.nudge(ServerWatcher.service)
         return server
 
     async def update_server(self, server_id: str, *, description: str | None) -> None:
@@ -223,7 +224,7 @@ class ComputeCalls(CloudBase):
             "delete server", self.conn.compute.delete_server, server_id, ignore_missing=True
         )
         self.watch.servers.update(server_id, lambda s: dataclasses.replace(s, status="DELETING"))
-        self.watch.nudge("nova")
+        self.watch.nudge(ServerWatcher.service)
 
     # -- Nova server groups (no tags: the owner marker is in the name) ------------------
 

@@ -10,6 +10,7 @@ from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
 from kumo.cloud.errors import missing_ids
+from kumo.cloud.watch import ZoneWatcher
 from kumo.engine.errors import ReconcileError, TerminalError
 
 
@@ -115,7 +116,7 @@ class DesignateCalls(CloudBase):
         )
         rs = _recordset(created, zone_id)
         self.watch.recordsets.put(rs)
-        self.watch.nudge("dns")
+        self.watch.nudge(ZoneWatcher.service)
         return rs
 
     async def update_recordset(
@@ -135,7 +136,7 @@ class DesignateCalls(CloudBase):
         )
         rs = _recordset(updated, zone_id)
         self.watch.recordsets.put(rs)
-        self.watch.nudge("dns")
+        self.watch.nudge(ZoneWatcher.service)
         return rs
 
     async def delete_recordset(self, zone_id: str, rs_id: str) -> None:
@@ -146,7 +147,7 @@ class DesignateCalls(CloudBase):
             "delete recordset", self.conn.dns.delete_recordset, stub, ignore_missing=True
         )
         self.watch.recordsets.forget(rs_id)
-        self.watch.nudge("dns")
+        self.watch.nudge(ZoneWatcher.service)
 
     # -- end of Designate ---------------------------------------------------------------
 

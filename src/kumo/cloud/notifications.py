@@ -27,12 +27,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
+from kumo.cloud.watch import ServerWatcher
+
 log = logging.getLogger("kumo.cloud.notifications")
 
 #: Event-type prefixes → the cloud watch's service they concern.
 SERVICES: tuple[tuple[str, str], ...] = (
-    ("instance.", "nova"),
-    ("compute.instance.", "nova"),
+    ("instance.", ServerWatcher.service),
+    ("compute.instance.", ServerWatcher.service),
 )
 #: (exchange, routing key) Kumo's queue is bound to: Nova's versioned and legacy
 #: notifications, normal and error priority (a failed build is ``instance.create.error``).

@@ -18,6 +18,7 @@ from openstack import exceptions as os_exc
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
+from kumo.cloud.watch import LoadBalancerWatcher
 from kumo.engine.errors import TransientError
 
 LISTENER_PROTOCOL = {"http": "HTTP", "https": "HTTPS", "tcp": "TCP", "udp": "UDP"}
@@ -153,7 +154,7 @@ class OctaviaCalls(CloudBase):
         )
         lb = _lb(created)
         self.watch.load_balancers.put(lb)
-        self.watch.nudge("octavia")
+        self.watch.nudge(LoadBalancerWatcher.service)
         return lb
 
     async def update_load_balancer(self, lb_id: str, *, description: str | None) -> None:

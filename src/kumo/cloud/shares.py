@@ -22,6 +22,7 @@ from openstack import exceptions as os_exc
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
+from kumo.cloud.watch import ShareWatcher
 from kumo.engine.errors import TerminalError
 
 MICROVERSION = "2.45"
@@ -125,7 +126,7 @@ class ManilaCalls(CloudBase):
         )
         share = _share(created["share"])
         self.watch.shares.put(share)
-        self.watch.nudge("manila")
+        self.watch.nudge(ShareWatcher.service)
         return share
 
     async def extend_share(self, share_id: str, new_size: int) -> None:
@@ -177,7 +178,7 @@ class ManilaCalls(CloudBase):
         if status:
             self.watch.shares.update(share_id, lambda s: dataclasses.replace(s, status=status))
         self.watch.share_rules.pop(share_id, None)
-        self.watch.nudge("manila")
+        self.watch.nudge(ShareWatcher.service)
 
     # -- access rules and export locations --------------------------------------------------
 

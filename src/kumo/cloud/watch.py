@@ -29,7 +29,11 @@ of them, instead of a poll per object. Every interval is jittered.
 Changes are reported as the UIDs of the objects owning the changed resources (the
 ``kumo-owner`` marker; a listener, pool or monitor without it belongs to its load
 balancer's owner): that is Kumo's drift detection. Kumo's own writes go to the API and
-then into the cache (:meth:`CloudWatch.wrote`), never waiting for a listing.
+then into the cache, never waiting for a listing.
+
+Each service is one :class:`Watcher` (its listings, caches, transition test and owners)
+registered once in :data:`WATCHERS`; :class:`CloudWatch` only schedules them, so a new
+service is a new class there and no other change here.
 """
 
 from __future__ import annotations
@@ -40,16 +44,17 @@ import contextvars
 import dataclasses
 import logging
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any, Protocol
+from typing import Any, ClassVar, TypeVar
 
 from kumo.cloud import model
 from kumo.cloud.budget import MAX_QUEUED_BUILDS, BuildBudget
 from kumo.cloud.cache import Change, ResourceCache
 from kumo.engine.errors import ReconcileError
+from kumo.ports import Cloud, ComputePort, DnsPort, LoadBalancingPort, SharesPort
 
 log = logging.getLogger("kumo.cloud.watch")
 
@@ -72,26 +77,8 @@ Notify = Callable[[set[str], set[str], set[str]], None]
 """Called with (owner UIDs whose resources changed, owner UIDs now holding duplicates,
 owner UIDs waiting to build whose turn came — see :class:`~kumo.cloud.budget.BuildBudget`)."""
 
-
-class Lister(Protocol):
-    """The list calls a watch needs (implemented by the cloud adapter)."""
-
-    async def list_servers_since(
-        self, since: str | None
-    ) -> tuple[list[model.Server], str | None]: ...
-    async def fetch_server(self, server_id: str) -> model.Server | None: ...
-    async def fetch_server_groups(self) -> list[model.ServerGroup]: ...
-    async def load_balancer_versions(self) -> dict[str, str]: ...
-    async def fetch_load_balancer_tree(
-        self,
-    ) -> tuple[
-        list[model.LoadBalancer], list[model.Listener], list[model.Pool], list[model.HealthMonitor]
-    ]: ...
-    async def fetch_members(self, pool_id: str) -> list[model.Member]: ...
-    async def zone_versions(self) -> dict[str, str]: ...
-    async def list_managed_shares(self) -> list[model.Share]: ...
-    async def fetch_access_rules(self, share_id: str) -> list[model.AccessRule]: ...
-    async def fetch_zone_recordsets(self, zone_id: str) -> list[model.Recordset]: ...
+#: What one listing changed: each change with the cache it happened in.
+Changes = list[tuple[ResourceCache[Any], Change[Any]]]
 
 
 # -- Nova's changes-since clock (pure) ---------------------------------------------------------
@@ -165,17 +152,6 @@ TRANSITIONAL_SERVER = {"BUILD", "REBUILD", "DELETING", "RESIZE", "MIGRATING", "R
 
 
 @dataclass
-class _Service:
-    name: str
-    next_due: float = 0.0
-    next_relist: float = 0.0
-    failures: int = 0
-    #: When its latest listing started, and whether a poke came since.
-    started: float = float("-inf")
-    poked: bool = False
-
-
-@dataclass
 class WatchStats:
     """Counters for /metrics and the benchmark: what the watch asked of the cloud."""
 
@@ -185,33 +161,235 @@ class WatchStats:
         self.lists[what] = self.lists.get(what, 0) + 1
 
 
-class CloudWatch:
-    def __init__(
-        self,
-        lister: Lister,
-        *,
-        interval: float = 10.0,
-        fast: float = 1.0,
-        relist: float = 600.0,
-        skew: float = SKEW_SECONDS,
-        max_queued_builds: int = MAX_QUEUED_BUILDS,
-        clock: Callable[[], float] | None = None,
-    ) -> None:
-        self._lister = lister
-        self.interval = interval
-        self.fast = fast
-        self.relist = relist
-        self.skew = skew
-        self._clock = clock
+@dataclass(frozen=True)
+class Marked:
+    """A live cached resource carrying Kumo's owner marker: what an orphan sweep holds
+    against the objects that exist (``service`` is the watcher's, for ``nudge``)."""
+
+    service: str
+    type: str  # "server", "server_group", "loadbalancer", "recordset", "share"
+    id: str
+    name: str
+    owner: str  # the UID in the marker
+
+
+@dataclass(frozen=True)
+class WatchEnv:
+    """What the watchers of one CloudWatch share: its clock, its counters, its settings."""
+
+    now: Callable[[], float]
+    stats: WatchStats
+    skew: float = SKEW_SECONDS
+    max_queued_builds: int = MAX_QUEUED_BUILDS
+
+
+# -- one watcher per service -------------------------------------------------------------------
+
+
+class Watcher:
+    """One service's listings and caches. The CloudWatch schedules it (interval, fast
+    while :meth:`transitional`, relist, backoff, pokes) and reports what it changed; the
+    watcher alone knows its API, so no service is special-cased outside its class."""
+
+    #: Its name for ``nudge``/``poke`` (notifications and Kumo's writes name it).
+    service: ClassVar[str]
+    #: Every cache it fills (whose changes it reports).
+    caches: tuple[ResourceCache[Any], ...] = ()
+    #: Caches where one object owns one live resource: two mean a lost create was retried.
+    singles: tuple[ResourceCache[Any], ...] = ()
+    #: (resource type, cache) whose marked resources :meth:`marked` lists.
+    marks: tuple[tuple[str, ResourceCache[Any]], ...] = ()
+
+    def __init__(self, env: WatchEnv) -> None:
+        self.env = env
+
+    async def refresh(self, full: bool) -> Changes:
+        """List the service (``full``: everything, the relist safety net); what changed."""
+        raise NotImplementedError
+
+    def transitional(self) -> bool:
+        """Is anything in flight? Then the service is listed every ``fast`` seconds."""
+        return False
+
+    def owner_of(self, cache: ResourceCache[Any], resource: Any) -> str | None:
+        """The UID in the resource's marker."""
+        return cache.owner(resource)
+
+    def owners(self, changes: Changes) -> set[str]:
+        """The objects whose resources changed: what the listing reports as drift."""
+        owners: set[str] = set()
+        for cache, change in changes:
+            for resource in (change.old, change.new):
+                if resource is not None:
+                    uid = self.owner_of(cache, resource)
+                    if uid:
+                        owners.add(uid)
+        return owners
+
+    def duplicated(self, uids: Iterable[str]) -> set[str]:
+        """Those of ``uids`` holding two live resources where they should hold one."""
+        return {uid for uid in uids if any(c.live_count(uid) > 1 for c in self.singles)}
+
+    def woken(self) -> set[str]:
+        """Owner UIDs whose wait on this service ended with this listing."""
+        return set()
+
+    def marked(self) -> list[Marked]:
+        """Its live cached resources carrying Kumo's owner marker."""
+        return [
+            Marked(self.service, kind, resource.id, resource.name, uid)
+            for kind, cache in self.marks
+            for resource in cache.live()
+            if (uid := cache.owner(resource))
+        ]
+
+
+class ServerWatcher(Watcher):
+    """Nova servers by changes-since, and the turns to build them (what the cache sees
+    queued decides)."""
+
+    service = "nova"
+
+    def __init__(self, cloud: ComputePort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
         self.servers: ResourceCache[model.Server] = ResourceCache(
             "servers",
             lambda s: s.id,
             lambda s: model.owner_of(s.tags),
             live=lambda s: s.status not in ("DELETED", "DELETING"),
         )
+        self.caches = self.singles = (self.servers,)
+        self.marks = (("server", self.servers),)
+        #: Turns for creating servers: at most ``max_queued_builds`` of them in BUILD at once.
+        self.builds = BuildBudget(env.max_queued_builds, env.now)
+        self._since: datetime | None = None
+        self._lingering: dict[str, tuple[model.Server, float]] = {}
+
+    async def refresh(self, full: bool) -> Changes:
+        cache = self.servers
+        stats = self.env.stats
+        token = cache.begin()
+        if full or self._since is None or not cache.synced:
+            stats.count("servers-full")
+            listed, date = await self.cloud.list_servers_since(None)
+            answered = server_time(date)
+            listed = await self._with_faults(listed)
+            changes = cache.replace(token, listed, scope=_marked_server)
+        else:
+            stats.count("servers-changes-since")
+            listed, date = await self.cloud.list_servers_since(format_since(self._since))
+            answered = server_time(date)
+            gone = [s.id for s in listed if s.status == "DELETED"]
+            # Servers Kumo never watched (no marker, not cached) are none of its business.
+            kept = [
+                s
+                for s in listed
+                if s.status != "DELETED"
+                and (_marked_server(s) or isinstance(cache.lookup(s.id), model.Server))
+            ]
+            changes = cache.apply(token, await self._with_faults(kept), gone)
+            changes += await self._confirm_lingering()
+        self._since = next_since(self._since, answered, listed, self.env.skew)
+        return [(cache, c) for c in changes]
+
+    async def _confirm_lingering(self) -> list[Change[model.Server]]:
+        """Servers that leave no trace in changes-since: one deleted while Nova still held
+        it as a build request is simply gone, never listed as DELETED. A server Kumo saw
+        deleting (or building) that has not changed for a while is read by ID — a GET
+        only where no listing can tell, a few per refresh."""
+        now = self.env.now()
+        seen = self._lingering
+        current = {
+            s.id: s for s in self.servers.items() if s.status == "DELETING" or s.status == "BUILD"
+        }
+        for sid in list(seen):
+            if sid not in current or seen[sid][0] != current[sid]:
+                del seen[sid]
+        due = []
+        for sid, server in current.items():
+            since = seen.setdefault(sid, (server, now))[1]
+            wait = LINGER_DELETING if server.status == "DELETING" else LINGER_BUILDING
+            if now - since >= wait:
+                due.append(sid)
+        changes: list[Change[model.Server]] = []
+        for sid in due[:LINGER_CHECKS]:
+            token = self.servers.begin()
+            self.env.stats.count("server-lingering")
+            fresh = await self.cloud.fetch_server(sid)
+            seen[sid] = (current[sid], now)  # not again before the next wait
+            if fresh is None:
+                changes += self.servers.apply(token, [], [sid])
+            else:
+                changes += self.servers.apply(token, [fresh])
+        return changes
+
+    async def _with_faults(self, listed: list[model.Server]) -> list[model.Server]:
+        """Nova's listings leave out why a server is in ERROR; the reason decides what
+        Kumo reports and does (NoValidHost names the server group). One GET per server
+        that went into ERROR, once."""
+        filled = []
+        for server in listed:
+            if server.status == "ERROR" and not server.fault:
+                cached = self.servers.lookup(server.id)
+                if isinstance(cached, model.Server) and cached.status == "ERROR" and cached.fault:
+                    server = dataclasses.replace(server, fault=cached.fault)
+                else:
+                    self.env.stats.count("server-fault")
+                    fresh = await self.cloud.fetch_server(server.id)
+                    if fresh is not None and fresh.fault:
+                        server = dataclasses.replace(server, fault=fresh.fault)
+            filled.append(server)
+        return filled
+
+    def transitional(self) -> bool:
+        return any(s.status in TRANSITIONAL_SERVER for s in self.servers.items())
+
+    def woken(self) -> set[str]:
+        """A queued server that reached a host frees a turn: the VMs waiting for it."""
+        return set(self.builds.release(self.queued_builds()))
+
+    def queued_builds(self) -> int:
+        """How many of Kumo's servers in this project Nova has accepted but not started on
+        a host yet (``BUILD`` without a ``hostId``; from the cache). Those are the ones
+        waiting for the scheduler, the conductor or a compute's build slot — and, until
+        scheduled, the build requests every server listing returns. A server a compute
+        is building costs no listing anything and is not counted."""
+        return sum(1 for s in self.servers.items() if s.status == "BUILD" and not s.host_id)
+
+
+class ServerGroupWatcher(Watcher):
+    """Nova server groups: only on the full relist (they change by Kumo's own writes,
+    which update the cache directly), on a schedule apart from the servers'."""
+
+    service = "server-groups"
+
+    def __init__(self, cloud: ComputePort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
         self.server_groups: ResourceCache[model.ServerGroup] = ResourceCache(
             "server groups", lambda g: g.id, server_group_owner
         )
+        self.caches = (self.server_groups,)
+        self.marks = (("server_group", self.server_groups),)
+
+    async def refresh(self, full: bool) -> Changes:
+        if not full and self.server_groups.synced:
+            return []
+        token = self.server_groups.begin()
+        self.env.stats.count("server-groups")
+        listed = await self.cloud.fetch_server_groups()
+        return [(self.server_groups, c) for c in self.server_groups.replace(token, listed)]
+
+
+class LoadBalancerWatcher(Watcher):
+    """Octavia: a probe of Kumo's load balancers, and their whole tree when it moved."""
+
+    service = "octavia"
+
+    def __init__(self, cloud: LoadBalancingPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
         self.load_balancers: ResourceCache[model.LoadBalancer] = ResourceCache(
             "load balancers",
             lambda lb: lb.id,
@@ -227,9 +405,136 @@ class CloudWatch:
         self.monitors: ResourceCache[model.HealthMonitor] = ResourceCache(
             "health monitors", lambda m: m.id, lambda m: model.owner_of(m.tags)
         )
+        #: Pool ID → (the member IDs the pool listed, those members); the IDs are None
+        #: once Kumo changed the pool's members: read again, but shown while it is pending.
+        self.members: dict[str, tuple[frozenset[str] | None, list[model.Member]]] = {}
+        self.caches = (self.load_balancers, self.listeners, self.pools, self.monitors)
+        self.singles = (self.load_balancers,)
+        # Listeners, pools and monitors go with their load balancer: it is the one marked.
+        self.marks = (("loadbalancer", self.load_balancers),)
+        self._versions: dict[str, str] | None = None
+
+    async def refresh(self, full: bool) -> Changes:
+        stats = self.env.stats
+        stats.count("load-balancers-probe")
+        versions = await self.cloud.load_balancer_versions()
+        if not full and versions == self._versions and self._probe_agrees(versions):
+            return []
+        caches = self.caches
+        tokens = [c.begin() for c in caches]
+        stats.count("load-balancer-tree")
+        lbs, listeners, pools, monitors = await self.cloud.fetch_load_balancer_tree()
+        ours = {lb.id for lb in lbs}
+        # Applied together, after all four lists: a reconcile never sees half of it.
+        changes: Changes = []
+        listed: list[list[Any]] = [
+            lbs,
+            [x for x in listeners if x.lb_id in ours],
+            [p for p in pools if p.lb_id in ours],
+            monitors,
+        ]
+        for cache, token, items in zip(caches, tokens, listed, strict=True):
+            changes += [(cache, c) for c in cache.replace(token, items)]
+        self._versions = versions
+        if full:
+            self.members.clear()  # out-of-band weight changes do not show in the pool
+        return changes
+
+    def _probe_agrees(self, versions: dict[str, str]) -> bool:
+        """The probe shows every cached load balancer in the status the cache has. While
+        one stays PENDING_* the tree is not listed again (a probe a second instead of
+        five lists); Kumo's own change (the cache set PENDING_UPDATE) that Octavia
+        finished between two probes shows as a disagreement and is listed."""
+        return all(
+            versions.get(lb.id, "").rpartition(" ")[2] == lb.provisioning_status
+            for lb in self.load_balancers.items()
+        )
+
+    def transitional(self) -> bool:
+        return any(
+            lb.provisioning_status.startswith("PENDING_") for lb in self.load_balancers.items()
+        )
+
+    def owner_of(self, cache: ResourceCache[Any], resource: Any) -> str | None:
+        """The marker's UID, or for an unmarked child the UID of its load balancer's owner."""
+        uid = cache.owner(resource)
+        if uid or cache not in (self.listeners, self.pools, self.monitors):
+            return uid
+        lb_id = getattr(resource, "lb_id", None)
+        if lb_id is None and isinstance(resource, model.HealthMonitor) and resource.pool_id:
+            lb_id = self.pool_lb(resource.pool_id)
+        lb = self.load_balancers.lookup(lb_id) if lb_id else None
+        return model.owner_of(lb.tags) if isinstance(lb, model.LoadBalancer) else None
+
+    def changing(self, lb_id: str | None, status: str) -> None:
+        """Octavia now holds ``lb_id`` in ``status`` for Kumo's change."""
+        if lb_id:
+            self.load_balancers.update(
+                lb_id, lambda lb: dataclasses.replace(lb, provisioning_status=status)
+            )
+
+    def pool_lb(self, pool_id: str) -> str | None:
+        pool = self.pools.lookup(pool_id)
+        return pool.lb_id if isinstance(pool, model.Pool) else None
+
+
+class ZoneWatcher(Watcher):
+    """Designate: a zone listing, and the recordsets of each zone that moved."""
+
+    service = "dns"
+
+    def __init__(self, cloud: DnsPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
         self.recordsets: ResourceCache[model.Recordset] = ResourceCache(
             "recordsets", lambda r: r.id, recordset_owner
         )
+        self.caches = self.singles = (self.recordsets,)
+        self.marks = (("recordset", self.recordsets),)
+        self._versions: dict[str, str] = {}
+
+    async def refresh(self, full: bool) -> Changes:
+        stats = self.env.stats
+        stats.count("zones-probe")
+        versions = await self.cloud.zone_versions()
+        changed = [z for z, v in versions.items() if full or self._versions.get(z) != v]
+        pending = {rs.zone_id for rs in self.recordsets.items() if rs.status == "PENDING"}
+        changed += [z for z in pending if z in versions and z not in changed]
+        changes: Changes = []
+        for zone_id in changed:
+            token = self.recordsets.begin()
+            stats.count("zone-recordsets")
+            listed = await self.cloud.fetch_zone_recordsets(zone_id)
+            in_zone = _in_zone(zone_id)
+            changes += [
+                (self.recordsets, c) for c in self.recordsets.replace(token, listed, in_zone)
+            ]
+            self._versions[zone_id] = versions[zone_id]
+        for zone_id in set(self._versions) - set(versions):  # a zone went
+            token = self.recordsets.begin()
+            changes += [
+                (self.recordsets, c) for c in self.recordsets.replace(token, [], _in_zone(zone_id))
+            ]
+            del self._versions[zone_id]
+        self.recordsets.synced = True
+        return changes
+
+    def transitional(self) -> bool:
+        return any(rs.status == "PENDING" for rs in self.recordsets.items())
+
+    def watches_zone(self, zone_id: str) -> bool:
+        """Has the zone's every recordset been listed into the cache?"""
+        return zone_id in self._versions
+
+
+class ShareWatcher(Watcher):
+    """Manila: Kumo's shares, then each one's access rules."""
+
+    service = "manila"
+
+    def __init__(self, cloud: SharesPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
         self.shares: ResourceCache[model.Share] = ResourceCache(
             "shares",
             lambda s: s.id,
@@ -240,23 +545,169 @@ class CloudWatch:
         self.share_rules: dict[str, list[model.AccessRule]] = {}
         #: Share ID → its export locations (read once; dropped when the share changes).
         self.export_locations: dict[str, list[model.ExportLocation]] = {}
-        #: Pool ID → (the member IDs the pool listed, those members); the IDs are None
-        #: once Kumo changed the pool's members: read again, but shown while it is pending.
-        self.members: dict[str, tuple[frozenset[str] | None, list[model.Member]]] = {}
+        self.caches = self.singles = (self.shares,)
+        self.marks = (("share", self.shares),)
+
+    async def refresh(self, full: bool) -> Changes:
+        stats = self.env.stats
+        token = self.shares.begin()
+        stats.count("shares")
+        listed = await self.cloud.list_managed_shares()
+        rules = {}
+        for share in listed:
+            stats.count("share-access-rules")
+            rules[share.id] = await self.cloud.fetch_access_rules(share.id)
+        changes: Changes = [(self.shares, c) for c in self.shares.replace(token, listed)]
+        for change in changes:
+            gone = change[1].old or change[1].new
+            if gone is not None:
+                self.export_locations.pop(gone.id, None)
+        for share in listed:
+            if self.share_rules.get(share.id) != rules[share.id]:
+                changes.append((self.shares, Change(share, share)))  # its rules moved
+        self.share_rules = rules
+        return changes
+
+    def transitional(self) -> bool:
+        return any(s.status in TRANSITIONAL_SHARE for s in self.shares.items()) or any(
+            r.state in TRANSITIONAL_RULE for rules in self.share_rules.values() for r in rules
+        )
+
+
+def _marked_server(server: model.Server) -> bool:
+    return model.MANAGED_TAG in server.tags
+
+
+def _in_zone(zone_id: str) -> Callable[[model.Recordset], bool]:
+    return lambda rs: rs.zone_id == zone_id
+
+
+#: Every service a CloudWatch lists, in this order: a new service is one more entry.
+WATCHERS: tuple[Callable[[Cloud, WatchEnv], Watcher], ...] = (
+    ServerWatcher,
+    ServerGroupWatcher,
+    LoadBalancerWatcher,
+    ZoneWatcher,
+    ShareWatcher,
+)
+
+W = TypeVar("W", bound=Watcher)
+
+
+# -- the schedule ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Service:
+    """When a watcher lists next: the CloudWatch's bookkeeping, not the watcher's."""
+
+    watcher: Watcher
+    next_due: float = 0.0
+    next_relist: float = 0.0
+    failures: int = 0
+    #: When its latest listing started, and whether a poke came since.
+    started: float = float("-inf")
+    poked: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.watcher.service
+
+
+class CloudWatch:
+    def __init__(
+        self,
+        cloud: Cloud,
+        *,
+        interval: float = 10.0,
+        fast: float = 1.0,
+        relist: float = 600.0,
+        skew: float = SKEW_SECONDS,
+        max_queued_builds: int = MAX_QUEUED_BUILDS,
+        clock: Callable[[], float] | None = None,
+        watchers: Sequence[Callable[[Cloud, WatchEnv], Watcher]] = WATCHERS,
+    ) -> None:
+        self.interval = interval
+        self.fast = fast
+        self.relist = relist
+        self.skew = skew
+        self._clock = clock
         self.stats = WatchStats()
-        #: Turns for creating servers: at most ``max_queued_builds`` of them in BUILD at once.
-        self.builds = BuildBudget(max_queued_builds, self._now)
-        self._since: datetime | None = None
-        self._lingering: dict[str, tuple[model.Server, float]] = {}
-        self._lb_versions: dict[str, str] | None = None
-        self._zone_versions: dict[str, str] = {}
-        self._services = {
-            n: _Service(n) for n in ("nova", "server-groups", "octavia", "dns", "manila")
-        }
+        env = WatchEnv(self._now, self.stats, skew, max_queued_builds)
+        self.watchers: tuple[Watcher, ...] = tuple(make(cloud, env) for make in watchers)
+        self._services: dict[str, _Service] = {}
+        for watcher in self.watchers:
+            if watcher.service in self._services:
+                raise ValueError(f"two watchers for service {watcher.service!r}")
+            self._services[watcher.service] = _Service(watcher)
+        # The services Kumo's kinds read through the adapter's cache.
+        self._compute = self._one(ServerWatcher)
+        self._groups = self._one(ServerGroupWatcher)
+        self._octavia = self._one(LoadBalancerWatcher)
+        self._dns = self._one(ZoneWatcher)
+        self._manila = self._one(ShareWatcher)
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
         self._closed = False
         self._notify: Notify | None = None
+
+    def _one(self, kind: type[W]) -> W:
+        """The registered watcher of that class (the adapter reads its caches)."""
+        for watcher in self.watchers:
+            if isinstance(watcher, kind):
+                return watcher
+        raise LookupError(f"no {kind.__name__} registered")
+
+    # -- the caches the adapter reads and writes --------------------------------------------
+
+    @property
+    def servers(self) -> ResourceCache[model.Server]:
+        return self._compute.servers
+
+    @property
+    def builds(self) -> BuildBudget:
+        """Turns for creating servers: at most ``max_queued_builds`` of them in BUILD at once."""
+        return self._compute.builds
+
+    @property
+    def server_groups(self) -> ResourceCache[model.ServerGroup]:
+        return self._groups.server_groups
+
+    @property
+    def load_balancers(self) -> ResourceCache[model.LoadBalancer]:
+        return self._octavia.load_balancers
+
+    @property
+    def listeners(self) -> ResourceCache[model.Listener]:
+        return self._octavia.listeners
+
+    @property
+    def pools(self) -> ResourceCache[model.Pool]:
+        return self._octavia.pools
+
+    @property
+    def monitors(self) -> ResourceCache[model.HealthMonitor]:
+        return self._octavia.monitors
+
+    @property
+    def members(self) -> dict[str, tuple[frozenset[str] | None, list[model.Member]]]:
+        return self._octavia.members
+
+    @property
+    def recordsets(self) -> ResourceCache[model.Recordset]:
+        return self._dns.recordsets
+
+    @property
+    def shares(self) -> ResourceCache[model.Share]:
+        return self._manila.shares
+
+    @property
+    def share_rules(self) -> dict[str, list[model.AccessRule]]:
+        return self._manila.share_rules
+
+    @property
+    def export_locations(self) -> dict[str, list[model.ExportLocation]]:
+        return self._manila.export_locations
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -296,8 +747,11 @@ class CloudWatch:
             self._wake.clear()
 
     def nudge(self, service: str) -> None:
-        """Kumo just changed something in ``service``: look again soon (fast interval)."""
-        svc = self._services[service]
+        """Kumo just changed something in ``service`` (a registered watcher's name; any
+        other raises KeyError): look again soon (fast interval)."""
+        self._nudge(self._services[service])
+
+    def _nudge(self, svc: _Service) -> None:
         try:
             svc.next_due = min(svc.next_due, self._now() + self.fast)
         except RuntimeError:  # no running loop (a unit test outside asyncio)
@@ -309,7 +763,8 @@ class CloudWatch:
         no sooner than ``fast`` after the previous listing started — a burst of notices
         (a fleet being built sends several per server) costs one listing per ``fast``,
         as while anything is building anyway. A poke during a listing is kept for after
-        it: that listing may have answered before the change."""
+        it: that listing may have answered before the change. A service no watcher
+        lists is ignored (notices name what the cloud has, not what Kumo watches)."""
         svc = self._services.get(service)
         if svc is None:
             return
@@ -325,20 +780,14 @@ class CloudWatch:
     # -- refresh -----------------------------------------------------------------------
 
     async def _refresh(self, service: _Service, full: bool) -> None:
-        refresh = {
-            "nova": self._refresh_servers,
-            "server-groups": self._refresh_server_groups,
-            "octavia": self._refresh_octavia,
-            "dns": self._refresh_dns,
-            "manila": self._refresh_manila,
-        }[service.name]
+        watcher = service.watcher
         busy = False
         service.started = started = self._now()
         service.poked = False
         lane = WATCH_LANE.set(True)
         try:
-            changes = await refresh(full)
-            busy = self._transitional(service.name)
+            changes = await watcher.refresh(full)
+            busy = watcher.transitional()
             service.failures = 0
         except ReconcileError as error:
             service.failures += 1
@@ -363,257 +812,48 @@ class CloudWatch:
             service.next_due = min(service.next_due, max(now, started + self.fast))
         if self._notify is None:
             return
-        owners, duplicated = self._owners(changes) if changes else (set(), set())
-        woken = set(self.builds.release(self.queued_builds())) if service.name == "nova" else set()
+        owners, duplicated = self._owners(watcher, changes) if changes else (set(), set())
+        woken = watcher.woken()
         if owners or woken:
             self._notify(owners, duplicated, woken)
 
-    async def _refresh_servers(self, full: bool) -> list[tuple[ResourceCache[Any], Change[Any]]]:
-        cache = self.servers
-        token = cache.begin()
-        if full or self._since is None or not cache.synced:
-            self.stats.count("servers-full")
-            listed, date = await self._lister.list_servers_since(None)
-            answered = server_time(date)
-            listed = await self._with_faults(listed)
-            changes = cache.replace(token, listed, scope=_marked_server)
-        else:
-            self.stats.count("servers-changes-since")
-            listed, date = await self._lister.list_servers_since(format_since(self._since))
-            answered = server_time(date)
-            gone = [s.id for s in listed if s.status == "DELETED"]
-            # Servers Kumo never watched (no marker, not cached) are none of its business.
-            kept = [
-                s
-                for s in listed
-                if s.status != "DELETED"
-                and (_marked_server(s) or isinstance(cache.lookup(s.id), model.Server))
-            ]
-            changes = cache.apply(token, await self._with_faults(kept), gone)
-            changes += await self._confirm_lingering()
-        self._since = next_since(self._since, answered, listed, self.skew)
-        return [(cache, c) for c in changes]
-
-    async def _confirm_lingering(self) -> list[Change[model.Server]]:
-        """Servers that leave no trace in changes-since: one deleted while Nova still held
-        it as a build request is simply gone, never listed as DELETED. A server Kumo saw
-        deleting (or building) that has not changed for a while is read by ID — a GET
-        only where no listing can tell, a few per refresh."""
-        now = self._now()
-        seen = self._lingering
-        current = {
-            s.id: s for s in self.servers.items() if s.status == "DELETING" or s.status == "BUILD"
-        }
-        for sid in list(seen):
-            if sid not in current or seen[sid][0] != current[sid]:
-                del seen[sid]
-        due = []
-        for sid, server in current.items():
-            since = seen.setdefault(sid, (server, now))[1]
-            wait = LINGER_DELETING if server.status == "DELETING" else LINGER_BUILDING
-            if now - since >= wait:
-                due.append(sid)
-        changes: list[Change[model.Server]] = []
-        for sid in due[:LINGER_CHECKS]:
-            token = self.servers.begin()
-            self.stats.count("server-lingering")
-            fresh = await self._lister.fetch_server(sid)
-            seen[sid] = (current[sid], now)  # not again before the next wait
-            if fresh is None:
-                changes += self.servers.apply(token, [], [sid])
-            else:
-                changes += self.servers.apply(token, [fresh])
-        return changes
-
-    async def _with_faults(self, listed: list[model.Server]) -> list[model.Server]:
-        """Nova's listings leave out why a server is in ERROR; the reason decides what
-        Kumo reports and does (NoValidHost names the server group). One GET per server
-        that went into ERROR, once."""
-        filled = []
-        for server in listed:
-            if server.status == "ERROR" and not server.fault:
-                cached = self.servers.lookup(server.id)
-                if isinstance(cached, model.Server) and cached.status == "ERROR" and cached.fault:
-                    server = dataclasses.replace(server, fault=cached.fault)
-                else:
-                    self.stats.count("server-fault")
-                    fresh = await self._lister.fetch_server(server.id)
-                    if fresh is not None and fresh.fault:
-                        server = dataclasses.replace(server, fault=fresh.fault)
-            filled.append(server)
-        return filled
-
-    async def _refresh_server_groups(
-        self, full: bool
-    ) -> list[tuple[ResourceCache[Any], Change[Any]]]:
-        if not full and self.server_groups.synced:
-            return []
-        token = self.server_groups.begin()
-        self.stats.count("server-groups")
-        listed = await self._lister.fetch_server_groups()
-        return [(self.server_groups, c) for c in self.server_groups.replace(token, listed)]
-
-    async def _refresh_octavia(self, full: bool) -> list[tuple[ResourceCache[Any], Change[Any]]]:
-        self.stats.count("load-balancers-probe")
-        versions = await self._lister.load_balancer_versions()
-        if not full and versions == self._lb_versions and self._probe_agrees(versions):
-            return []
-        caches: list[ResourceCache[Any]] = [
-            self.load_balancers,
-            self.listeners,
-            self.pools,
-            self.monitors,
-        ]
-        tokens = [c.begin() for c in caches]
-        self.stats.count("load-balancer-tree")
-        lbs, listeners, pools, monitors = await self._lister.fetch_load_balancer_tree()
-        ours = {lb.id for lb in lbs}
-        # Applied together, after all four lists: a reconcile never sees half of it.
-        changes: list[tuple[ResourceCache[Any], Change[Any]]] = []
-        listed: list[list[Any]] = [
-            lbs,
-            [x for x in listeners if x.lb_id in ours],
-            [p for p in pools if p.lb_id in ours],
-            monitors,
-        ]
-        for cache, token, items in zip(caches, tokens, listed, strict=True):
-            changes += [(cache, c) for c in cache.replace(token, items)]
-        self._lb_versions = versions
-        if full:
-            self.members.clear()  # out-of-band weight changes do not show in the pool
-        return changes
-
-    def _probe_agrees(self, versions: dict[str, str]) -> bool:
-        """The probe shows every cached load balancer in the status the cache has. While
-        one stays PENDING_* the tree is not listed again (a probe a second instead of
-        five lists); Kumo's own change (the cache set PENDING_UPDATE) that Octavia
-        finished between two probes shows as a disagreement and is listed."""
-        return all(
-            versions.get(lb.id, "").rpartition(" ")[2] == lb.provisioning_status
-            for lb in self.load_balancers.items()
-        )
-
-    async def _refresh_dns(self, full: bool) -> list[tuple[ResourceCache[Any], Change[Any]]]:
-        self.stats.count("zones-probe")
-        versions = await self._lister.zone_versions()
-        changed = [z for z, v in versions.items() if full or self._zone_versions.get(z) != v]
-        pending = {rs.zone_id for rs in self.recordsets.items() if rs.status == "PENDING"}
-        changed += [z for z in pending if z in versions and z not in changed]
-        changes: list[tuple[ResourceCache[Any], Change[Any]]] = []
-        for zone_id in changed:
-            token = self.recordsets.begin()
-            self.stats.count("zone-recordsets")
-            listed = await self._lister.fetch_zone_recordsets(zone_id)
-            in_zone = _in_zone(zone_id)
-            changes += [
-                (self.recordsets, c) for c in self.recordsets.replace(token, listed, in_zone)
-            ]
-            self._zone_versions[zone_id] = versions[zone_id]
-        for zone_id in set(self._zone_versions) - set(versions):  # a zone went
-            token = self.recordsets.begin()
-            changes += [
-                (self.recordsets, c) for c in self.recordsets.replace(token, [], _in_zone(zone_id))
-            ]
-            del self._zone_versions[zone_id]
-        self.recordsets.synced = True
-        return changes
-
-    async def _refresh_manila(self, full: bool) -> list[tuple[ResourceCache[Any], Change[Any]]]:
-        token = self.shares.begin()
-        self.stats.count("shares")
-        listed = await self._lister.list_managed_shares()
-        rules = {}
-        for share in listed:
-            self.stats.count("share-access-rules")
-            rules[share.id] = await self._lister.fetch_access_rules(share.id)
-        changes: list[tuple[ResourceCache[Any], Change[Any]]] = [
-            (self.shares, c) for c in self.shares.replace(token, listed)
-        ]
-        for change in changes:
-            gone = change[1].old or change[1].new
-            if gone is not None:
-                self.export_locations.pop(gone.id, None)
-        for share in listed:
-            if self.share_rules.get(share.id) != rules[share.id]:
-                changes.append((self.shares, Change(share, share)))  # its rules moved
-        self.share_rules = rules
-        return changes
-
     def queued_builds(self) -> int:
-        """How many of Kumo's servers in this project Nova has accepted but not started on
-        a host yet (``BUILD`` without a ``hostId``; from the cache). Those are the ones
-        waiting for the scheduler, the conductor or a compute's build slot — and, until
-        scheduled, the build requests every server listing returns. A server a compute
-        is building costs no listing anything and is not counted."""
-        return sum(1 for s in self.servers.items() if s.status == "BUILD" and not s.host_id)
-
-    def _transitional(self, service: str) -> bool:
-        if service == "nova":
-            return any(s.status in TRANSITIONAL_SERVER for s in self.servers.items())
-        if service == "octavia":
-            return any(
-                lb.provisioning_status.startswith("PENDING_") for lb in self.load_balancers.items()
-            )
-        if service == "dns":
-            return any(rs.status == "PENDING" for rs in self.recordsets.items())
-        if service == "manila":
-            return any(s.status in TRANSITIONAL_SHARE for s in self.shares.items()) or any(
-                r.state in TRANSITIONAL_RULE for rules in self.share_rules.values() for r in rules
-            )
-        return False
+        """Kumo's servers Nova has accepted but not put on a host yet (see
+        :meth:`ServerWatcher.queued_builds`)."""
+        return self._compute.queued_builds()
 
     # -- who is concerned ------------------------------------------------------------------
 
-    def _owners(
-        self, changes: list[tuple[ResourceCache[Any], Change[Any]]]
-    ) -> tuple[set[str], set[str]]:
-        owners: set[str] = set()
-        for cache, change in changes:
-            for resource in (change.old, change.new):
-                if resource is not None:
-                    uid = self.owner_of(cache, resource)
-                    if uid:
-                        owners.add(uid)
-        # An object owns one server, load balancer or recordset: two mean a create
-        # whose answer was lost was retried.
-        singles = (self.servers, self.load_balancers, self.recordsets, self.shares)
-        duplicated = {uid for uid in owners if any(cache.live_count(uid) > 1 for cache in singles)}
+    def _owners(self, watcher: Watcher, changes: Changes) -> tuple[set[str], set[str]]:
+        owners = watcher.owners(changes)
+        # An object owns one server, load balancer, recordset or share: two mean a create
+        # whose answer was lost was retried. Every watcher is asked, as before the split.
+        duplicated = {uid for w in self.watchers for uid in w.duplicated(owners)}
         return owners, duplicated
 
     def owner_of(self, cache: ResourceCache[Any], resource: Any) -> str | None:
         """The marker's UID, or for an unmarked child the UID of its load balancer's owner."""
-        uid = cache.owner(resource)
-        if uid or cache not in (self.listeners, self.pools, self.monitors):
-            return uid
-        lb_id = getattr(resource, "lb_id", None)
-        if lb_id is None and isinstance(resource, model.HealthMonitor) and resource.pool_id:
-            pool = self.pools.lookup(resource.pool_id)
-            lb_id = pool.lb_id if isinstance(pool, model.Pool) else None
-        lb = self.load_balancers.lookup(lb_id) if lb_id else None
-        return model.owner_of(lb.tags) if isinstance(lb, model.LoadBalancer) else None
+        for watcher in self.watchers:
+            if any(c is cache for c in watcher.caches):
+                return watcher.owner_of(cache, resource)
+        return cache.owner(resource)
+
+    def marked(self) -> list[Marked]:
+        """Every live cached resource carrying Kumo's owner marker, of every service
+        (for the orphan sweep: what no object owns any more). Only what the caches hold:
+        a service not listed yet, or failing, contributes nothing."""
+        return [m for watcher in self.watchers for m in watcher.marked()]
 
     # -- Kumo's own writes -------------------------------------------------------------------
 
     def lb_changing(self, lb_id: str | None, status: str = "PENDING_UPDATE") -> None:
         """Kumo asked Octavia for a change under ``lb_id``: Octavia now holds it pending."""
-        if lb_id:
-            self.load_balancers.update(
-                lb_id, lambda lb: dataclasses.replace(lb, provisioning_status=status)
-            )
-        self.nudge("octavia")
+        self._octavia.changing(lb_id, status)
+        self._nudge(self._services[self._octavia.service])
 
     def watches_zone(self, zone_id: str) -> bool:
         """Has the zone's every recordset been listed into the cache?"""
-        return zone_id in self._zone_versions
+        return self._dns.watches_zone(zone_id)
 
     def pool_lb(self, pool_id: str) -> str | None:
-        pool = self.pools.lookup(pool_id)
-        return pool.lb_id if isinstance(pool, model.Pool) else None
-
-
-def _marked_server(server: model.Server) -> bool:
-    return model.MANAGED_TAG in server.tags
-
-
-def _in_zone(zone_id: str) -> Callable[[model.Recordset], bool]:
-    return lambda rs: rs.zone_id == zone_id
+        return self._octavia.pool_lb(pool_id)

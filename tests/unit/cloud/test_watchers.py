@@ -1,0 +1,207 @@
+"""The CloudWatch's watchers: one per service, registered once in ``WATCHERS``.
+
+The CloudWatch only schedules them; these tests check that every registered watcher is
+listed and reported, that a service is named only through them, and what ``marked()``
+gives the orphan sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kumo.cloud import model
+from kumo.cloud.cache import ResourceCache
+from kumo.cloud.watch import WATCHERS, Changes, CloudWatch, Marked, WatchEnv, Watcher
+from kumo.ports import Cloud
+from tests.unit.cloud.test_watch import Lists, Recorder, octavia_with_pool, refresh, synced
+from tests.unit.fakes import FakeNova
+from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
+from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+from tests.unit.kinds.share.fake_manila import FakeManila
+
+
+class Gadgets(Watcher):
+    """A made-up service: what adding one takes (a class, and its entry in the list)."""
+
+    service = "gadgets"
+
+    def __init__(self, cloud: Cloud, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.gadgets: ResourceCache[model.Share] = ResourceCache(
+            "gadgets", lambda g: g.id, lambda g: model.metadata_owner(g.metadata)
+        )
+        self.caches = self.singles = (self.gadgets,)
+        self.marks = (("gadget", self.gadgets),)
+        self.listed: list[bool] = []
+        self.busy = False
+
+    async def refresh(self, full: bool) -> Changes:
+        self.listed.append(full)
+        token = self.gadgets.begin()
+        gadget = model.Share(
+            "g-1", "gadget", "ok", len(self.listed), "NFS", metadata={"kumo-owner": "uid-g"}
+        )
+        return [(self.gadgets, c) for c in self.gadgets.replace(token, [gadget])]
+
+    def transitional(self) -> bool:
+        return self.busy
+
+
+def gadgets_of(watch: CloudWatch) -> Gadgets:
+    (gadgets,) = [w for w in watch.watchers if isinstance(w, Gadgets)]
+    return gadgets
+
+
+def every_service() -> Lists:
+    return Lists(FakeNova(), FakeOctavia(), FakeDesignate(), FakeManila())
+
+
+def test_every_registered_watcher_is_listed_at_start() -> None:
+    watch = CloudWatch(every_service())  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    assert [w.service for w in watch.watchers] == [
+        "nova",
+        "server-groups",
+        "octavia",
+        "dns",
+        "manila",
+    ]
+    assert len(watch.watchers) == len(WATCHERS)
+    for watcher in watch.watchers:
+        assert all(cache.synced for cache in watcher.caches), watcher.service
+    assert {
+        "servers-full",
+        "server-groups",
+        "load-balancers-probe",
+        "zones-probe",
+        "shares",
+    } <= set(watch.stats.lists), "each service's first listing"
+
+
+def test_a_new_service_is_listed_scheduled_and_reported_through_its_watcher() -> None:
+    now = [100.0]
+    watch = CloudWatch(
+        Lists(FakeNova()),  # type: ignore[arg-type]
+        fast=1.0,
+        interval=60.0,
+        clock=lambda: now[0],
+        watchers=(*WATCHERS, Gadgets),
+    )
+    asyncio.run(watch.sync())
+    gadgets = gadgets_of(watch)
+    assert gadgets.listed == [True], "the first listing is a full one"
+    assert watch._services["gadgets"].next_due > 150.0, "idle: an interval away"
+    watch.nudge("gadgets")
+    assert watch._services["gadgets"].next_due == pytest.approx(101.0)
+
+    seen = Recorder()
+    watch._notify = seen
+    gadgets.busy = True
+    refresh(watch, "gadgets")  # the gadget's size moved
+    assert seen.owners == [{"uid-g"}]
+    assert watch._services["gadgets"].next_due <= 100.0 + 1.1, "in flight: listed fast"
+    watch.poke("gadgets")
+    assert watch.stats.lists["gadgets-poked"] == 1
+    assert Marked("gadgets", "gadget", "g-1", "gadget", "uid-g") in watch.marked()
+
+
+def test_the_run_loop_lists_every_watcher_when_due() -> None:
+    watch = CloudWatch(
+        Lists(FakeNova()),  # type: ignore[arg-type]
+        interval=0.01,
+        watchers=(*WATCHERS, Gadgets),
+    )
+    gadgets = gadgets_of(watch)
+
+    def listed_again() -> bool:
+        return len(gadgets.listed) > 1 and "servers-changes-since" in watch.stats.lists
+
+    async def scenario() -> None:
+        running = asyncio.ensure_future(watch.run(Recorder()))
+        try:
+            async with asyncio.timeout(5):
+                while not listed_again():
+                    await asyncio.sleep(0.005)
+        finally:
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert gadgets.listed[1:2] == [False], "when due: an incremental listing"
+
+
+def test_a_service_no_watcher_lists_cannot_be_nudged_and_its_pokes_are_ignored() -> None:
+    watch = CloudWatch(every_service())  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        watch.nudge("neutron")
+    watch.poke("neutron")  # the cloud announces services Kumo does not watch
+    assert "neutron-poked" not in watch.stats.lists
+
+
+def test_two_watchers_for_one_service_are_refused() -> None:
+    with pytest.raises(ValueError, match="gadgets"):
+        CloudWatch(every_service(), watchers=(*WATCHERS, Gadgets, Gadgets))  # type: ignore[arg-type]
+
+
+def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -> None:
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    nova.add_server("unowned", tags=[model.MANAGED_TAG])  # listed, but no owner
+    nova.add_server("theirs", tags=[])
+    going = nova.add_server("going", tags=model.marker_tags("uid-going"))
+    asyncio.run(nova.delete_server(going.id))  # DELETING: on its way out already
+    group = asyncio.run(nova.create_server_group(f"web {model.owner_tag('uid-vmg')}", "anti"))
+    asyncio.run(nova.create_server_group("theirs", "affinity"))
+    octavia = FakeOctavia()
+    lb = octavia.add_lb(model.marker_tags("uid-lb"), name="front").lb
+    octavia.add_lb([model.MANAGED_TAG], name="unowned")
+    octavia.add_lb([], name="theirs")
+    dns = FakeDesignate()
+    rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], f"web {model.owner_tag('uid-rec')}")
+    dns.add("mail.kumo-demo.test.", "A", ["10.0.0.2"], "by hand")
+    manila = FakeManila()
+    share = asyncio.run(make_share(manila, "data", model.marker_metadata("uid-share")))
+    asyncio.run(make_share(manila, "unowned", {"kumo": "managed"}))
+    watch, _ = synced(Lists(nova, octavia, dns, manila))
+
+    assert watch.marked() == [
+        Marked("nova", "server", server.id, "vm", "uid-vm"),
+        Marked("server-groups", "server_group", group.id, group.name, "uid-vmg"),
+        Marked("octavia", "loadbalancer", lb.id, "front", "uid-lb"),
+        Marked("dns", "recordset", rs.id, "www.kumo-demo.test.", "uid-rec"),
+        Marked("manila", "share", share.id, "data", "uid-share"),
+    ]
+
+
+def test_marked_holds_only_what_the_caches_hold() -> None:
+    """A service that failed to list (here: absent) contributes nothing, not an error."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    watch, _ = synced(Lists(nova))
+    assert watch.marked() == [Marked("nova", "server", server.id, "vm", "uid-vm")]
+
+
+def test_owner_of_still_answers_for_every_cache() -> None:
+    octavia, lb_id, pool_id = octavia_with_pool()
+    watch, _ = synced(Lists(octavia=octavia))
+    pool = watch.pools.lookup(pool_id)
+    assert isinstance(pool, model.Pool) and not pool.tags
+    assert watch.owner_of(watch.pools, pool) == "uid-lb", "an unmarked child: its LB's owner"
+    assert watch.pool_lb(pool_id) == lb_id
+    stray: ResourceCache[Any] = ResourceCache("stray", lambda r: r.id, lambda r: "uid-x")
+    assert watch.owner_of(stray, pool) == "uid-x", "a cache no watcher holds: its own reading"
+
+
+async def make_share(manila: FakeManila, name: str, metadata: dict[str, str]) -> model.Share:
+    return await manila.create_share(
+        name=name,
+        size=1,
+        protocol="NFS",
+        share_type_id=None,
+        description=None,
+        availability_zone=None,
+        metadata=metadata,
+    )
