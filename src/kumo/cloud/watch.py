@@ -162,18 +162,6 @@ class WatchStats:
 
 
 @dataclass(frozen=True)
-class Marked:
-    """A live cached resource carrying Kumo's owner marker: what an orphan sweep holds
-    against the objects that exist (``service`` is the watcher's, for ``nudge``)."""
-
-    service: str
-    type: str  # "server", "server_group", "loadbalancer", "recordset", "share"
-    id: str
-    name: str
-    owner: str  # the UID in the marker
-
-
-@dataclass(frozen=True)
 class WatchEnv:
     """What the watchers of one CloudWatch share: its clock, its counters, its settings."""
 
@@ -234,10 +222,18 @@ class Watcher:
         """Owner UIDs whose wait on this service ended with this listing."""
         return set()
 
-    def marked(self) -> list[Marked]:
+    def marked(self) -> list[model.Marked]:
         """Its live cached resources carrying Kumo's owner marker."""
         return [
-            Marked(self.service, kind, resource.id, resource.name, uid)
+            model.Marked(
+                kind,
+                resource.id,
+                resource.name,
+                uid,
+                zone_id=getattr(resource, "zone_id", None),
+                busy=_busy(resource),
+                in_use=bool(getattr(resource, "members", None)),
+            )
             for kind, cache in self.marks
             for resource in cache.live()
             if (uid := cache.owner(resource))
@@ -838,7 +834,7 @@ class CloudWatch:
                 return watcher.owner_of(cache, resource)
         return cache.owner(resource)
 
-    def marked(self) -> list[Marked]:
+    def marked(self) -> list[model.Marked]:
         """Every live cached resource carrying Kumo's owner marker, of every service
         (for the orphan sweep: what no object owns any more). Only what the caches hold:
         a service not listed yet, or failing, contributes nothing."""
@@ -857,3 +853,13 @@ class CloudWatch:
 
     def pool_lb(self, pool_id: str) -> str | None:
         return self._octavia.pool_lb(pool_id)
+
+
+def _busy(resource: Any) -> bool:
+    """The cloud is working on it: Octavia refuses a delete while PENDING_*, Manila while
+    a share is creating, extending, deleting, and so on."""
+    provisioning = getattr(resource, "provisioning_status", None) or ""
+    status = str(getattr(resource, "status", "") or "")
+    return provisioning.startswith("PENDING_") or (
+        isinstance(resource, model.Share) and status.endswith("ing")
+    )

@@ -93,7 +93,7 @@ def owner_of(tags: list[str] | None) -> str | None:
 @dataclass(frozen=True)
 class Marked:
     """A live cloud resource carrying Kumo's owner marker, as the cloud watch lists it for
-    the orphan sweep. ``kind`` is "server", "server group", "load balancer", "recordset"
+    the orphan sweep. ``kind`` is "server", "server_group", "loadbalancer", "recordset"
     or "share"; ``zone_id`` locates a recordset; ``busy``: the cloud is deleting it
     already, or working on it (not to be touched now); ``in_use``: a server group that
     still holds servers (deleting it would lose their grouping, nothing else)."""

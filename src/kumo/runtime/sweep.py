@@ -31,8 +31,8 @@ Mode = Literal["delete", "report", "off"]
 #: How each kind of marked resource is deleted (a value of ``Marked.kind``).
 DELETERS: dict[str, Callable[[Cloud, Marked], Awaitable[None]]] = {
     "server": lambda cloud, m: cloud.delete_server(m.id),
-    "server group": lambda cloud, m: cloud.delete_server_group(m.id),
-    "load balancer": lambda cloud, m: cloud.delete_load_balancer(m.id),
+    "server_group": lambda cloud, m: cloud.delete_server_group(m.id),
+    "loadbalancer": lambda cloud, m: cloud.delete_load_balancer(m.id),
     "recordset": lambda cloud, m: cloud.delete_recordset(m.zone_id or "", m.id),
     "share": lambda cloud, m: cloud.delete_share(m.id),
 }

@@ -14,8 +14,9 @@ import pytest
 
 from kumo.cloud import model
 from kumo.cloud.cache import ResourceCache
-from kumo.cloud.watch import WATCHERS, Changes, CloudWatch, Marked, WatchEnv, Watcher
+from kumo.cloud.watch import WATCHERS, Changes, CloudWatch, WatchEnv, Watcher
 from kumo.ports import Cloud
+from kumo.ports.model import Marked
 from tests.unit.cloud.test_watch import Lists, Recorder, octavia_with_pool, refresh, synced
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
@@ -105,7 +106,7 @@ def test_a_new_service_is_listed_scheduled_and_reported_through_its_watcher() ->
     assert watch._services["gadgets"].next_due <= 100.0 + 1.1, "in flight: listed fast"
     watch.poke("gadgets")
     assert watch.stats.lists["gadgets-poked"] == 1
-    assert Marked("gadgets", "gadget", "g-1", "gadget", "uid-g") in watch.marked()
+    assert Marked("gadget", "g-1", "gadget", "uid-g") in watch.marked()
 
 
 def test_the_run_loop_lists_every_watcher_when_due() -> None:
@@ -168,11 +169,11 @@ def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -
     watch, _ = synced(Lists(nova, octavia, dns, manila))
 
     assert watch.marked() == [
-        Marked("nova", "server", server.id, "vm", "uid-vm"),
-        Marked("server-groups", "server_group", group.id, group.name, "uid-vmg"),
-        Marked("octavia", "loadbalancer", lb.id, "front", "uid-lb"),
-        Marked("dns", "recordset", rs.id, "www.kumo-demo.test.", "uid-rec"),
-        Marked("manila", "share", share.id, "data", "uid-share"),
+        Marked("server", server.id, "vm", "uid-vm"),
+        Marked("server_group", group.id, group.name, "uid-vmg"),
+        Marked("loadbalancer", lb.id, "front", "uid-lb"),
+        Marked("recordset", rs.id, "www.kumo-demo.test.", "uid-rec", zone_id=rs.zone_id),
+        Marked("share", share.id, "data", "uid-share", busy=True),  # Manila: "creating"
     ]
 
 
@@ -181,7 +182,7 @@ def test_marked_holds_only_what_the_caches_hold() -> None:
     nova = FakeNova()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     watch, _ = synced(Lists(nova))
-    assert watch.marked() == [Marked("nova", "server", server.id, "vm", "uid-vm")]
+    assert watch.marked() == [Marked("server", server.id, "vm", "uid-vm")]
 
 
 def test_owner_of_still_answers_for_every_cache() -> None:

@@ -41,8 +41,8 @@ def test_the_grace_starts_again_when_the_owner_came_back_in_between() -> None:
 def test_busy_resources_and_server_groups_in_use_are_reported_not_deleted() -> None:
     sweep = OrphanSweep(grace=0)
     going = server("going", "gone", busy=True)
-    group = Marked("server group", "sg", "g kumo-owner=gone", "gone", in_use=True)
-    empty = Marked("server group", "sg2", "h kumo-owner=gone", "gone")
+    group = Marked("server_group", "sg", "g kumo-owner=gone", "gone", in_use=True)
+    empty = Marked("server_group", "sg2", "h kumo-owner=gone", "gone")
     verdict = sweep.judge([*FLEET, going, group, empty], LIVE, now=0)
     assert {m.id for m in verdict.orphaned} == {"going", "sg", "sg2"}
     assert verdict.delete == [empty]
