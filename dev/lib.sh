@@ -73,6 +73,14 @@ start_daemon() {
   echo $! >"$KUMO_STATE/pids/$name.pid"
 }
 
+# runs_with_other_args NAME CMD... — true when NAME is running, but not as CMD (its
+# flags changed since it was started): the caller stops it and starts it anew.
+runs_with_other_args() {
+  local name="$1"; shift
+  is_running "$name" || return 1
+  ! cmp -s <(printf '%s\0' "$@") "/proc/$(cat "$KUMO_STATE/pids/$name.pid")/cmdline"
+}
+
 # stop_daemon NAME [TIMEOUT] — TERM the process group of NAME, KILL after TIMEOUT s.
 stop_daemon() {
   local name="$1" timeout="${2:-20}" pidfile="$KUMO_STATE/pids/$1.pid" pid i
