@@ -83,3 +83,8 @@ def test_a_daemon_started_with_other_flags_is_told_apart(state: Path) -> None:
     assert runs_with_other_args(state, "dummy", "sleep", "301")
     assert runs_with_other_args(state, "dummy", "sleep", "300", "--audit-log-path=x")
     assert runs_with_other_args(state, "dummy", "sleep")
+    assert not runs_with_other_args(state, "dummy", "/opt/kube/kube-apiserver", "300"), (
+        "a PID that runs another program is not the daemon (a stale pidfile): never stopped"
+    )
+    assert runs_with_other_args(state, "dummy", "/usr/bin/sleep", "300"), "same program"
+    stop_recorded_daemon("dummy", timeout=5, state=state)
