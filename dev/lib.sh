@@ -73,6 +73,19 @@ start_daemon() {
   echo $! >"$KUMO_STATE/pids/$name.pid"
 }
 
+# runs_with_other_args NAME CMD... — true when NAME is running the same program as CMD,
+# but not as CMD (its flags changed since it was started): the caller stops it and
+# starts it anew. A recorded PID that now runs another program (a stale pidfile after a
+# reboot, the PID reused) is never taken for it.
+runs_with_other_args() {
+  local name="$1"; shift
+  is_running "$name" || return 1
+  local cmdline="/proc/$(cat "$KUMO_STATE/pids/$name.pid")/cmdline" program
+  program="$(tr '\0' '\n' <"$cmdline" 2>/dev/null | head -n 1)" || return 1
+  [ "$(basename -- "$program")" = "$(basename -- "$1")" ] || return 1
+  ! cmp -s <(printf '%s\0' "$@") "$cmdline"
+}
+
 # stop_daemon NAME [TIMEOUT] — TERM the process group of NAME, KILL after TIMEOUT s.
 stop_daemon() {
   local name="$1" timeout="${2:-20}" pidfile="$KUMO_STATE/pids/$1.pid" pid i

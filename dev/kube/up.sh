@@ -102,22 +102,59 @@ wait_for "etcd on $ETCD_CLIENT" 30 curl -sf "http://$ETCD_CLIENT/health"
 if ! is_running kube-apiserver && port_open "127.0.0.1:$API_PORT"; then
   die "127.0.0.1:$API_PORT is in use by a process up.sh did not start"
 fi
+# The audit log: every write (create, update, patch, delete) at Metadata level - who
+# (user, User-Agent), what, when; no bodies, no reads. Kumo's requests carry its Lease
+# identity in their User-Agent, so tests/integration/test_leader_election.py sees
+# there that a standby writes nothing. At most 3 x 20 MB (the file and two rotated
+# ones, audit-<time>.log beside it).
+AUDIT_DIR="$KUMO_STATE/logs/kube-apiserver-audit"
+AUDIT_POLICY="$KUMO_STATE/kube/audit-policy.yaml"
+mkdir -p "$AUDIT_DIR"
+cat >"$AUDIT_POLICY.tmp" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: None
+POLICY
+policy_changed=0
+if cmp -s "$AUDIT_POLICY.tmp" "$AUDIT_POLICY"; then
+  rm -f "$AUDIT_POLICY.tmp"
+else
+  mv "$AUDIT_POLICY.tmp" "$AUDIT_POLICY" && policy_changed=1
+fi
 # --endpoint-reconciler-type=none: the `kubernetes` Service may not point at a
 #   loopback address (Pods of the lab's node use the host network and reach the
 #   API on 127.0.0.1). Node authorization + NodeRestriction: the node's kubelet
 #   (dev/kube/node.sh) may touch only its own Node and Pods.
-start_daemon kube-apiserver "$APISERVER" \
-  --etcd-servers="http://$ETCD_CLIENT" \
-  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
-  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-  --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/token.csv" \
-  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-  --kubelet-client-certificate="$PKI/kubelet-client.crt" --kubelet-client-key="$PKI/kubelet-client.key" \
-  --kubelet-certificate-authority="$PKI/ca.crt" --kubelet-preferred-address-types=InternalIP \
-  --service-account-issuer=https://kubernetes.default.svc \
-  --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-  --service-cluster-ip-range=10.96.0.0/24 \
+APISERVER_CMD=(
+  "$APISERVER"
+  --etcd-servers="http://$ETCD_CLIENT"
+  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT"
+  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key"
+  --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/token.csv"
+  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
+  --kubelet-client-certificate="$PKI/kubelet-client.crt" --kubelet-client-key="$PKI/kubelet-client.key"
+  --kubelet-certificate-authority="$PKI/ca.crt" --kubelet-preferred-address-types=InternalIP
+  --service-account-issuer=https://kubernetes.default.svc
+  --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key"
+  --service-cluster-ip-range=10.96.0.0/24
   --endpoint-reconciler-type=none
+  --audit-policy-file="$AUDIT_POLICY" --audit-log-path="$AUDIT_DIR/audit.log"
+  --audit-log-format=json --audit-log-mode=blocking
+  --audit-log-maxsize=20 --audit-log-maxbackup=2 --audit-log-maxage=7
+)
+# start_daemon leaves a running apiserver alone: one started with other flags (an
+# older up.sh, another build) or before the audit policy changed is restarted with
+# these (its clients reconnect).
+if { [ "$policy_changed" = 1 ] && is_running kube-apiserver; } \
+  || runs_with_other_args kube-apiserver "${APISERVER_CMD[@]}"; then
+  log "kube-apiserver runs with other flags or audit policy: restarting it"
+  stop_daemon kube-apiserver
+fi
+start_daemon kube-apiserver "${APISERVER_CMD[@]}"
 api_ready() { curl -sf --cacert "$PKI/ca.crt" -H "Authorization: Bearer $TOKEN" "$API_URL/readyz"; }
 wait_for "kube-apiserver /readyz (log: $KUMO_STATE/logs/kube-apiserver.log)" 90 api_ready
 

@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,7 @@ class KumoOperator:
         self.log_path = STATE / "logs" / log_name
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = free_port()
+        self.started_at = datetime.now(UTC)  # of the latest start()
 
     def health(self) -> dict[str, Any]:
         return readyz(self.port)
@@ -217,6 +219,7 @@ class KumoOperator:
 
     def start(self, *extra: str, env: dict[str, str] | None = None) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.started_at = datetime.now(UTC)
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process
         self.proc = subprocess.Popen(
             [

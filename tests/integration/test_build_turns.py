@@ -90,7 +90,7 @@ def test_never_more_than_max_queued_builds_servers_wait_for_a_host(
         wait_ready("VirtualMachineGroup", GROUP, namespace, timeout=120)
     finally:
         sampler.done.set()
-        sampler.join()
+        sampler.join(30)  # a listing has its own timeout; never hang the suite here
     vms = members_of(namespace, GROUP)
     assert len(vms) == REPLICAS
     assert all(condition(vm).get("status") == "True" for vm in vms)

@@ -3,19 +3,22 @@
 Without leader election both reconciled the same objects and created duplicates (two
 servers for one VirtualMachine). These tests run a second real `kumo run` beside the
 suite's operator and check, on the real kube-apiserver and Nova, that the standby
-writes nothing, takes over when the leader is killed (within 15 s) or stopped (within
-5 s), and that a kill -9 of the leader in the middle of a scale-out of 20 leaves
-exactly one server per VirtualMachine.
+writes nothing (no write in the API server's audit log carries its identity), takes
+over when the leader is killed (within 15 s) or stopped (within 5 s), and that a
+kill -9 of the leader in the middle of a scale-out of 20 leaves exactly one server
+per VirtualMachine.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from tests.integration.apiserver_audit import writes_since
 from tests.integration.helpers import apply, members_of, owned_servers, wait_gone, wait_ready
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KumoOperator, lease_holder, like, wait_until
@@ -39,9 +42,13 @@ def standby(kumo_operator: KumoOperator) -> Iterator[KumoOperator]:
 def test_second_instance_waits_as_standby_and_writes_nothing(
     namespace: str, kumo_operator: KumoOperator, standby: KumoOperator, demo_conn: Any
 ) -> None:
+    """Checked where it counts, in the API server's audit log (apiserver_audit.py): no
+    write carries the standby's identity in its User-Agent, while the leader's do."""
+    since = datetime.now(UTC)
     health = standby.wait_role("standby", 90)
     assert health["synced"] is True and health["ok"] is True, "a healthy, ready standby"
-    assert lease_holder() == kumo_operator.health()["identity"] != health["identity"]
+    leader, second = kumo_operator.health()["identity"], health["identity"]
+    assert lease_holder() == leader != second
 
     apply(
         namespace,
@@ -58,6 +65,22 @@ def test_second_instance_waits_as_standby_and_writes_nothing(
     ]
     assert standby.metric("kumo_reconciles_total") == 0, "the standby reconciled nothing"
     assert standby.health()["role"] == "standby"
+
+    # The leader's writes of this test are in the log (so the log is read, and names who
+    # wrote); the standby has none since it started - had it led for a moment, its
+    # Lease writes would be there too.
+    wait_until(
+        "the leader's status write of VirtualMachine single in the audit log",
+        lambda: [
+            w
+            for w in writes_since(since, containing=leader)
+            if w.by(leader)
+            and (w.resource, w.namespace, w.name) == ("virtualmachines/status", namespace, "single")
+        ],
+        30,
+    )
+    by_standby = [w for w in writes_since(standby.started_at, containing=second) if w.by(second)]
+    assert by_standby == [], f"the standby wrote to the API server: {by_standby[:5]}"
 
 
 def test_sigterm_releases_the_lease_and_the_standby_takes_over_in_5s(

@@ -726,21 +726,31 @@ class CloudWatch:
         self._ready.set()
 
     async def run(self, notify: Notify) -> None:
-        """Keep the caches fresh until closed; report changes through ``notify``."""
+        """Keep the caches fresh until closed; report changes through ``notify``.
+
+        The caches are fresh only while this runs: once it is cancelled (leadership
+        lost), :meth:`synced` waits again, for the full listing of the next run. That
+        holds from the moment the cancelled task ends, so a reader that starts the next
+        run and at once awaits ``synced()`` (the controller does) never reads what was
+        cached while this process led before."""
         self._notify = None  # the first listing reports nothing: every object is queued anyway
         self._ready.clear()  # led before? what was cached then may be stale now
-        await self.sync()
-        self._notify = notify
-        while not self._closed:
-            now = self._now()
-            for service in self._services.values():
-                if service.next_due <= now:
-                    await self._refresh(service, full=service.next_relist <= now)
-            wait = min(s.next_due for s in self._services.values()) - self._now()
-            if wait > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
-            self._wake.clear()
+        try:
+            await self.sync()
+            self._notify = notify
+            while not self._closed:
+                now = self._now()
+                for service in self._services.values():
+                    if service.next_due <= now:
+                        await self._refresh(service, full=service.next_relist <= now)
+                wait = min(s.next_due for s in self._services.values()) - self._now()
+                if wait > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                self._wake.clear()
+        except asyncio.CancelledError:
+            self._ready.clear()
+            raise
 
     def nudge(self, service: str) -> None:
         """Kumo just changed something in ``service`` (a registered watcher's name; any

@@ -4,6 +4,12 @@ kopf owns the watch streams; this client does the writes (status, finalizers,
 members, events) and the odd read (ConfigMaps; the credentials Secret and Secrets an
 initScript.secretRef names). Credentials come from kopf's own login helpers
 (kubeconfig or in-cluster service account).
+
+Both clients, this one and kopf's, name the process in their User-Agent
+(:func:`user_agent`: ``kumo/<version> (<identity>)``, the identity its leader Lease
+would carry). The API server's audit log records the User-Agent of every request, so
+which of two operators wrote something is visible there: the integration suite checks
+that a standby wrote nothing (tests/integration/test_leader_election.py).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 import aiohttp
 import kopf
 
+from kumo import __version__
 from kumo.api.common import GROUP, VERSION
 from kumo.api.kinds import KindInfo
 from kumo.engine.conditions import now_rfc3339
@@ -27,8 +34,28 @@ from kumo.runtime.leader import LeaseRecord
 MERGE = "application/merge-patch+json"
 
 
-def login(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo | None:
-    """Credentials in a Pod (its ServiceAccount), else from a kubeconfig.
+def user_agent(identity: str | None = None) -> str:
+    """The User-Agent of Kumo's requests: ``kumo/<version>``, with the process's
+    identity (as in its leader Lease) in parentheses when it has one."""
+    return f"kumo/{__version__} ({identity})" if identity else f"kumo/{__version__}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IdentifiedConnectionInfo(kopf.ConnectionInfo):
+    """kopf's connection info plus a User-Agent: kopf keeps the one its headers carry
+    (else it sends ``kopf/<version>``, the same for every operator)."""
+
+    user_agent: str = dataclasses.field(default_factory=user_agent)
+
+    def as_http_headers(self) -> dict[str, str]:
+        return {**super().as_http_headers(), "User-Agent": self.user_agent}
+
+
+def login(
+    settings: kopf.OperatorSettings, identity: str | None = None
+) -> IdentifiedConnectionInfo | None:
+    """Credentials in a Pod (its ServiceAccount), else from a kubeconfig; requests made
+    with them carry :func:`user_agent` of ``identity``.
 
     In a Pod, the API server is the one ``KUBERNETES_SERVICE_HOST``/``_PORT`` name, as
     client-go's in-cluster configuration takes it: kopf's own helper assumes the DNS
@@ -41,21 +68,27 @@ def login(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo | None:
         if host and port:
             host = f"[{host}]" if ":" in host else host
             info = dataclasses.replace(info, server=f"https://{host}:{port}")
-        return info
-    return kopf.login_with_kubeconfig(settings=settings)
+    else:
+        info = kopf.login_with_kubeconfig(settings=settings)
+    if info is None:
+        return None
+    fields = {f.name: getattr(info, f.name) for f in dataclasses.fields(info)}
+    return IdentifiedConnectionInfo(**fields, user_agent=user_agent(identity))
 
 
 class KubeClient:
-    def __init__(self, info: kopf.ConnectionInfo) -> None:
+    def __init__(self, info: kopf.ConnectionInfo, identity: str | None = None) -> None:
         self._info = info
+        self._user_agent = user_agent(identity)
         self._session: aiohttp.ClientSession | None = None
 
     @classmethod
-    def from_environment(cls) -> KubeClient:
-        info = login(kopf.OperatorSettings())
+    def from_environment(cls, identity: str | None = None) -> KubeClient:
+        """A client with the credentials :func:`login` finds, naming ``identity``."""
+        info = login(kopf.OperatorSettings(), identity)
         if info is None:
             raise RuntimeError("no Kubernetes credentials: set KUBECONFIG or run in a cluster")
-        return cls(info)
+        return cls(info, identity)
 
     def _ssl(self) -> ssl.SSLContext | bool:
         info = self._info
@@ -75,7 +108,7 @@ class KubeClient:
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 base_url=self._info.server.rstrip("/") + "/",
-                headers=self._info.as_http_headers(),
+                headers={**self._info.as_http_headers(), "User-Agent": self._user_agent},
                 connector=aiohttp.TCPConnector(ssl=self._ssl()),
             )
         headers = {"Content-Type": content_type} if body is not None else {}

@@ -80,6 +80,14 @@ class Lifecycle:
 
     def __init__(self, options: OperatorOptions) -> None:
         self.options = options
+        # This process's name: in the leader Lease and in the User-Agent of its requests
+        # to the API server (runtime/kube.py). POD_NAME (the Deployment sets it): the
+        # Lease names the Pod that leads, also for host-network Pods, whose hostname is
+        # the node's.
+        self.identity = (
+            options.identity
+            or f"{os.environ.get('POD_NAME') or socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        )
         self.kube: KubeClient | None = None
         self.controller: Controller | None = None
         self.elector: LeaderElector | None = None
@@ -103,7 +111,7 @@ class Lifecycle:
 
     async def start(self) -> None:
         options = self.options
-        self.kube = kube = KubeClient.from_environment()
+        self.kube = kube = KubeClient.from_environment(self.identity)
         default = await _default_source(options, kube)
         clouds = CloudRegistry(
             default,
@@ -132,12 +140,7 @@ class Lifecycle:
         if not options.leader_election:
             controller.start()
             return
-        identity = (
-            # POD_NAME (the Deployment sets it): the Lease names the Pod that leads, also
-            # for host-network Pods, whose hostname is the node's.
-            options.identity
-            or f"{os.environ.get('POD_NAME') or socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        )
+        identity = self.identity
         lease = KubeLeaseAPI(kube, options.lease_namespace, options.lease_name)
         self.elector = LeaderElector(lease, identity, lease_seconds=options.lease_seconds)
         log.info(
@@ -213,7 +216,7 @@ def build_registry(lifecycle: Lifecycle) -> kopf.OperatorRegistry:
 
     @kopf.on.login(registry=registry)
     def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo | None:
-        return kube_login(settings)
+        return kube_login(settings, lifecycle.identity)
 
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:

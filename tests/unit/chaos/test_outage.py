@@ -60,3 +60,31 @@ def test_outage_lasts_its_time_and_restarts_even_when_the_body_fails(state: Path
     ):
         _ = 1 / 0
     assert len(restarted) == 2 and restarted[1] - began < 20  # no 30 s wait after a failure
+
+
+def runs_with_other_args(state: Path, name: str, *cmd: str) -> bool:
+    script = 'source "$1" && shift && runs_with_other_args "$@"'
+    return (
+        subprocess.run(
+            ["bash", "-c", script, "check", str(LIB_SH), name, *cmd],
+            capture_output=True,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(state), "KUMO_STATE": str(state)},
+        ).returncode
+        == 0
+    )
+
+
+def test_a_daemon_started_with_other_flags_is_told_apart(state: Path) -> None:
+    """dev/kube/up.sh restarts the apiserver the outage test stopped, and one whose flags
+    changed (the audit log): only then, since start_daemon leaves a running one alone."""
+    assert not runs_with_other_args(state, "dummy", "sleep", "300"), "not running: nothing to do"
+    start_dummy(state)
+    assert not runs_with_other_args(state, "dummy", "sleep", "300")
+    assert runs_with_other_args(state, "dummy", "sleep", "301")
+    assert runs_with_other_args(state, "dummy", "sleep", "300", "--audit-log-path=x")
+    assert runs_with_other_args(state, "dummy", "sleep")
+    assert not runs_with_other_args(state, "dummy", "/opt/kube/kube-apiserver", "300"), (
+        "a PID that runs another program is not the daemon (a stale pidfile): never stopped"
+    )
+    assert runs_with_other_args(state, "dummy", "/usr/bin/sleep", "300"), "same program"
+    stop_recorded_daemon("dummy", timeout=5, state=state)

@@ -330,14 +330,17 @@ def test_leading_again_lists_everything_before_any_reconcile_reads() -> None:
     async def lead_twice() -> list[str]:
         first = asyncio.ensure_future(watch.run(Recorder()))
         await watch.synced()
-        first.cancel()  # leadership lost
+        first.cancel()  # leadership lost: the controller's stop() cancels and gathers
+        await asyncio.gather(first, return_exceptions=True)
         nova.tick(5)
         nova.settle()  # meanwhile the server became ACTIVE
         nova.calls.clear()
+        # As the controller leads again: start the run and at once wait for the
+        # listing, with no chance for run() to take a step in between.
         second = asyncio.ensure_future(watch.run(Recorder()))
-        await asyncio.sleep(0)  # run() has started: readers must wait for its listing
         await watch.synced()
         second.cancel()
+        await asyncio.gather(second, return_exceptions=True)
         return list(nova.calls)
 
     calls = asyncio.run(lead_twice())

@@ -5,10 +5,17 @@ from __future__ import annotations
 import asyncio
 
 from kumo.engine.queue import WorkQueue
+from tests.unit.waiting import until
 
 
 async def _get(queue: WorkQueue, timeout: float = 1.0) -> object:
     return await asyncio.wait_for(queue.get(), timeout)
+
+
+async def _waiting(queue: WorkQueue) -> None:
+    """Until a getter has looked at the queue, found nothing due and gone to wait (it
+    clears the wake-up that every add sets)."""
+    await until(lambda: not queue._wakeup.is_set(), "the getter found nothing and waits")
 
 
 def test_duplicates_collapse_and_order_is_by_due_time() -> None:
@@ -33,7 +40,7 @@ def test_key_added_while_processing_runs_again_after_done() -> None:
         queue.add("a")
         assert len(queue) == 1
         getter = asyncio.ensure_future(queue.get())
-        await asyncio.sleep(0)  # let the getter start waiting
+        await _waiting(queue)
         assert not getter.done(), "a key being processed must not be handed out twice"
         queue.done("a")
         assert await asyncio.wait_for(getter, 1.0) == "a"
@@ -45,11 +52,10 @@ def test_delayed_key_is_not_handed_out_early() -> None:
     async def scenario() -> None:
         queue = WorkQueue()
         queue.add("late", after=5)
-        try:
-            await asyncio.wait_for(queue.get(), 0.1)
-        except TimeoutError:
-            return
-        raise AssertionError("delayed key was handed out early")
+        getter = asyncio.ensure_future(queue.get())
+        await _waiting(queue)
+        assert not getter.done(), "delayed key was handed out early"
+        getter.cancel()
 
     asyncio.run(scenario())
 

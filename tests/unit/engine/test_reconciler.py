@@ -13,6 +13,7 @@ from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.reconciler import Backoff, Engine
 from kumo.engine.result import Result
 from tests.unit.fakes import World
+from tests.unit.waiting import until
 
 SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
 
@@ -520,18 +521,21 @@ def test_a_write_to_another_gone_object_is_transient_for_this_one() -> None:
 
 
 def test_the_before_finalizer_failpoint_holds_the_first_pass(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The real-server leak test deletes the object inside this hold."""
     monkeypatch.setenv("KUMO_FAILPOINTS", "before-finalizer=0.2")
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    actuator = Counting()
 
     async def scenario() -> float | None:
         cached = world.obj(VIRTUAL_MACHINE, "vm")
-        task = asyncio.create_task(Engine().run(Counting(), world.ctx(), cached))
-        await asyncio.sleep(0)  # the pass is now held at the failpoint
+        task = asyncio.create_task(Engine().run(actuator, world.ctx(), cached))
+        await until(lambda: "failpoint before-finalizer" in caplog.text, "the pass is held")
+        assert not task.done() and not world.obj(VIRTUAL_MACHINE, "vm").finalizers
         world.store.remove(VIRTUAL_MACHINE.kind, "default", "vm")
-        return await task
+        return await asyncio.wait_for(task, 5)
 
     assert asyncio.run(scenario()) is None
+    assert actuator.reconciled == 0, "deleted inside the hold: nothing was reconciled"

@@ -144,18 +144,27 @@ def test_stop_lets_a_reconcile_in_flight_finish() -> None:
     async def scenario() -> list[str]:
         ctl = controller()
         steps: list[str] = []
-        started = asyncio.Event()
+        started, finish = asyncio.Event(), asyncio.Event()
 
-        async def slow_process(key: Key) -> None:
+        async def process(key: Key) -> None:
             started.set()
-            await asyncio.sleep(0.2)  # pacing: work that outlasts stop's start, not a sync
+            try:
+                await finish.wait()  # in flight until the test lets it finish
+            except asyncio.CancelledError:
+                steps.append(f"cancelled {key.name}")
+                raise
             steps.append(f"finished {key.name}")
 
-        ctl.process = slow_process  # type: ignore[method-assign]
+        ctl.process = process  # type: ignore[method-assign]
         ctl.queue.add(Key("VirtualMachine", "default", "a"))
         ctl.start()
-        await started.wait()
-        await ctl.stop(grace=5)
+        await until(started.is_set, "a is in flight")
+        stopping = asyncio.create_task(ctl.stop(grace=5))
+        await until(lambda: ctl._stopping, "stop has begun")
+        # A stop that did not wait would have cancelled a by now, and be done.
+        assert not stopping.done() and steps == [], "stop waits for the reconcile in flight"
+        finish.set()
+        await asyncio.wait_for(stopping, 5)
         steps.append("stopped")
         ctl.queue.add(Key("VirtualMachine", "default", "b"))
         assert not ctl._tasks, "no worker survived stop to take b"
@@ -365,8 +374,7 @@ def test_notices_reach_a_running_watch_of_their_project_and_no_stopped_one() -> 
         await ctl._watching(cloud)  # every reconcile asks; the watch starts once
         running = board.deliver(notice)
         await ctl.stop()  # a standby's watches do not run: nothing to poke
-        await asyncio.sleep(0)
-        return running, board.deliver(notice)
+        return running, board.deliver(notice)  # from the moment stop() returns
 
     assert asyncio.run(scenario()) == (1, 0)
 

@@ -10,6 +10,7 @@ import kopf
 import pytest
 from aiohttp import web
 
+from kumo import __version__
 from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.engine.errors import ObjectGone
 from kumo.engine.objects import Obj
@@ -57,3 +58,37 @@ def test_every_write_that_answers_404_raises_object_gone() -> None:
 
     seen = asyncio.run(_against_a_server_that_answers_404(check))
     assert seen == ["PATCH", "PATCH", "PATCH", "POST", "DELETE", "GET"]
+
+
+def test_every_request_names_the_process_in_its_user_agent() -> None:
+    """The API server's audit log records the User-Agent of each write: with the Lease
+    identity in it, a write by a standby shows (tests/integration/test_leader_election)."""
+
+    async def scenario() -> list[str]:
+        agents: list[str] = []
+
+        async def handle(request: web.Request) -> web.Response:
+            agents.append(request.headers.get("User-Agent", ""))
+            return web.json_response({"metadata": {}, "status": {}})
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", handle)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        obj = Obj(VIRTUAL_MACHINE, make_body(VIRTUAL_MACHINE, "vm", {}))
+        named = KubeClient(kopf.ConnectionInfo(server=url, token="t"), "host_42_ab12cd")
+        anonymous = KubeClient(kopf.ConnectionInfo(server=url, token="t"))
+        try:
+            await named.patch_status(obj, {"phase": "Running"})
+            await named.get(VIRTUAL_MACHINE, "default", "vm")
+            await anonymous.patch_status(obj, {"phase": "Running"})
+        finally:
+            await named.close()
+            await anonymous.close()
+            await runner.cleanup()
+        return agents
+
+    named = f"kumo/{__version__} (host_42_ab12cd)"
+    assert asyncio.run(scenario()) == [named, named, f"kumo/{__version__}"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 
 import pytest
@@ -24,6 +25,7 @@ class FakeLeaseAPI:
         self.unreachable: BaseException | None = None  # raised as is: not a ReconcileError
         self.hang = False
         self.writes: list[str] = []  # holders written, in order
+        self.written_at: list[float] = []  # time.monotonic() of each write, as the electors
         self.reads = 0
 
     async def _check(self) -> None:
@@ -38,6 +40,7 @@ class FakeLeaseAPI:
         self.version += 1
         self.record = replace(record, resource_version=str(self.version))
         self.writes.append(record.holder)
+        self.written_at.append(time.monotonic())
         return self.record
 
     async def get_lease(self) -> LeaseRecord | None:
@@ -122,10 +125,13 @@ def test_one_leader_at_a_time_and_takeover_after_a_kill() -> None:
         assert events == ["a leads"] and not b.leading and b.holder == "a"
         assert b.healthy, "a standby that reads the lease is healthy"
         task_a.cancel()  # kill -9: no release
-        loop = asyncio.get_running_loop()
-        killed = loop.time()
+        await asyncio.gather(task_a, return_exceptions=True)
+        last_renewal = api.written_at[-1]
         await until(lambda: b.leading, "b takes over")
-        assert loop.time() - killed >= 0.9, "never before the lease expired"
+        assert api.writes[-2:] == ["a", "b"], "taken over from a, not released by it"
+        # b counts the lease's time from when it saw a's last renewal, which is after a
+        # wrote it: never before the lease (1 s) expired, however late b looked.
+        assert api.written_at[-1] - last_renewal >= 1.0 - 1e-6, "never before the lease expired"
         task_b.cancel()
         return events
 
@@ -140,17 +146,19 @@ def test_release_hands_over_within_a_retry() -> None:
         await until(lambda: a.leading, "a leads")
         task_b = asyncio.create_task(_run(b, events))
         await until(lambda: b.holder == "a", "b saw a lead")
-        task_a.cancel()
+        task_a.cancel()  # SIGTERM: a stops leading, then gives the lease up
+        await asyncio.gather(task_a, return_exceptions=True)
+        assert a.leading, "still the holder: what release() is for"
         await a.release()
-        assert api.writes[-1] == "", "a released the lease (an empty holder written)"
-        loop = asyncio.get_running_loop()
-        released = loop.time()
+        assert not a.leading and api.writes[-1] == "", "a wrote the lease released"
+        released = api.written_at[-1]
         await until(lambda: b.leading, "b takes the released lease")
         task_b.cancel()
         assert api.record is not None and api.record.holder == "b"
-        return loop.time() - released
+        assert api.writes[-2:] == ["", "b"], "b took the lease a released, not an expired one"
+        return api.written_at[-1] - released
 
-    assert asyncio.run(scenario()) < 0.5
+    assert asyncio.run(scenario()) < 0.5, "within a retry (0.05 s), not the lease time (1 s)"
 
 
 def test_leader_that_cannot_renew_stops_before_the_lease_expires() -> None:
@@ -160,13 +168,12 @@ def test_leader_that_cannot_renew_stops_before_the_lease_expires() -> None:
         task = asyncio.create_task(_run(a, events))
         await until(lambda: a.leading, "a leads")
         api.down = True
-        loop = asyncio.get_running_loop()
-        cut = loop.time()
         await asyncio.wait_for(task, 2)
-        return events, loop.time() - cut
+        return events, time.monotonic() - api.written_at[-1]
 
     events, after = asyncio.run(scenario())
     assert events == ["a leads", "a lost"]
+    # A standby may take over 1 s (the lease) after it saw a's last renewal, never sooner.
     assert after < 1.0, "stopped within the renew deadline, before anyone may take over"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import kopf
 import pytest
 
+from kumo import __version__
 from kumo.runtime import kube
 
 
@@ -58,3 +59,22 @@ def test_without_the_environment_kopfs_default_stays(
     monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
     info = kube.login(kopf.OperatorSettings())
     assert info is not None and info.server == "https://kubernetes.default.svc"
+
+
+def test_kopfs_requests_name_the_process_in_their_user_agent(
+    service_account: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kopf keeps the User-Agent the login's headers carry (else ``kopf/<version>``, the
+    same for every operator): the API server's audit log then tells which operator wrote."""
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
+    info = kube.login(kopf.OperatorSettings(), "kumo-0_7_ab12cd")
+    assert info is not None
+    assert info.as_http_headers() == {
+        "Authorization": "Bearer t0ken",
+        "User-Agent": f"kumo/{__version__} (kumo-0_7_ab12cd)",
+    }
+    assert info.server == "https://127.0.0.1:6443", "the credentials are kept as they were"
+    anonymous = kube.login(kopf.OperatorSettings())
+    assert anonymous is not None
+    assert anonymous.as_http_headers()["User-Agent"] == f"kumo/{__version__}"

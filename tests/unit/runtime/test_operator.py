@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import inspect
+import os
+from pathlib import Path
 
+import kopf
+import pytest
+import yaml
+
+from kumo import __version__
 from kumo.api.kinds import KINDS
-from kumo.runtime.operator import build_registry
+from kumo.runtime.operator import Lifecycle, OperatorOptions, build_registry
 
 
 def test_watch_event_handlers_run_on_the_event_loop() -> None:
@@ -17,3 +24,34 @@ def test_watch_event_handlers_run_on_the_event_loop() -> None:
     assert {f"watch-{info.kind}" for info in KINDS} <= ids
     for handler in handlers:
         assert inspect.iscoroutinefunction(handler.fn), handler.id
+
+
+def test_kopfs_login_names_the_process_as_its_lease_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One identity per process, in the Lease and in the User-Agent of every request
+    (kopf's and Kumo's own client), so the API server's audit log tells who wrote."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "lab", "cluster": {"server": "https://127.0.0.1:6443"}}],
+        "users": [{"name": "kumo", "user": {"token": "t0ken"}}],
+        "contexts": [{"name": "kumo", "context": {"cluster": "lab", "user": "kumo"}}],
+        "current-context": "kumo",
+    }
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+    monkeypatch.setenv("POD_NAME", "kumo-7d9f-x2")
+    lifecycle = Lifecycle(OperatorOptions())
+    assert lifecycle.identity.startswith(f"kumo-7d9f-x2_{os.getpid()}_")
+    assert Lifecycle(OperatorOptions()).identity != lifecycle.identity, "unique per start"
+    assert Lifecycle(OperatorOptions(identity="given")).identity == "given"
+
+    (login,) = [
+        h
+        for h in build_registry(lifecycle)._activities.get_all_handlers()
+        if h.activity.value == "authentication"
+    ]
+    info = login.fn(settings=kopf.OperatorSettings())
+    assert info.server == "https://127.0.0.1:6443"
+    assert info.as_http_headers()["User-Agent"] == f"kumo/{__version__} ({lifecycle.identity})"
