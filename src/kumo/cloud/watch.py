@@ -222,6 +222,10 @@ class Watcher:
         """Owner UIDs whose wait on this service ended with this listing."""
         return set()
 
+    async def delete_marked(self, resource: model.Marked) -> None:
+        """Delete one of the resources :meth:`marked` listed (the orphan sweep's delete)."""
+        raise NotImplementedError
+
     def marked(self) -> list[model.Marked]:
         """Its live cached resources carrying Kumo's owner marker."""
         return [
@@ -261,6 +265,9 @@ class ServerWatcher(Watcher):
         self.builds = BuildBudget(env.max_queued_builds, env.now)
         self._since: datetime | None = None
         self._lingering: dict[str, tuple[model.Server, float]] = {}
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_server(resource.id)
 
     async def refresh(self, full: bool) -> Changes:
         cache = self.servers
@@ -369,6 +376,9 @@ class ServerGroupWatcher(Watcher):
         self.caches = (self.server_groups,)
         self.marks = (("server_group", self.server_groups),)
 
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_server_group(resource.id)
+
     async def refresh(self, full: bool) -> Changes:
         if not full and self.server_groups.synced:
             return []
@@ -409,6 +419,9 @@ class LoadBalancerWatcher(Watcher):
         # Listeners, pools and monitors go with their load balancer: it is the one marked.
         self.marks = (("loadbalancer", self.load_balancers),)
         self._versions: dict[str, str] | None = None
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_load_balancer(resource.id)
 
     async def refresh(self, full: bool) -> Changes:
         stats = self.env.stats
@@ -489,6 +502,9 @@ class ZoneWatcher(Watcher):
         self.marks = (("recordset", self.recordsets),)
         self._versions: dict[str, str] = {}
 
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_recordset(resource.zone_id or "", resource.id)
+
     async def refresh(self, full: bool) -> Changes:
         stats = self.env.stats
         stats.count("zones-probe")
@@ -543,6 +559,9 @@ class ShareWatcher(Watcher):
         self.export_locations: dict[str, list[model.ExportLocation]] = {}
         self.caches = self.singles = (self.shares,)
         self.marks = (("share", self.shares),)
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_share(resource.id)
 
     async def refresh(self, full: bool) -> Changes:
         stats = self.env.stats
@@ -843,6 +862,14 @@ class CloudWatch:
             if any(c is cache for c in watcher.caches):
                 return watcher.owner_of(cache, resource)
         return cache.owner(resource)
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        """Delete a resource :meth:`marked` listed, through the watcher that listed it."""
+        for watcher in self.watchers:
+            if any(kind == resource.kind for kind, _ in watcher.marks):
+                await watcher.delete_marked(resource)
+                return
+        raise KeyError(f"no watcher lists {resource.kind!r} resources")
 
     def marked(self) -> list[model.Marked]:
         """Every live cached resource carrying Kumo's owner marker, of every service

@@ -14,28 +14,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kumo.api.kinds import KindInfo
 from kumo.engine.sweep import GRACE_SECONDS, OrphanSweep, Verdict
-from kumo.ports import Cloud
 from kumo.ports.model import Marked
 from kumo.runtime import metrics
 
 log = logging.getLogger("kumo.sweep")
 
 Mode = Literal["delete", "report", "off"]
-
-#: How each kind of marked resource is deleted (a value of ``Marked.kind``).
-DELETERS: dict[str, Callable[[Cloud, Marked], Awaitable[None]]] = {
-    "server": lambda cloud, m: cloud.delete_server(m.id),
-    "server_group": lambda cloud, m: cloud.delete_server_group(m.id),
-    "loadbalancer": lambda cloud, m: cloud.delete_load_balancer(m.id),
-    "recordset": lambda cloud, m: cloud.delete_recordset(m.zone_id or "", m.id),
-    "share": lambda cloud, m: cloud.delete_share(m.id),
-}
 
 
 @dataclass(frozen=True)
@@ -76,6 +66,7 @@ class Sweeper:
         self.namespace = namespace
         self.clock = clock
         self.targets: dict[int, Target] = {}
+        self._counted: set[str] = set()  # kinds the gauge has a sample of
 
     def watching(self, cloud: Any, namespace: str) -> None:
         """A reconcile in ``namespace`` uses ``cloud`` (whose watch runs)."""
@@ -112,8 +103,9 @@ class Sweeper:
         for _, verdict in verdicts:
             for m in verdict.orphaned:
                 counts[m.kind] = counts.get(m.kind, 0) + 1
-        for kind in DELETERS:
+        for kind in set(counts) | self._counted:
             metrics.ORPHANS.labels(kind).set(counts.get(kind, 0))
+        self._counted = set(counts)
         if any(v.delete for _, v in verdicts) and self.options.mode == "delete":
             live = live | await self._listed_uids()
         for target, verdict in verdicts:
@@ -142,7 +134,7 @@ class Sweeper:
             if m.owner in live:  # the fresh list found its object after all
                 target.sweep.forget(m)
                 continue
-            await DELETERS[m.kind](target.cloud, m)
+            await target.cloud.watch.delete_marked(m)
             target.sweep.forget(m)
             metrics.ORPHANS_DELETED.labels(m.kind).inc()
             await self._event(

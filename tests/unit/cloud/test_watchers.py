@@ -185,6 +185,21 @@ def test_marked_holds_only_what_the_caches_hold() -> None:
     assert watch.marked() == [Marked("server", server.id, "vm", "uid-vm")]
 
 
+def test_delete_marked_goes_through_the_watcher_that_listed_it() -> None:
+    """The orphan sweep deletes by what ``marked()`` said: a recordset in its zone."""
+    nova = FakeNova()
+    dns = FakeDesignate()
+    rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], model.owner_tag("uid-gone"))
+    server = nova.add_server("vm", tags=model.marker_tags("uid-gone"))
+    watch, _ = synced(Lists(nova, dns=dns))
+    for found in watch.marked():
+        asyncio.run(watch.delete_marked(found))
+    assert rs.id not in dns.recordsets
+    assert nova.calls.count("delete_server") == 1 and server.id in nova.servers
+    with pytest.raises(KeyError, match="gadget"):
+        asyncio.run(watch.delete_marked(Marked("gadget", "g-1", "g", "uid-g")))
+
+
 def test_owner_of_still_answers_for_every_cache() -> None:
     octavia, lb_id, pool_id = octavia_with_pool()
     watch, _ = synced(Lists(octavia=octavia))

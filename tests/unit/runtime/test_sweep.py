@@ -11,23 +11,27 @@ from kumo.runtime.sweep import Sweeper, SweepOptions
 
 
 class Watch:
+    """What the sweep asks of a cloud watch: what is marked, and to delete one of them."""
+
     def __init__(self, *marked: Marked) -> None:
         self.listed = list(marked)
+        self.deleted: list[tuple[str, ...]] = []
 
     def marked(self) -> list[Marked]:
         return list(self.listed)
+
+    async def delete_marked(self, resource: Marked) -> None:
+        where = (resource.zone_id,) if resource.zone_id else ()
+        self.deleted.append((resource.kind, *where, resource.id))
 
 
 class Cloud:
     def __init__(self, *marked: Marked) -> None:
         self.watch = Watch(*marked)
-        self.deleted: list[tuple[str, ...]] = []
 
-    async def delete_server(self, server_id: str) -> None:
-        self.deleted.append(("server", server_id))
-
-    async def delete_recordset(self, zone_id: str, rs_id: str) -> None:
-        self.deleted.append(("recordset", zone_id, rs_id))
+    @property
+    def deleted(self) -> list[tuple[str, ...]]:
+        return self.watch.deleted
 
 
 class Kube:
