@@ -66,7 +66,7 @@ def _events(namespace: str, reason: str) -> list[str]:
     out = kubectl(
         "get", "events", "-n", namespace, "--field-selector", f"reason={reason}", "-o", "json"
     )
-    return [e["message"] for e in json.loads(out)["items"]]
+    return [e["message"] for e in json.loads(out.stdout)["items"]]
 
 
 def test_the_sweep_deletes_a_leaked_server_and_never_a_released_one(

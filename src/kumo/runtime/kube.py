@@ -219,7 +219,14 @@ class KubeClient:
         self, namespace: str, type_: str, reason: str, message: str
     ) -> None:
         """An event about the namespace itself (the orphan sweep's: the owner is gone)."""
-        involved = {"apiVersion": "v1", "kind": "Namespace", "name": namespace}
+        # The API server refuses an event whose namespace differs from its involved
+        # object's; a Namespace has none, so it is given its own (kubectl get events -n).
+        involved = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "name": namespace,
+            "namespace": namespace,
+        }
         await self._post_event(namespace, namespace, involved, type_, reason, message)
 
     async def _post_event(

@@ -166,4 +166,4 @@ class Sweeper:
             try:
                 await self.kube.post_namespace_event(namespace, type_, reason, message)
             except Exception as error:  # events are best effort
-                log.debug("could not post event in %s: %s", namespace, error)
+                log.warning("could not post event in %s: %s", namespace, error)
