@@ -175,7 +175,8 @@ class SecurityGroupActuator:
             hit = [
                 g
                 for g in groups
-                if any((f, name) in _refs(g) for f in fields) and g["metadata"]["name"] != name
+                if any((f, name) in _refs(g) for f in fields)
+                and (kind, g["metadata"]["name"]) != (self.info.kind, name)
             ]
         else:
             return []
@@ -232,12 +233,11 @@ async def _apply(
     for rule in changes.remove:
         await ctx.cloud.delete_security_group_rule(group.id, rule.id)
         rules = [r for r in rules if r.id != rule.id]
-        origin = "Kumo's, " if plan.is_kumos(rule) else "added outside Kumo, "
         ctx.events.emit(
             obj,
             "Normal",
             "RuleRemoved",
-            f"removed rule {rule_label(rule)} ({rule.id}; {origin}not in spec.rules)",
+            f"removed rule {rule_label(rule)} ({rule.id}; {plan.origin(rule)}, not in spec.rules)",
         )
     for wish in changes.add:
         created: SecurityGroupRule = await ctx.cloud.create_security_group_rule(

@@ -297,10 +297,15 @@ def plan_rules(wanted: Wanted, rules: list[SecurityGroupRule]) -> RulePlan:
     return RulePlan(add=add, remove=remove)
 
 
-def is_kumos(rule: SecurityGroupRule) -> bool:
-    """Did Kumo create it? (Only for what the events say: every rule of the group is
-    Kumo's to keep or remove.)"""
-    return (rule.description or "") == RULE_DESCRIPTION
+def origin(rule: SecurityGroupRule) -> str:
+    """Who made it, as far as its description tells (only for what the events say: every
+    rule of the group is Kumo's to keep or remove)."""
+    if (rule.description or "") == RULE_DESCRIPTION:
+        return "Kumo's"
+    default = rule.direction == "egress" and rule.protocol is None and not rule.description
+    if default and rule.remote_ip_prefix is None and rule.remote_group_id is None:
+        return "Neutron's default"
+    return "added outside Kumo"
 
 
 # -- status ------------------------------------------------------------------------------

@@ -91,9 +91,7 @@ class FakeNeutron:
 
     async def security_group_versions(self) -> list[model.SecurityGroup]:
         self.calls.append("security_group_versions")
-        return [
-            replace(g, rules=()) for g in self.groups.values() if model.MANAGED_TAG in g.tags
-        ]
+        return [replace(g, rules=()) for g in self.groups.values() if model.MANAGED_TAG in g.tags]
 
     async def fetch_security_group_rules(self, group_id: str) -> list[model.SecurityGroupRule]:
         self.calls.append("fetch_security_group_rules")
@@ -110,9 +108,7 @@ class FakeNeutron:
             model.SecurityGroupRule(new_id("rule"), "egress", ethertype)
             for ethertype in ("IPv4", "IPv6")
         )
-        group = model.SecurityGroup(
-            new_id("sg"), name, 1, description or "", list(tags), defaults
-        )
+        group = model.SecurityGroup(new_id("sg"), name, 1, description or "", list(tags), defaults)
         self.groups[group.id] = group
         return group
 
