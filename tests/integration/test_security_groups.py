@@ -1,0 +1,221 @@
+"""SecurityGroup on the real kube-apiserver and the lab's Neutron: a group whose rules name
+a CIDR, another SecurityGroup (remote group) and a VirtualMachineGroup (one /32 per Ready
+member); a rule deleted by hand comes back and one added by hand is removed with an
+event naming it; the rules follow the group through scaling; a VM using the group holds
+its deletion; deleting everything leaves nothing; Orphan leaves the group released."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.integration.helpers import apply, members_of, wait_gone, wait_ready, wait_reason
+from tests.integration.kube_fixtures import kubectl
+from tests.integration.kumo_fixtures import get_obj, wait_until
+
+GROUP = "web"
+TEMPLATE = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
+RULES = [
+    {"protocol": "tcp", "port": 22, "cidr": "192.0.2.0/24"},
+    {"protocol": "tcp", "port": 80, "virtualMachineGroupRef": GROUP},
+    {"protocol": "tcp", "portRangeMin": 8000, "portRangeMax": 8080, "securityGroupRef": "peer"},
+    {"direction": "egress", "cidr": "0.0.0.0/0"},
+]
+
+
+def sg_manifest(name: str, rules: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "SecurityGroup",
+        "metadata": {"name": name},
+        "spec": {"description": f"{name} (Kumo test)", "rules": rules, **spec},
+    }
+
+
+def group_manifest(replicas: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "VirtualMachineGroup",
+        "metadata": {"name": GROUP},
+        "spec": {"replicas": replicas, "haPolicy": "soft", "template": TEMPLATE},
+    }
+
+
+def neutron(conn: Any, method: str, path: str, **kw: Any) -> Any:
+    return getattr(conn.network, method)(path, **kw)
+
+
+def group_of(conn: Any, group_id: str) -> dict[str, Any] | None:
+    response = neutron(conn, "get", f"/security-groups/{group_id}")
+    return None if response.status_code == 404 else response.json()["security_group"]
+
+
+def rules_of(conn: Any, group_id: str) -> list[dict[str, Any]]:
+    response = neutron(conn, "get", "/security-group-rules", params={"security_group_id": group_id})
+    return list(response.json()["security_group_rules"])
+
+
+def shape(rule: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        rule["direction"],
+        rule["protocol"],
+        rule["port_range_min"],
+        rule["port_range_max"],
+        rule["remote_ip_prefix"],
+        rule["remote_group_id"],
+    )
+
+
+def ready_member_ips(namespace: str) -> set[str]:
+    return {
+        m["status"]["ip"]
+        for m in members_of(namespace, GROUP)
+        if (m.get("status") or {}).get("ip")
+        and any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in m["status"].get("conditions", [])
+        )
+    }
+
+
+def events_of(namespace: str, name: str, reason: str) -> list[str]:
+    out = kubectl(
+        "get", "events", "-n", namespace, "-o", "json",
+        "--field-selector", f"involvedObject.name={name},reason={reason}",
+    ).stdout  # fmt: skip
+    return [e.get("message", "") for e in json.loads(out)["items"]]
+
+
+def test_rules_follow_and_drift_is_repaired_both_ways(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    ns = namespace
+    apply(ns, group_manifest(2))
+    apply(ns, sg_manifest("peer", [{"protocol": "icmp", "cidr": "10.0.0.0/8"}]))
+    apply(ns, sg_manifest("web", RULES))
+    peer_id = wait_ready("sg", "peer", ns, timeout=60)["status"]["id"]
+
+    def expected(ips: set[str]) -> set[tuple[Any, ...]]:
+        return {
+            ("ingress", "tcp", 22, 22, "192.0.2.0/24", None),
+            ("ingress", "tcp", 8000, 8080, None, peer_id),
+            ("egress", None, None, None, None, None),  # Neutron's default = the spec's rule
+        } | {("ingress", "tcp", 80, 80, f"{ip}/32", None) for ip in ips}
+
+    def follows(replicas: int) -> bool:
+        ips = ready_member_ips(ns)
+        obj = get_obj("sg", "web", ns) or {}
+        group_id = (obj.get("status") or {}).get("id")
+        if len(ips) != replicas or not group_id:
+            return False
+        have = {shape(r) for r in rules_of(demo_conn, group_id)}
+        have = {  # 0.0.0.0/0 and "any" are one rule to Neutron
+            (d, p, lo, hi, None if pre == "0.0.0.0/0" else pre, g) for d, p, lo, hi, pre, g in have
+        }
+        return have == expected(ips)
+
+    wait_until("rules: CIDR + remote group + 2 members + egress", lambda: follows(2), 240)
+    obj = wait_ready("sg", "web", ns)
+    group_id = obj["status"]["id"]
+    group = group_of(demo_conn, group_id)
+    assert group is not None and group["name"] == f"{ns}-web"
+    assert sorted(group["tags"]) == sorted(["kumo", f"kumo-owner={obj['metadata']['uid']}"])
+    assert obj["status"]["rules"] == "5/5"
+    vms = {r.get("virtualMachine") for r in obj["status"]["appliedRules"]}
+    assert vms == {m["metadata"]["name"] for m in members_of(ns, GROUP)} | {None}
+    columns = kubectl("get", "sg", "web", "-n", ns).stdout
+    assert f"{ns}-web" in columns and "5/5" in columns
+
+    # A rule deleted by hand comes back (a new rule, the same shape).
+    victim = next(r for r in rules_of(demo_conn, group_id) if r["port_range_min"] == 22)
+    neutron(demo_conn, "delete", f"/security-group-rules/{victim['id']}")
+    wait_until(
+        "rule deleted by hand restored",
+        lambda: any(
+            r["port_range_min"] == 22 and r["id"] != victim["id"]
+            for r in rules_of(demo_conn, group_id)
+        ),
+        30,
+    )
+
+    # A rule added by hand to Kumo's group is removed, with an event naming it.
+    added = neutron(
+        demo_conn,
+        "post",
+        "/security-group-rules",
+        json={
+            "security_group_rule": {
+                "security_group_id": group_id,
+                "direction": "ingress",
+                "protocol": "tcp",
+                "port_range_min": 3306,
+                "port_range_max": 3306,
+                "remote_ip_prefix": "198.51.100.0/24",
+            }
+        },
+    ).json()["security_group_rule"]
+    wait_until(
+        "rule added by hand removed",
+        lambda: added["id"] not in {r["id"] for r in rules_of(demo_conn, group_id)},
+        30,
+    )
+    wait_until(
+        "an event names the removed rule",
+        lambda: any(
+            "tcp 3306 from 198.51.100.0/24" in m and "added outside Kumo" in m
+            for m in events_of(ns, "web", "RuleRemoved")
+        ),
+        30,
+    )
+
+    kubectl("scale", "vmg", GROUP, "-n", ns, "--replicas=3")
+    wait_until("rules follow scale-out to 3", lambda: follows(3), 240)
+    kubectl("scale", "vmg", GROUP, "-n", ns, "--replicas=1")
+    wait_until("rules follow scale-in to 1", lambda: follows(1), 240)
+
+    # Deleting everything leaves nothing: Neutron has no group of these objects.
+    peer_uid = (get_obj("sg", "peer", ns) or {})["metadata"]["uid"]
+    web_uid = obj["metadata"]["uid"]
+    kubectl("delete", "vmg", GROUP, "-n", ns, "--wait=false")
+    kubectl("delete", "sg", "web", "peer", "-n", ns, "--wait=false")
+    wait_gone("sg", "web", ns, 240)
+    wait_gone("sg", "peer", ns, 60)
+    for uid in (web_uid, peer_uid):
+        tagged = neutron(demo_conn, "get", "/security-groups", params={"tags": f"kumo-owner={uid}"})
+        assert tagged.json()["security_groups"] == [], uid
+    assert group_of(demo_conn, group_id) is None and group_of(demo_conn, peer_id) is None
+
+
+def test_a_vm_using_the_group_holds_its_deletion_and_orphan_releases(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    ns = namespace
+    apply(ns, sg_manifest("ssh", [{"protocol": "tcp", "port": 22, "cidr": "0.0.0.0/0"}]))
+    group_id = wait_ready("sg", "ssh", ns, timeout=60)["status"]["id"]
+    vm = {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "bastion"},
+        "spec": {**TEMPLATE, "securityGroups": [f"{ns}-ssh"]},
+    }
+    apply(ns, vm)
+    wait_ready("vm", "bastion", ns, timeout=240)
+
+    kubectl("delete", "sg", "ssh", "-n", ns, "--wait=false")
+    wait_reason("sg", "ssh", ns, "WaitingForVirtualMachines", 30)
+    assert group_of(demo_conn, group_id) is not None
+    kubectl("delete", "vm", "bastion", "-n", ns, "--wait=false")
+    wait_gone("sg", "ssh", ns, 240)
+    assert group_of(demo_conn, group_id) is None
+
+    apply(ns, sg_manifest("kept", [], deletionPolicy="Orphan"))
+    kept = wait_ready("sg", "kept", ns, timeout=60)
+    kept_id, uid = kept["status"]["id"], kept["metadata"]["uid"]
+    try:
+        kubectl("delete", "sg", "kept", "-n", ns, "--wait=false")
+        wait_gone("sg", "kept", ns, 60)
+        group = group_of(demo_conn, kept_id)
+        assert group is not None and group["tags"] == [f"kumo-orphan={uid}"]
+        assert rules_of(demo_conn, kept_id) == [], "the spec's empty rules: nothing in or out"
+    finally:
+        neutron(demo_conn, "delete", f"/security-groups/{kept_id}")
