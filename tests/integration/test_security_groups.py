@@ -9,7 +9,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.integration.helpers import apply, members_of, wait_gone, wait_ready, wait_reason
+from tests.integration.helpers import (
+    apply,
+    kumo_leftovers,
+    members_of,
+    wait_gone,
+    wait_ready,
+    wait_reason,
+)
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
@@ -184,6 +191,9 @@ def test_rules_follow_and_drift_is_repaired_both_ways(
         tagged = neutron(demo_conn, "get", "/security-groups", params={"tags": f"kumo-owner={uid}"})
         assert tagged.json()["security_groups"] == [], uid
     assert group_of(demo_conn, group_id) is None and group_of(demo_conn, peer_id) is None
+    wait_until(
+        "no Kumo resources left", lambda: not any(kumo_leftovers(demo_conn, ns).values()), 120
+    )
 
 
 def test_a_vm_using_the_group_holds_its_deletion_and_orphan_releases(
