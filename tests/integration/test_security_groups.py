@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+import yaml
+
 from tests.integration.helpers import (
     apply,
     kumo_leftovers,
@@ -229,3 +232,27 @@ def test_a_vm_using_the_group_holds_its_deletion_and_orphan_releases(
         assert rules_of(demo_conn, kept_id) == [], "the spec's empty rules: nothing in or out"
     finally:
         neutron(demo_conn, "delete", f"/security-groups/{kept_id}")
+
+
+BAD_RULES = [
+    ("ports-on-icmp", {"protocol": "icmp", "port": 8, "cidr": "10.0.0.0/8"}, "need protocol tcp"),
+    ("ports-on-any", {"port": 22, "cidr": "10.0.0.0/8"}, "need protocol tcp"),
+    ("min-above-max", {"protocol": "tcp", "portRangeMin": 90, "portRangeMax": 80, "cidr": "::/0"},
+     "portRangeMin must not be greater"),
+    ("half-a-range", {"protocol": "tcp", "portRangeMin": 90, "cidr": "::/0"}, "go together"),
+    ("two-sources", {"cidr": "10.0.0.0/8", "securityGroupRef": "x"}, "spec.rules[0]"),
+    ("no-source", {"protocol": "tcp"}, "spec.rules[0]"),
+    ("bad-protocol", {"protocol": "sctp-ish", "cidr": "10.0.0.0/8"}, "spec.rules[0].protocol"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "rule", "said"), BAD_RULES, ids=[c[0] for c in BAD_RULES])
+def test_bad_rules_are_rejected_at_admission(
+    namespace: str, case: str, rule: dict[str, Any], said: str
+) -> None:
+    proc = kubectl(
+        "apply", "--validate=false", "-n", namespace, "-f", "-",
+        input=yaml.safe_dump(sg_manifest("bad", [rule])), check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0 and "is invalid" in proc.stderr, f"{case}: {proc}"
+    assert said in proc.stderr, f"{case}: {said!r} not in {proc.stderr!r}"
