@@ -199,7 +199,7 @@ def test_rules_follow_and_drift_is_repaired_both_ways(
     )
 
 
-def test_a_vm_using_the_group_holds_its_deletion_and_orphan_releases(
+def test_a_vm_uses_the_group_by_its_name_which_holds_its_deletion_and_orphan_releases(
     namespace: str, kumo_operator: Any, demo_conn: Any
 ) -> None:
     ns = namespace
@@ -209,10 +209,12 @@ def test_a_vm_using_the_group_holds_its_deletion_and_orphan_releases(
         "apiVersion": "kumo.dev/v1alpha1",
         "kind": "VirtualMachine",
         "metadata": {"name": "bastion"},
-        "spec": {**TEMPLATE, "securityGroups": [f"{ns}-ssh"]},
+        "spec": {**TEMPLATE, "securityGroups": ["ssh"]},  # the SecurityGroup object
     }
     apply(ns, vm)
-    wait_ready("vm", "bastion", ns, timeout=240)
+    server_id = wait_ready("vm", "bastion", ns, timeout=240)["status"]["id"]
+    server = demo_conn.compute.get_server(server_id)
+    assert [g["name"] for g in server.security_groups] == [f"{ns}-ssh"]
 
     kubectl("delete", "sg", "ssh", "-n", ns, "--wait=false")
     wait_reason("sg", "ssh", ns, "WaitingForVirtualMachines", 30)

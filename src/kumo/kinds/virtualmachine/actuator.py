@@ -54,8 +54,12 @@ class VirtualMachineActuator:
         def status(server: Server) -> dict[str, Any]:
             return _status(obj, server, spec, hash_)
 
+        groups, unready = plan.security_groups(spec, obj.namespace, ctx.store)
+
         async def replace(server: Server) -> lifecycle.Replacement | None:
             why = plan.replacement(server, hash_)
+            if why == "spec" and unready:
+                return None  # the server stays until its new security groups are Ready
             if why == "spec":
                 # Resolve every reference first: bad input must fail before anything
                 # is deleted.
@@ -82,6 +86,14 @@ class VirtualMachineActuator:
         async def before_create() -> lifecycle.Wait | None:
             nonlocal refs
             refs = await _resolve(ctx, spec)  # bad input fails before taking a turn
+            if unready:
+                return lifecycle.Wait(
+                    f"SecurityGroup(s) {', '.join(unready)} not Ready yet (spec.securityGroups)",
+                    reason="WaitingForSecurityGroup",
+                    phase="Pending",
+                    after=BUILD_TURN_SECONDS,
+                    status={k: obj.status[k] for k in ERROR_COUNTERS if obj.status.get(k)},
+                )
             if await _still_in_server_group(ctx, obj, spec):
                 old = obj.status["replacingId"]
                 return _replacing(
@@ -108,7 +120,7 @@ class VirtualMachineActuator:
 
         async def create() -> Server:
             assert refs is not None  # before_create resolved them
-            return await _create(ctx, obj, spec, user_data, hash_, refs)
+            return await _create(ctx, obj, spec, user_data, hash_, (*refs, groups))
 
         async def busy(server: Server) -> lifecycle.Wait | None:
             return _BUILDING if server.status in ("BUILD", "REBUILD") else None
@@ -176,6 +188,8 @@ class VirtualMachineActuator:
         the VM it pointed at."""
         if unblocked := ordering.unblocked_by(kind, body, self.info.kind):
             return unblocked
+        if kind == "SecurityGroup":  # Ready now: the VMs naming it may be created
+            return _naming_group(body, store, self.info.kind)
         if kind not in ("LoadBalancer", "Share"):  # a drained member, a revoked rule
             return []
         namespace = body["metadata"].get("namespace", "default")
@@ -184,6 +198,17 @@ class VirtualMachineActuator:
             for vm in store.list(self.info.kind, namespace)
             if vm["metadata"].get("deletionTimestamp")
         ]
+
+
+def _naming_group(group: Body, store: Store, kind: str) -> list[Key]:
+    """VMs whose ``spec.securityGroups`` name the SecurityGroup ``group``."""
+    meta = group.get("metadata") or {}
+    namespace = meta.get("namespace", "default")
+    return [
+        Key(kind, namespace, vm["metadata"]["name"])
+        for vm in store.list(kind, namespace)
+        if meta.get("name") in ((vm.get("spec") or {}).get("securityGroups") or [])
+    ]
 
 
 async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | None:
@@ -307,9 +332,9 @@ async def _create(
     spec: VirtualMachineSpec,
     user_data: str | None,
     hash_: str,
-    refs: tuple[str, str, list[str]],
+    refs: tuple[str, str, list[str], list[str]],
 ) -> Server:
-    image_id, flavor_id, network_ids = refs
+    image_id, flavor_id, network_ids, security_groups = refs
     server: Server = await ctx.cloud.create_server(
         name=obj.name,
         image_id=image_id,
@@ -321,7 +346,7 @@ async def _create(
         tags=marker_tags(obj.uid),
         availability_zone=spec.availability_zone,
         key_name=spec.key_name,
-        security_groups=spec.security_groups,
+        security_groups=security_groups,
         server_group_id=spec.server_group,
     )
     return server

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from kumo.api.virtualmachine import INIT_SCRIPT_MAX_BYTES, USER_DATA_MAX_BASE64, VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags
 from kumo.engine.dryrun import Change
+from kumo.engine.objects import Body, Store
 
 HASH_KEY = "kumo:spec-hash"  # Nova metadata keys allow [a-zA-Z0-9-_:. ] only
 NAME_KEY = "kumo:object"
@@ -126,6 +127,33 @@ def replacement(server: Server, hash_: str) -> str | None:
     if server.status == "ERROR":
         return "error"
     return None
+
+
+def security_groups(
+    spec: VirtualMachineSpec, namespace: str, store: Store
+) -> tuple[list[str], list[str]]:
+    """The groups to give Nova — for a name the namespace has a SecurityGroup object of,
+    that object's Neutron group ID; else the name as it is (the cloud's group) — and
+    the SecurityGroup objects named that are not Ready yet (the create waits for them)."""
+    given: list[str] = []
+    waiting: list[str] = []
+    for name in spec.security_groups:
+        body = store.get("SecurityGroup", namespace, name)
+        if body is None:
+            given.append(name)
+            continue
+        group_id = (body.get("status") or {}).get("id")
+        if group_id and _ready(body) and not (body.get("metadata") or {}).get("deletionTimestamp"):
+            given.append(str(group_id))
+        else:
+            waiting.append(name)
+    return given, waiting
+
+
+def _ready(body: Body) -> bool:
+    conditions = (body.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    return ready is not None and ready.get("status") == "True"
 
 
 def addresses(server: Server) -> list[dict[str, object]]:

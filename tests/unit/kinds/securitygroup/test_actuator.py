@@ -201,3 +201,26 @@ def test_dependents() -> None:
     assert actuator.dependents("SecurityGroup", sg, world.store) == [db]
     stranger = add_vm(world, "db-0", "10.0.3.1", group="db")
     assert actuator.dependents("VirtualMachine", stranger, world.store) == []
+
+
+def test_a_vm_naming_a_security_group_waits_for_it_then_uses_its_id() -> None:
+    from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
+    from tests.unit.fakes import FakeNova
+
+    world = World(cloud=FakeNova())
+    spec = {"image": "centos79", "flavor": "n3-1vcpu-2gb", "securityGroups": ["web", "default"]}
+    world.add(SECURITY_GROUP, "web", {"rules": []})
+    world.add(VIRTUAL_MACHINE, "app", spec)
+    world.run(VirtualMachineActuator(), "app")
+    ready = next(c for c in world.stored("VirtualMachine", "app")["status"]["conditions"])
+    assert ready["reason"] == "WaitingForSecurityGroup" and "web" in ready["message"]
+    assert world.cloud.servers == {}
+
+    sg = world.stored("SecurityGroup", "web")
+    sg["status"] = {"id": "sg-1", "conditions": [{"type": "Ready", "status": "True"}]}
+    assert VirtualMachineActuator().dependents("SecurityGroup", sg, world.store) == [
+        Key("VirtualMachine", "default", "app")
+    ]
+    world.run(VirtualMachineActuator(), "app")
+    (server,) = world.cloud.servers.values()
+    assert server["attrs"]["security_groups"] == ["sg-1", "default"], "the cloud's by name"
