@@ -101,6 +101,14 @@ class DryRunCloud:
     async def delete_server(self, server_id: str) -> None:
         self._record("delete", "server", server_id)
 
+    async def add_server_security_group(self, server_id: str, group: str) -> None:
+        self._record(
+            "update", "server", server_id, Change("spec.securityGroups", None, f"add {group}")
+        )
+
+    async def remove_server_security_group(self, server_id: str, group: str) -> None:
+        self._record("update", "server", server_id, Change("spec.securityGroups", group, "remove"))
+
     async def create_server_group(self, name: str, policy: str) -> model.ServerGroup:
         self._record("create", "server group", name, Change("spec.haPolicy", None, policy))
         return model.ServerGroup(id=NEW_ID, name=name, policy=policy)

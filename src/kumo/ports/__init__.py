@@ -121,6 +121,14 @@ class ComputePort(CloudPort, Protocol):
     @write
     async def delete_server(self, server_id: str) -> None: ...
 
+    @write
+    async def add_server_security_group(self, server_id: str, group: str) -> None:
+        """Nova's addSecurityGroup: ``group`` by name or ID, on every port of the server."""
+        ...
+
+    @write
+    async def remove_server_security_group(self, server_id: str, group: str) -> None: ...
+
     @read
     async def fetch_server_groups(self) -> list[model.ServerGroup]: ...
 

@@ -124,6 +124,8 @@ class Server:
     updated: str | None = None  # Nova's own clock: where the next changes-since starts
     image_id: str | None = None
     flavor: str | None = None  # the flavor's ID, or (Nova ≥ 2.47) its original name
+    #: The names of its security groups, as Nova shows them; None when not shown.
+    security_groups: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ it if an immutable field changed (references resolved first: bad input deletes
 nothing), if it is being deleted behind Kumo's back, or if it stayed in ERROR past its
 grace period (doubling after each replacement) → before a create, wait while the
 server it replaces is still in the server group and for a turn to build → create and
-record its ID at once → wait while it builds → correct description/metadata/tags in
-place → report addresses. The lifecycle records (or forgets) the ID at once; every
+record its ID at once → wait while it builds → correct description/metadata/tags and
+the security groups (Nova's add/remove security group) in place → report addresses. The lifecycle records (or forgets) the ID at once; every
 other status field is written by the engine at the end of the pass.
 Deletion drains the VM from every LoadBalancer first, then from every Share's access
 rules (members, then storage, then servers).
@@ -49,6 +49,7 @@ class VirtualMachineActuator:
     async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> Result:
         user_data = await _user_data(ctx, obj, spec)
         hash_ = plan.spec_hash(spec, user_data)
+        legacy = plan.spec_hash(spec, user_data, legacy=True)
         refs: tuple[str, str, list[str]] | None = None  # resolved before a create
 
         def status(server: Server) -> dict[str, Any]:
@@ -57,7 +58,7 @@ class VirtualMachineActuator:
         groups, unready = plan.security_groups(spec, obj.namespace, ctx.store)
 
         async def replace(server: Server) -> lifecycle.Replacement | None:
-            why = plan.replacement(server, hash_)
+            why = plan.replacement(server, hash_, legacy)
             if why == "spec" and unready:
                 return None  # the server stays until its new security groups are Ready
             if why == "spec":
@@ -120,7 +121,7 @@ class VirtualMachineActuator:
 
         async def create() -> Server:
             assert refs is not None  # before_create resolved them
-            return await _create(ctx, obj, spec, user_data, hash_, (*refs, groups))
+            return await _create(ctx, obj, spec, user_data, hash_, (*refs, [g.ref for g in groups]))
 
         async def busy(server: Server) -> lifecycle.Wait | None:
             return _BUILDING if server.status in ("BUILD", "REBUILD") else None
@@ -131,6 +132,8 @@ class VirtualMachineActuator:
             if not fix.empty:
                 await _apply_fix(ctx, server, fix)
                 ctx.events.emit(obj, "Normal", "Corrected", f"put server {server.id} back to spec")
+            if not unready:  # a SecurityGroup not Ready yet: the server keeps what it has
+                await _apply_security_groups(ctx, obj, server, groups)
             return lifecycle.Step(server)
 
         async def report(server: Server) -> Result:
@@ -398,6 +401,33 @@ def _errored(obj: Obj, spec: VirtualMachineSpec, server: Server) -> lifecycle.Re
         record=counters,
         event=("Warning", "Replacing", f"replacing server {server.id} in ERROR ({note})"),
     )
+
+
+async def _apply_security_groups(
+    ctx: Context, obj: Obj, server: Server, groups: list[plan.GroupRef]
+) -> None:
+    """Nova's add/remove security group, in place: the server is not replaced."""
+    add, remove = plan.security_group_changes(groups, server.security_groups)
+    for ref in add:
+        await ctx.cloud.add_server_security_group(server.id, ref)
+    for name in remove:
+        await ctx.cloud.remove_server_security_group(server.id, name)
+    if add or remove:
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "SecurityGroupsChanged",
+            f"server {server.id}: "
+            + "; ".join(
+                part
+                for part in (
+                    f"added {', '.join(add)}" if add else "",
+                    f"removed {', '.join(remove)}" if remove else "",
+                )
+                if part
+            )
+            + " (in place)",
+        )
 
 
 async def _apply_fix(ctx: Context, server: Server, fix: plan.ServerFix) -> None:
