@@ -258,3 +258,48 @@ def test_bad_rules_are_rejected_at_admission(
     )  # fmt: skip
     assert proc.returncode != 0 and "is invalid" in proc.stderr, f"{case}: {proc}"
     assert said in proc.stderr, f"{case}: {said!r} not in {proc.stderr!r}"
+
+
+def test_a_security_group_change_is_applied_in_place(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    ns = namespace
+    apply(ns, sg_manifest("ssh", [{"protocol": "tcp", "port": 22, "cidr": "0.0.0.0/0"}]))
+    apply(ns, sg_manifest("web", [{"protocol": "tcp", "port": 80, "cidr": "0.0.0.0/0"}]))
+    wait_ready("sg", "ssh", ns, timeout=60)
+    wait_ready("sg", "web", ns, timeout=60)
+    vm = {
+        "apiVersion": "kumo.dev/v1alpha1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": "app"},
+        "spec": {**TEMPLATE, "securityGroups": ["ssh"]},
+    }
+    apply(ns, vm)
+    server_id = wait_ready("vm", "app", ns, timeout=240)["status"]["id"]
+
+    def groups() -> list[str]:
+        server = demo_conn.compute.get_server(server_id)
+        return sorted({g["name"] for g in server.security_groups or []})
+
+    assert groups() == [f"{ns}-ssh"]
+    kubectl(
+        "patch", "vm", "app", "-n", ns, "--type=merge",
+        "-p", '{"spec":{"securityGroups":["ssh","web","default"]}}',
+    )  # fmt: skip
+    wait_until(
+        "groups added in place",
+        lambda: groups() == sorted([f"{ns}-ssh", f"{ns}-web", "default"]),
+        60,
+    )
+    kubectl(
+        "patch", "vm", "app", "-n", ns, "--type=merge", "-p", '{"spec":{"securityGroups":["web"]}}'
+    )
+    wait_until("groups removed in place", lambda: groups() == [f"{ns}-web"], 60)
+    obj = wait_ready("vm", "app", ns)
+    assert obj["status"]["id"] == server_id, "the same server: not replaced"
+    assert events_of(ns, "app", "SecurityGroupsChanged")
+
+    kubectl("delete", "vm", "app", "-n", ns, "--wait=false")
+    kubectl("delete", "sg", "ssh", "web", "-n", ns, "--wait=false")
+    wait_gone("sg", "web", ns, 240)
+    wait_gone("sg", "ssh", ns, 60)
