@@ -107,4 +107,11 @@ def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
             for g in conn.compute.server_groups()
             if "kumo-owner=" in (g.name or "") and (g.name or "").startswith(prefix)
         ],
+        "security_groups": [
+            g["id"]
+            for g in conn.network.get("/security-groups", params={"tags": "kumo"}).json()[
+                "security_groups"
+            ]
+            if (g.get("name") or "").startswith(prefix)
+        ],
     }

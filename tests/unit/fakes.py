@@ -212,6 +212,7 @@ class FakeNova:
             updated=_iso(s["updated"]),
             image_id=s["attrs"].get("image_id"),
             flavor=s["attrs"].get("flavor_id"),
+            security_groups=tuple(sorted(s["attrs"].get("security_groups") or ["default"])),
         )
 
     def _listed(self, s: dict[str, Any]) -> model.Server:
@@ -361,6 +362,18 @@ class FakeNova:
         }
         self._touch(self.servers[sid])
         return self._server(self.servers[sid])
+
+    async def add_server_security_group(self, server_id: str, group: str) -> None:
+        """Nova shows a group by name: here the name is what was given."""
+        self.calls.append("add_server_security_group")
+        attrs = self.servers[server_id]["attrs"]
+        attrs["security_groups"] = sorted({*(attrs.get("security_groups") or ["default"]), group})
+
+    async def remove_server_security_group(self, server_id: str, group: str) -> None:
+        self.calls.append("remove_server_security_group")
+        attrs = self.servers[server_id]["attrs"]
+        groups = attrs.get("security_groups") or ["default"]
+        attrs["security_groups"] = [g for g in groups if g != group]
 
     async def update_server(self, server_id: str, *, description: str | None) -> None:
         self.servers[server_id]["description"] = description

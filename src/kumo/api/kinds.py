@@ -10,7 +10,14 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from kumo.api import dnsrecord, loadbalancer, share, virtualmachine, virtualmachinegroup
+from kumo.api import (
+    dnsrecord,
+    loadbalancer,
+    securitygroup,
+    share,
+    virtualmachine,
+    virtualmachinegroup,
+)
 from kumo.api.common import GROUP
 
 READY = '.status.conditions[?(@.type=="Ready")].status'
@@ -148,7 +155,27 @@ SHARE = KindInfo(
     ),
 )
 
+SECURITY_GROUP = KindInfo(
+    kind="SecurityGroup",
+    plural="securitygroups",
+    short_names=("sg",),
+    spec_model=securitygroup.SecurityGroupSpec,
+    status_model=securitygroup.SecurityGroupStatus,
+    description="A Neutron security group whose rules follow VirtualMachineGroups and "
+    "LoadBalancers.",
+    printer_columns=(
+        PrinterColumn("Name", ".status.name"),
+        PrinterColumn("Rules", ".status.rules", description="rules applied/desired"),
+        PrinterColumn("Ready", READY),
+        PrinterColumn("ID", ".status.id", priority=1),
+        STALLED_COLUMN,
+        AGE,
+    ),
+)
+
+#: Security groups first: VMs use them, so deleting everything takes them last.
 KINDS: tuple[KindInfo, ...] = (
+    SECURITY_GROUP,
     VIRTUAL_MACHINE,
     VIRTUAL_MACHINE_GROUP,
     LOAD_BALANCER,

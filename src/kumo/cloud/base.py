@@ -6,7 +6,8 @@ which capped every cloud together) — bounded by a semaphore and a token bucket
 the event loop never blocks and one cloud is never flooded. The cloud watch's listings
 have two slots of their own: a burst of slow creates never delays noticing changes. ``_call``
 classifies failures into transient/terminal ReconcileErrors; ``_get`` turns 404
-into ``None``. The per-service calls live in compute.py, octavia.py, designate.py.
+into ``None``. The per-service calls live in compute.py, octavia.py, designate.py,
+shares.py and neutron.py.
 """
 
 from __future__ import annotations

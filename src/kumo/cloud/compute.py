@@ -219,6 +219,26 @@ class ComputeCalls(CloudBase):
         await self._call("set server tags", put)
         self.watch.servers.update(server_id, lambda s: dataclasses.replace(s, tags=list(tags)))
 
+    async def add_server_security_group(self, server_id: str, group: str) -> None:
+        await self._server_action(server_id, {"addSecurityGroup": {"name": group}})
+
+    async def remove_server_security_group(self, server_id: str, group: str) -> None:
+        await self._server_action(server_id, {"removeSecurityGroup": {"name": group}})
+
+    async def _server_action(self, server_id: str, action: dict[str, Any]) -> None:
+        """A server action, then the server read again: Nova does not move ``updated``
+        for a security group change, so no changes-since listing would show it."""
+
+        def post() -> None:
+            response = self.conn.compute.post(f"/servers/{server_id}/action", json=action)
+            exceptions.raise_from_response(response)
+
+        verb = next(iter(action))
+        await self._call(verb, post, field="spec.securityGroups")
+        fresh = await self.fetch_server(server_id)
+        if fresh is not None:
+            self.watch.servers.put(fresh)
+
     async def delete_server(self, server_id: str) -> None:
         await self._call(
             "delete server", self.conn.compute.delete_server, server_id, ignore_missing=True
@@ -304,7 +324,16 @@ def _server(s: Any) -> model.Server:
         image_id=_ref(getattr(s, "image", None), "id"),
         flavor=_ref(getattr(s, "flavor", None), "id")
         or _ref(getattr(s, "flavor", None), "original_name"),
+        security_groups=_group_names(getattr(s, "security_groups", None)),
     )
+
+
+def _group_names(groups: Any) -> tuple[str, ...] | None:
+    """The names of a server's security groups (Nova lists one per port: deduplicated)."""
+    if groups is None:
+        return None
+    names = {str(g.get("name")) for g in groups if isinstance(g, dict) and g.get("name")}
+    return tuple(sorted(names))
 
 
 def _ref(value: Any, key: str) -> str | None:

@@ -101,6 +101,14 @@ class DryRunCloud:
     async def delete_server(self, server_id: str) -> None:
         self._record("delete", "server", server_id)
 
+    async def add_server_security_group(self, server_id: str, group: str) -> None:
+        self._record(
+            "update", "server", server_id, Change("spec.securityGroups", None, f"add {group}")
+        )
+
+    async def remove_server_security_group(self, server_id: str, group: str) -> None:
+        self._record("update", "server", server_id, Change("spec.securityGroups", group, "remove"))
+
     async def create_server_group(self, name: str, policy: str) -> model.ServerGroup:
         self._record("create", "server group", name, Change("spec.haPolicy", None, policy))
         return model.ServerGroup(id=NEW_ID, name=name, policy=policy)
@@ -329,6 +337,64 @@ class DryRunCloud:
 
     async def delete_access_rule(self, share_id: str, rule_id: str) -> None:
         self._record("delete", "access rule", rule_id)
+
+    # -- Neutron -----------------------------------------------------------------------
+
+    async def create_security_group(
+        self, *, name: str, description: str | None, tags: list[str]
+    ) -> model.SecurityGroup:
+        self._record("create", "security group", name)
+        return model.SecurityGroup(NEW_ID, name, 0, description, list(tags))
+
+    async def update_security_group(self, group_id: str, *, description: str | None) -> None:
+        old = await self._inner.get_security_group(group_id)
+        before = old.description if old is not None else None
+        self._record(
+            "update", "security group", group_id, Change("spec.description", before, description)
+        )
+
+    async def set_security_group_tags(self, group_id: str, tags: list[str]) -> None:
+        old = await self._inner.get_security_group(group_id)
+        self._record(
+            "update", "security group", group_id, Change("tags", old.tags if old else [], tags)
+        )
+
+    async def delete_security_group(self, group_id: str) -> None:
+        self._record("delete", "security group", group_id, note="with its rules")
+
+    async def create_security_group_rule(
+        self,
+        group_id: str,
+        *,
+        direction: str,
+        ethertype: str,
+        protocol: str | None,
+        port_range_min: int | None,
+        port_range_max: int | None,
+        remote_ip_prefix: str | None,
+        remote_group_id: str | None,
+        description: str,
+    ) -> model.SecurityGroupRule:
+        rule = model.SecurityGroupRule(
+            NEW_ID,
+            direction,
+            ethertype,
+            protocol,
+            port_range_min,
+            port_range_max,
+            remote_ip_prefix,
+            remote_group_id,
+            description,
+        )
+        label = model.rule_label(rule)
+        self._record("create", "security group rule", label, Change("spec.rules", None, label))
+        return rule
+
+    async def delete_security_group_rule(self, group_id: str, rule_id: str) -> None:
+        old = await self._inner.get_security_group(group_id)
+        rule = next((r for r in old.rules if r.id == rule_id), None) if old else None
+        label = model.rule_label(rule) if rule is not None else rule_id
+        self._record("delete", "security group rule", label, Change("spec.rules", label, None))
 
 
 def _metadata_field(key: str) -> str:

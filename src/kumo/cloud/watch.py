@@ -19,6 +19,9 @@ list calls whose cost does not grow with the fleet while nothing changes:
   ``updated_at`` moved has its recordsets listed again.
 - **Manila**: Kumo's shares (one listing filtered by Kumo's metadata), then each of
   those shares' access rules (Manila cannot list rules across shares; Shares are few).
+- **Neutron security groups**: one listing of Kumo's groups (tag ``kumo``) without their
+  rules, per interval; Neutron bumps a group's ``revision_number`` whenever a rule of it
+  is created or deleted, so only a group whose revision moved has its rules read again.
 - **Nova server groups**: at start and every ``relist_seconds`` (they change only by
   Kumo's own writes, which update the cache directly).
 
@@ -54,7 +57,14 @@ from kumo.cloud import model
 from kumo.cloud.budget import MAX_QUEUED_BUILDS, BuildBudget
 from kumo.cloud.cache import Change, ResourceCache
 from kumo.engine.errors import ReconcileError
-from kumo.ports import Cloud, ComputePort, DnsPort, LoadBalancingPort, SharesPort
+from kumo.ports import (
+    Cloud,
+    ComputePort,
+    DnsPort,
+    LoadBalancingPort,
+    NetworkingPort,
+    SharesPort,
+)
 
 log = logging.getLogger("kumo.cloud.watch")
 
@@ -589,6 +599,44 @@ class ShareWatcher(Watcher):
         )
 
 
+class SecurityGroupWatcher(Watcher):
+    """Neutron: Kumo's security groups without their rules (one call), then the rules
+    of each group whose ``revision_number`` moved — so while nothing changes, the cost
+    is one call per interval whatever the number of groups and rules."""
+
+    service = "neutron"
+
+    def __init__(self, cloud: NetworkingPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
+        self.security_groups: ResourceCache[model.SecurityGroup] = ResourceCache(
+            "security groups", lambda g: g.id, lambda g: model.owner_of(g.tags)
+        )
+        self.caches = self.singles = (self.security_groups,)
+        self.marks = (("security_group", self.security_groups),)
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_security_group(resource.id)
+
+    async def refresh(self, full: bool) -> Changes:
+        cache = self.security_groups
+        stats = self.env.stats
+        token = cache.begin()
+        stats.count("security-groups")
+        listed = await self.cloud.security_group_versions()
+        groups = []
+        for group in listed:
+            cached = cache.lookup(group.id)
+            fresh = isinstance(cached, model.SecurityGroup) and cached.revision == group.revision
+            if not full and isinstance(cached, model.SecurityGroup) and fresh:
+                groups.append(dataclasses.replace(group, rules=cached.rules))
+                continue
+            stats.count("security-group-rules")
+            rules = await self.cloud.fetch_security_group_rules(group.id)
+            groups.append(dataclasses.replace(group, rules=tuple(rules)))
+        return [(cache, c) for c in cache.replace(token, groups)]
+
+
 def _marked_server(server: model.Server) -> bool:
     return model.MANAGED_TAG in server.tags
 
@@ -604,6 +652,7 @@ WATCHERS: tuple[Callable[[Cloud, WatchEnv], Watcher], ...] = (
     LoadBalancerWatcher,
     ZoneWatcher,
     ShareWatcher,
+    SecurityGroupWatcher,
 )
 
 W = TypeVar("W", bound=Watcher)
@@ -661,6 +710,7 @@ class CloudWatch:
         self._octavia = self._one(LoadBalancerWatcher)
         self._dns = self._one(ZoneWatcher)
         self._manila = self._one(ShareWatcher)
+        self._neutron = self._one(SecurityGroupWatcher)
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
         self._closed = False
@@ -723,6 +773,10 @@ class CloudWatch:
     @property
     def export_locations(self) -> dict[str, list[model.ExportLocation]]:
         return self._manila.export_locations
+
+    @property
+    def security_groups(self) -> ResourceCache[model.SecurityGroup]:
+        return self._neutron.security_groups
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -20,6 +20,9 @@ class Reference:
     target: str
     #: True when the referrer's deletion goes first (its target waits for it).
     referrer_first: bool = False
+    #: False when deleting everything at once needs no order between the two (the
+    #: referrer only reads the target, and may point at its own kind).
+    orders: bool = True
 
 
 REFERENCES: tuple[Reference, ...] = (
@@ -29,6 +32,13 @@ REFERENCES: tuple[Reference, ...] = (
     Reference("LoadBalancer", "ports[].realServers.virtualMachineGroupRef", "VirtualMachineGroup"),
     Reference("Share", "access[].virtualMachineRef", "VirtualMachine"),
     Reference("Share", "access[].virtualMachineGroupRef", "VirtualMachineGroup"),
+    # A SecurityGroup's rules read their targets; it goes after the VMs that use it.
+    Reference("SecurityGroup", "rules[].securityGroupRef", "SecurityGroup", orders=False),
+    Reference(
+        "SecurityGroup", "rules[].virtualMachineGroupRef", "VirtualMachineGroup", orders=False
+    ),
+    Reference("SecurityGroup", "rules[].loadBalancerRef", "LoadBalancer", orders=False),
+    Reference("VirtualMachine", "securityGroups[]", "SecurityGroup"),
     # Objects Kumo does not own: a change to one re-queues the objects that read it.
     Reference("VirtualMachine", "initScript.configMapRef", "ConfigMap"),
     Reference("VirtualMachine", "initScript.secretRef", "Secret"),

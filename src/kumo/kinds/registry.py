@@ -19,6 +19,7 @@ from kumo.api.kinds import KindInfo
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.kinds.references import REFERENCES
+from kumo.kinds.securitygroup.actuator import SecurityGroupActuator
 from kumo.kinds.share.actuator import ShareActuator
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
@@ -39,6 +40,7 @@ class KindRecord:
 
 
 RECORDS: tuple[KindRecord, ...] = (
+    KindRecord(kinds.SECURITY_GROUP, SecurityGroupActuator, ("networking",)),
     KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute",)),
     KindRecord(
         kinds.VIRTUAL_MACHINE_GROUP,
@@ -65,7 +67,7 @@ def goes_before() -> dict[str, set[str]]:
     known = {record.info.kind for record in RECORDS}
     after: dict[str, set[str]] = {kind: set() for kind in known}
     for ref in REFERENCES:
-        if ref.referrer in known and ref.target in known:  # not ConfigMap, Secret
+        if ref.referrer in known and ref.target in known and ref.orders:  # not ConfigMap
             after[ref.referrer].add(ref.target)
     for record in RECORDS:
         after[record.info.kind].update(info.kind for info in record.creates)

@@ -121,6 +121,14 @@ class ComputePort(CloudPort, Protocol):
     @write
     async def delete_server(self, server_id: str) -> None: ...
 
+    @write
+    async def add_server_security_group(self, server_id: str, group: str) -> None:
+        """Nova's addSecurityGroup: ``group`` by name or ID, on every port of the server."""
+        ...
+
+    @write
+    async def remove_server_security_group(self, server_id: str, group: str) -> None: ...
+
     @read
     async def fetch_server_groups(self) -> list[model.ServerGroup]: ...
 
@@ -343,12 +351,81 @@ class SharesPort(CloudPort, Protocol):
     async def list_export_locations(self, share_id: str) -> list[model.ExportLocation]: ...
 
 
-class Cloud(ComputePort, LoadBalancingPort, DnsPort, SharesPort, Protocol):
+class NetworkingPort(CloudPort, Protocol):
+    """Neutron: security groups and their rules."""
+
+    @read
+    async def get_security_group(self, group_id: str) -> model.SecurityGroup | None: ...
+
+    @read
+    async def fetch_security_group(self, group_id: str) -> model.SecurityGroup | None: ...
+
+    @read
+    async def list_owned_security_groups(self, uid: str) -> list[model.SecurityGroup]: ...
+
+    @read
+    async def find_security_groups_by_name(self, name: str) -> list[model.SecurityGroup]: ...
+
+    @read
+    async def security_group_versions(self) -> list[model.SecurityGroup]:
+        """Kumo's groups (tag ``kumo``) without their rules: ID, name, description,
+        tags and revision — one cheap call, the watch's probe."""
+        ...
+
+    @read
+    async def fetch_security_group_rules(self, group_id: str) -> list[model.SecurityGroupRule]: ...
+
+    @read
+    async def security_groups_in_use(self, group_id: str) -> list[str]:
+        """IDs of the ports using the group (what stops Neutron deleting it)."""
+        ...
+
+    @write
+    async def create_security_group(
+        self, *, name: str, description: str | None, tags: list[str]
+    ) -> model.SecurityGroup: ...
+
+    @write
+    async def update_security_group(self, group_id: str, *, description: str | None) -> None: ...
+
+    @write
+    async def set_security_group_tags(self, group_id: str, tags: list[str]) -> None: ...
+
+    @write
+    async def delete_security_group(self, group_id: str) -> None: ...
+
+    @write
+    async def create_security_group_rule(
+        self,
+        group_id: str,
+        *,
+        direction: str,
+        ethertype: str,
+        protocol: str | None,
+        port_range_min: int | None,
+        port_range_max: int | None,
+        remote_ip_prefix: str | None,
+        remote_group_id: str | None,
+        description: str,
+    ) -> model.SecurityGroupRule: ...
+
+    @write
+    async def delete_security_group_rule(self, group_id: str, rule_id: str) -> None: ...
+
+
+class Cloud(ComputePort, LoadBalancingPort, DnsPort, SharesPort, NetworkingPort, Protocol):
     """Every service: what ``Context.cloud`` is. A kind names the narrowest port it uses."""
 
 
 #: Every service's port; the dry pass and its tests walk these.
-PORTS: tuple[type, ...] = (CloudPort, ComputePort, LoadBalancingPort, DnsPort, SharesPort)
+PORTS: tuple[type, ...] = (
+    CloudPort,
+    ComputePort,
+    LoadBalancingPort,
+    DnsPort,
+    SharesPort,
+    NetworkingPort,
+)
 
 #: Each service's port by the name a kind gives it in ``KindRecord.services``.
 SERVICES: dict[str, type] = {
@@ -356,6 +433,7 @@ SERVICES: dict[str, type] = {
     "loadbalancing": LoadBalancingPort,
     "dns": DnsPort,
     "shares": SharesPort,
+    "networking": NetworkingPort,
 }
 
 

@@ -33,6 +33,8 @@ __all__ = [
     "MemberSpec",
     "Pool",
     "Recordset",
+    "SecurityGroup",
+    "SecurityGroupRule",
     "Server",
     "ServerGroup",
     "Share",
@@ -44,6 +46,7 @@ __all__ = [
     "released_metadata",
     "released_tags",
     "released_words",
+    "rule_label",
     "unreleased",
 ]
 
@@ -93,8 +96,8 @@ def owner_of(tags: list[str] | None) -> str | None:
 @dataclass(frozen=True)
 class Marked:
     """A live cloud resource carrying Kumo's owner marker, as the cloud watch lists it for
-    the orphan sweep. ``kind`` is "server", "server_group", "loadbalancer", "recordset"
-    or "share"; ``zone_id`` locates a recordset; ``busy``: the cloud is deleting it
+    the orphan sweep. ``kind`` is "server", "server_group", "loadbalancer", "recordset",
+    "share" or "security_group"; ``zone_id`` locates a recordset; ``busy``: the cloud is deleting it
     already, or working on it (not to be touched now); ``in_use``: a server group that
     still holds servers (deleting it would lose their grouping, nothing else)."""
 
@@ -121,6 +124,8 @@ class Server:
     updated: str | None = None  # Nova's own clock: where the next changes-since starts
     image_id: str | None = None
     flavor: str | None = None  # the flavor's ID, or (Nova ≥ 2.47) its original name
+    #: The names of its security groups, as Nova shows them; None when not shown.
+    security_groups: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -267,3 +272,53 @@ class AccessRule:
 class ExportLocation:
     path: str
     preferred: bool = False
+
+
+# -- Neutron: security groups carry tags; their rules do not (a rule in Kumo's group is Kumo's) --
+
+
+@dataclass(frozen=True)
+class SecurityGroupRule:
+    """One rule as Neutron holds it. ``protocol`` None: any; ``remote_ip_prefix`` as
+    Neutron normalises it (``10.0.0.5/32``), None for any address."""
+
+    id: str
+    direction: str
+    ethertype: str
+    protocol: str | None = None
+    port_range_min: int | None = None
+    port_range_max: int | None = None
+    remote_ip_prefix: str | None = None
+    remote_group_id: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class SecurityGroup:
+    """A Neutron security group with its rules. ``revision`` is Neutron's
+    ``revision_number``: it moves whenever the group or one of its rules changes, so a
+    listing of the groups alone says whose rules to read again (-1: Kumo changed the
+    rules itself; read them at the next listing)."""
+
+    id: str
+    name: str
+    revision: int
+    description: str | None = None
+    tags: list[str] = field(default_factory=list)
+    rules: tuple[SecurityGroupRule, ...] = ()
+
+
+def rule_label(rule: SecurityGroupRule) -> str:
+    """A rule in one line, as events and plans show it: ``ingress IPv4 tcp 22 from
+    10.0.0.5/32``."""
+    if rule.port_range_min is None:
+        ports = ""
+    elif rule.port_range_min == rule.port_range_max:
+        ports = f" {rule.port_range_min}"
+    else:
+        ports = f" {rule.port_range_min}-{rule.port_range_max}"
+    remote = rule.remote_ip_prefix or (
+        f"group {rule.remote_group_id}" if rule.remote_group_id else "any"
+    )
+    way = "from" if rule.direction == "ingress" else "to"
+    return f"{rule.direction} {rule.ethertype} {rule.protocol or 'any'}{ports} {way} {remote}"

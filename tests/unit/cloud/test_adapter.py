@@ -89,6 +89,7 @@ def test_managed_servers_are_listed_by_tag_as_plain_values(
         updated="2026-11-22T00:00:30Z",
         image_id=IMAGE_ID,
         flavor="n3-1vcpu-2gb",  # Nova >= 2.47 embeds the flavor's original name, not its ID
+        security_groups=("default",),
     )
     assert (web2.status, web2.addresses) == ("ERROR", [])
     assert web2.fault == "No valid host was found. There are not enough hosts available."

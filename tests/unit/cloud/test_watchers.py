@@ -21,6 +21,7 @@ from tests.unit.cloud.test_watch import Lists, Recorder, octavia_with_pool, refr
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
 from tests.unit.kinds.share.fake_manila import FakeManila
 
 
@@ -57,7 +58,7 @@ def gadgets_of(watch: CloudWatch) -> Gadgets:
 
 
 def every_service() -> Lists:
-    return Lists(FakeNova(), FakeOctavia(), FakeDesignate(), FakeManila())
+    return Lists(FakeNova(), FakeOctavia(), FakeDesignate(), FakeManila(), FakeNeutron())
 
 
 def test_every_registered_watcher_is_listed_at_start() -> None:
@@ -69,6 +70,7 @@ def test_every_registered_watcher_is_listed_at_start() -> None:
         "octavia",
         "dns",
         "manila",
+        "neutron",
     ]
     assert len(watch.watchers) == len(WATCHERS)
     for watcher in watch.watchers:
@@ -79,6 +81,7 @@ def test_every_registered_watcher_is_listed_at_start() -> None:
         "load-balancers-probe",
         "zones-probe",
         "shares",
+        "security-groups",
     } <= set(watch.stats.lists), "each service's first listing"
 
 
@@ -137,9 +140,9 @@ def test_the_run_loop_lists_every_watcher_when_due() -> None:
 def test_a_service_no_watcher_lists_cannot_be_nudged_and_its_pokes_are_ignored() -> None:
     watch = CloudWatch(every_service())  # type: ignore[arg-type]
     with pytest.raises(KeyError):
-        watch.nudge("neutron")
-    watch.poke("neutron")  # the cloud announces services Kumo does not watch
-    assert "neutron-poked" not in watch.stats.lists
+        watch.nudge("glance")
+    watch.poke("glance")  # the cloud announces services Kumo does not watch
+    assert "glance-poked" not in watch.stats.lists
 
 
 def test_two_watchers_for_one_service_are_refused() -> None:

@@ -6,8 +6,8 @@ it if an immutable field changed (references resolved first: bad input deletes
 nothing), if it is being deleted behind Kumo's back, or if it stayed in ERROR past its
 grace period (doubling after each replacement) → before a create, wait while the
 server it replaces is still in the server group and for a turn to build → create and
-record its ID at once → wait while it builds → correct description/metadata/tags in
-place → report addresses. The lifecycle records (or forgets) the ID at once; every
+record its ID at once → wait while it builds → correct description/metadata/tags and
+the security groups (Nova's add/remove security group) in place → report addresses. The lifecycle records (or forgets) the ID at once; every
 other status field is written by the engine at the end of the pass.
 Deletion drains the VM from every LoadBalancer first, then from every Share's access
 rules (members, then storage, then servers).
@@ -49,13 +49,18 @@ class VirtualMachineActuator:
     async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> Result:
         user_data = await _user_data(ctx, obj, spec)
         hash_ = plan.spec_hash(spec, user_data)
+        legacy = plan.spec_hash(spec, user_data, legacy=True)
         refs: tuple[str, str, list[str]] | None = None  # resolved before a create
 
         def status(server: Server) -> dict[str, Any]:
             return _status(obj, server, spec, hash_)
 
+        groups, unready = plan.security_groups(spec, obj.namespace, ctx.store)
+
         async def replace(server: Server) -> lifecycle.Replacement | None:
-            why = plan.replacement(server, hash_)
+            why = plan.replacement(server, hash_, legacy)
+            if why == "spec" and unready:
+                return None  # the server stays until its new security groups are Ready
             if why == "spec":
                 # Resolve every reference first: bad input must fail before anything
                 # is deleted.
@@ -82,6 +87,14 @@ class VirtualMachineActuator:
         async def before_create() -> lifecycle.Wait | None:
             nonlocal refs
             refs = await _resolve(ctx, spec)  # bad input fails before taking a turn
+            if unready:
+                return lifecycle.Wait(
+                    f"SecurityGroup(s) {', '.join(unready)} not Ready yet (spec.securityGroups)",
+                    reason="WaitingForSecurityGroup",
+                    phase="Pending",
+                    after=BUILD_TURN_SECONDS,
+                    status={k: obj.status[k] for k in ERROR_COUNTERS if obj.status.get(k)},
+                )
             if await _still_in_server_group(ctx, obj, spec):
                 old = obj.status["replacingId"]
                 return _replacing(
@@ -108,7 +121,7 @@ class VirtualMachineActuator:
 
         async def create() -> Server:
             assert refs is not None  # before_create resolved them
-            return await _create(ctx, obj, spec, user_data, hash_, refs)
+            return await _create(ctx, obj, spec, user_data, hash_, (*refs, [g.ref for g in groups]))
 
         async def busy(server: Server) -> lifecycle.Wait | None:
             return _BUILDING if server.status in ("BUILD", "REBUILD") else None
@@ -119,6 +132,8 @@ class VirtualMachineActuator:
             if not fix.empty:
                 await _apply_fix(ctx, server, fix)
                 ctx.events.emit(obj, "Normal", "Corrected", f"put server {server.id} back to spec")
+            if not unready:  # a SecurityGroup not Ready yet: the server keeps what it has
+                await _apply_security_groups(ctx, obj, server, groups)
             return lifecycle.Step(server)
 
         async def report(server: Server) -> Result:
@@ -176,6 +191,8 @@ class VirtualMachineActuator:
         the VM it pointed at."""
         if unblocked := ordering.unblocked_by(kind, body, self.info.kind):
             return unblocked
+        if kind == "SecurityGroup":  # Ready now: the VMs naming it may be created
+            return _naming_group(body, store, self.info.kind)
         if kind not in ("LoadBalancer", "Share"):  # a drained member, a revoked rule
             return []
         namespace = body["metadata"].get("namespace", "default")
@@ -184,6 +201,17 @@ class VirtualMachineActuator:
             for vm in store.list(self.info.kind, namespace)
             if vm["metadata"].get("deletionTimestamp")
         ]
+
+
+def _naming_group(group: Body, store: Store, kind: str) -> list[Key]:
+    """VMs whose ``spec.securityGroups`` name the SecurityGroup ``group``."""
+    meta = group.get("metadata") or {}
+    namespace = meta.get("namespace", "default")
+    return [
+        Key(kind, namespace, vm["metadata"]["name"])
+        for vm in store.list(kind, namespace)
+        if meta.get("name") in ((vm.get("spec") or {}).get("securityGroups") or [])
+    ]
 
 
 async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | None:
@@ -307,9 +335,9 @@ async def _create(
     spec: VirtualMachineSpec,
     user_data: str | None,
     hash_: str,
-    refs: tuple[str, str, list[str]],
+    refs: tuple[str, str, list[str], list[str]],
 ) -> Server:
-    image_id, flavor_id, network_ids = refs
+    image_id, flavor_id, network_ids, security_groups = refs
     server: Server = await ctx.cloud.create_server(
         name=obj.name,
         image_id=image_id,
@@ -321,7 +349,7 @@ async def _create(
         tags=marker_tags(obj.uid),
         availability_zone=spec.availability_zone,
         key_name=spec.key_name,
-        security_groups=spec.security_groups,
+        security_groups=security_groups,
         server_group_id=spec.server_group,
     )
     return server
@@ -373,6 +401,33 @@ def _errored(obj: Obj, spec: VirtualMachineSpec, server: Server) -> lifecycle.Re
         record=counters,
         event=("Warning", "Replacing", f"replacing server {server.id} in ERROR ({note})"),
     )
+
+
+async def _apply_security_groups(
+    ctx: Context, obj: Obj, server: Server, groups: list[plan.GroupRef]
+) -> None:
+    """Nova's add/remove security group, in place: the server is not replaced."""
+    add, remove = plan.security_group_changes(groups, server.security_groups)
+    for ref in add:
+        await ctx.cloud.add_server_security_group(server.id, ref)
+    for name in remove:
+        await ctx.cloud.remove_server_security_group(server.id, name)
+    if add or remove:
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "SecurityGroupsChanged",
+            f"server {server.id}: "
+            + "; ".join(
+                part
+                for part in (
+                    f"added {', '.join(add)}" if add else "",
+                    f"removed {', '.join(remove)}" if remove else "",
+                )
+                if part
+            )
+            + " (in place)",
+        )
 
 
 async def _apply_fix(ctx: Context, server: Server, fix: plan.ServerFix) -> None:

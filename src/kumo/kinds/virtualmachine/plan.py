@@ -1,9 +1,9 @@
 """Pure decisions for VirtualMachine: what the server should look like and what to fix.
 
 Fields Nova cannot change in place (image, flavor, user_data, networks, zone, key,
-security groups, server group) are folded into a hash stored in server metadata;
-a different hash means the server is replaced. Description, metadata and Kumo's
-tags are corrected in place.
+server group) are folded into a hash stored in server metadata; a different hash means
+the server is replaced. Description, metadata, Kumo's tags and the security groups
+(Nova's add/remove security group) are corrected in place.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import base64
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from kumo.api.virtualmachine import INIT_SCRIPT_MAX_BYTES, USER_DATA_MAX_BASE64, VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags
 from kumo.engine.dryrun import Change
+from kumo.engine.objects import Body, Store
 
 HASH_KEY = "kumo:spec-hash"  # Nova metadata keys allow [a-zA-Z0-9-_:. ] only
 NAME_KEY = "kumo:object"
@@ -39,8 +41,11 @@ PHASES = {
 }
 
 
-def spec_hash(spec: VirtualMachineSpec, user_data: str | None) -> str:
-    """Hash of everything whose change replaces the server."""
+def spec_hash(spec: VirtualMachineSpec, user_data: str | None, legacy: bool = False) -> str:
+    """Hash of everything whose change replaces the server. Security groups change in
+    place: they are left out (as an empty list, so a VM without any keeps its hash).
+    ``legacy``: the hash servers made before carry (their security groups in it), so
+    that they are not replaced for it (:func:`needs_replacement`)."""
     immutable = {
         "image": spec.image,
         "flavor": spec.flavor,
@@ -48,7 +53,7 @@ def spec_hash(spec: VirtualMachineSpec, user_data: str | None) -> str:
         "networks": spec.networks,
         "availabilityZone": spec.availability_zone,
         "keyName": spec.key_name,
-        "securityGroups": sorted(spec.security_groups),
+        "securityGroups": sorted(spec.security_groups) if legacy else [],
         "serverGroup": spec.server_group,
     }
     encoded = json.dumps(immutable, sort_keys=True).encode()
@@ -110,22 +115,81 @@ def import_mismatches(
     return found
 
 
-def needs_replacement(server: Server, hash_: str) -> bool:
-    return server.metadata.get(HASH_KEY) not in (None, hash_)
+def needs_replacement(server: Server, hash_: str, legacy: str | None = None) -> bool:
+    """Does the server's hash differ from the spec's (or, for a server made before
+    security groups changed in place, from the legacy hash)? The metadata correction
+    then stamps the current hash."""
+    return server.metadata.get(HASH_KEY) not in (None, hash_, legacy)
 
 
-def replacement(server: Server, hash_: str) -> str | None:
+def replacement(server: Server, hash_: str, legacy: str | None = None) -> str | None:
     """Why ``server`` must go, in this order: ``spec`` (a field Nova cannot change in
     place changed), ``deleting`` (deleted behind Kumo's back: build another now),
     ``error`` (Nova put it in ERROR: replaced once its grace period is over); None to
     keep it."""
-    if needs_replacement(server, hash_):
+    if needs_replacement(server, hash_, legacy):
         return "spec"
     if server.status == "DELETING":
         return "deleting"
     if server.status == "ERROR":
         return "error"
     return None
+
+
+@dataclass(frozen=True)
+class GroupRef:
+    """A security group as Nova is given it (``ref``: ID or name) and shows it (``name``)."""
+
+    ref: str
+    name: str
+
+
+def security_groups(
+    spec: VirtualMachineSpec, namespace: str, store: Store
+) -> tuple[list[GroupRef], list[str]]:
+    """The groups to give Nova — for a name the namespace has a SecurityGroup object of,
+    that object's Neutron group (by ID; Nova shows its Neutron name); else the name as
+    it is (the cloud's group) — and the SecurityGroup objects named that are not Ready
+    yet (the create waits for them)."""
+    given: list[GroupRef] = []
+    waiting: list[str] = []
+    for name in spec.security_groups:
+        body = store.get("SecurityGroup", namespace, name)
+        if body is None:
+            given.append(GroupRef(name, name))
+            continue
+        status = body.get("status") or {}
+        deleting = (body.get("metadata") or {}).get("deletionTimestamp")
+        if status.get("id") and _ready(body) and not deleting:
+            given.append(GroupRef(str(status["id"]), str(status.get("name") or name)))
+        else:
+            waiting.append(name)
+    return given, waiting
+
+
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+
+
+def security_group_changes(
+    wanted: list[GroupRef], shown: tuple[str, ...] | None
+) -> tuple[list[str], list[str]]:
+    """``(refs to add, names to remove)`` to make the server's groups (``shown``: their
+    names, as Nova lists them) the wanted ones. Nova gives a server created without any
+    the project's ``default``: an empty spec means that one. Nothing when Nova showed no
+    groups, or when a group was given by ID (its name cannot be told from here)."""
+    if shown is None or any(UUID.match(g.name) for g in wanted):
+        return [], []
+    want = wanted or [GroupRef("default", "default")]
+    names = {g.name for g in want}
+    add = [g.ref for g in want if g.name not in shown]
+    remove = sorted(n for n in shown if n not in names)
+    return add, remove
+
+
+def _ready(body: Body) -> bool:
+    conditions = (body.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    return ready is not None and ready.get("status") == "True"
 
 
 def addresses(server: Server) -> list[dict[str, object]]:

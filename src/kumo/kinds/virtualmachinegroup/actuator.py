@@ -44,8 +44,11 @@ class VirtualMachineGroupActuator:
             raise TerminalError("InvalidSpec", problem)
         group = await self._ensure_server_group(ctx, obj, spec)
         hash_ = plan.template_hash(spec, group.id if group else None)
+        legacy = plan.template_hash(spec, group.id if group else None, legacy=True)
         bodies = self._members(ctx.store, obj)
-        seen = [_view(b) for b in bodies]
+        # A member made before security groups changed in place carries the legacy hash:
+        # it is up to date (and relabelled below), not rolled over.
+        seen = [_view(b, legacy, hash_) for b in bodies]
         views = seen + self._pending_views(obj, bodies, hash_)
         going = [
             _view(b)
@@ -61,6 +64,7 @@ class VirtualMachineGroupActuator:
         going += [v for v in views if v.name in decision.delete]
         views = [v for v in views if v.name not in decision.delete]
         await _sync_deletion_policy(ctx, obj, spec, bodies, skip=decision.delete)
+        await _sync_security_groups(ctx, obj, spec, bodies, (hash_, legacy), decision.delete)
         stale = plan.stale_imports(spec, [v for v in seen if v.name not in decision.delete])
         await _drop_stale_imports(ctx, obj, stale)
         for new in decision.creates:
@@ -294,15 +298,46 @@ def _failing_member(bodies: list[Body]) -> tuple[str, str, str] | None:
     return None
 
 
-def _view(body: Body) -> plan.MemberView:
+async def _sync_security_groups(
+    ctx: Context,
+    obj: Obj,
+    spec: VirtualMachineGroupSpec,
+    bodies: list[Body],
+    hashes: tuple[str, str],
+    skip: list[str],
+) -> None:
+    """Give existing members the template's security groups in place (each VM applies
+    them with Nova's add/remove security group: no rollout)."""
+    current, legacy = hashes
+    changed = []
+    for body in bodies:
+        name = body["metadata"]["name"]
+        patch = plan.security_group_patch(spec, body, current, legacy)
+        if name in skip or patch is None:
+            continue
+        await ctx.kube.patch(kinds.VIRTUAL_MACHINE, obj.namespace, name, patch)
+        if "spec" in patch:
+            changed.append(name)
+    if changed:
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "SecurityGroupsChanged",
+            f"securityGroups {list(spec.template.security_groups)} set in place on "
+            f"{len(changed)} member(s)",
+        )
+
+
+def _view(body: Body, legacy: str | None = None, current: str | None = None) -> plan.MemberView:
     meta = body["metadata"]
     status = body.get("status") or {}
     spec = body.get("spec") or {}
     ref = spec.get("import")
     ready = conditions.get_condition(status.get("conditions") or [], "Ready") or {}
+    label = (meta.get("labels") or {}).get(TEMPLATE_HASH_LABEL, "")
     return plan.MemberView(
         name=meta["name"],
-        template_hash=(meta.get("labels") or {}).get(TEMPLATE_HASH_LABEL, ""),
+        template_hash=current if current and label == legacy else label,
         ready=conditions.is_true(status.get("conditions") or []),
         zone=spec.get("availabilityZone"),
         created=meta.get("creationTimestamp", ""),

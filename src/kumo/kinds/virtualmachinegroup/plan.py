@@ -22,6 +22,7 @@ from typing import Any
 
 from kumo.api.common import ImportRef, ManagedSpec, import_key
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
+from kumo.kinds.labels import TEMPLATE_HASH_LABEL
 
 DEFAULT_POLICY = ManagedSpec.model_fields["deletion_policy"].default
 #: Reasons of an import refused before the server was marked (engine/ownership.py).
@@ -64,10 +65,34 @@ class Imported:
     server_id: str
 
 
-def template_hash(spec: VirtualMachineGroupSpec, server_group_id: str | None) -> str:
-    """Members whose label differs from this are rolled over."""
-    payload = {"template": spec.template.model_dump(by_alias=True), "serverGroup": server_group_id}
+def template_hash(
+    spec: VirtualMachineGroupSpec, server_group_id: str | None, legacy: bool = False
+) -> str:
+    """Members whose label differs from this are rolled over. The template's security
+    groups are left out (as an empty list, so a template without any keeps its hash):
+    members take a change of them in place (:func:`security_group_patch`). ``legacy``:
+    the hash members made before carry (their security groups in it)."""
+    template = spec.template.model_dump(by_alias=True)
+    if not legacy:
+        template["securityGroups"] = []
+    payload = {"template": template, "serverGroup": server_group_id}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def security_group_patch(
+    spec: VirtualMachineGroupSpec, member: Mapping[str, Any], current: str, legacy: str
+) -> dict[str, Any] | None:
+    """The patch giving a member the template's security groups in place (its VM applies
+    them with Nova's add/remove security group), and the current template hash when it
+    carries the legacy one; None when it has both already."""
+    want = list(spec.template.security_groups)
+    patch: dict[str, Any] = {}
+    if list((member.get("spec") or {}).get("securityGroups") or []) != want:
+        patch["spec"] = {"securityGroups": want}
+    labels = (member.get("metadata") or {}).get("labels") or {}
+    if legacy != current and labels.get(TEMPLATE_HASH_LABEL) == legacy:
+        patch["metadata"] = {"labels": {TEMPLATE_HASH_LABEL: current}}
+    return patch or None
 
 
 def plan_members(

@@ -1,0 +1,274 @@
+"""Neutron calls: security groups and their rules.
+
+Everything goes through the network proxy's REST methods (``/v2.0`` is the proxy's):
+the listings need ``fields`` and tag filters, and the answers are small JSON.
+
+Ownership: a security group carries Neutron tags ``kumo`` and ``kumo-owner=<uid>``.
+Neutron refuses tags in the create's body (no ``tag-creation``), so the create sets them
+at once after the POST, and deletes the group again when that fails: a group without
+the marker is never left behind knowingly. Rules have no tags: a rule in Kumo's group
+is Kumo's; the ones Kumo creates say ``kumo`` in their description.
+
+Neutron bumps a group's ``revision_number`` whenever one of its rules is created or
+deleted: the watch lists the groups without their rules (one call) and reads the rules
+only of a group whose revision moved (see :class:`~kumo.cloud.watch.SecurityGroupWatcher`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from openstack import exceptions as os_exc
+
+from kumo.cloud import model
+from kumo.cloud.base import CloudBase
+from kumo.cloud.cache import GONE
+from kumo.cloud.watch import SecurityGroupWatcher
+from kumo.engine.errors import TerminalError
+
+#: What the watch's probe asks for: no rules (their number is what grows).
+PROBE_FIELDS = ["id", "name", "description", "tags", "revision_number"]
+#: The revision a group gets when Kumo changed its rules: the next listing reads them.
+STALE = -1
+
+
+class NeutronCalls(CloudBase):
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _neutron(self, method: str, path: str, **kw: Any) -> Any:
+        """One request; errors raised as the SDK's HttpExceptions (so ``_call``
+        classifies them like every other service's); the JSON body or None."""
+        response = getattr(self.conn.network, method)(path, **kw)
+        os_exc.raise_from_response(response)
+        return response.json() if response.content else None
+
+    def _changed(self, group_id: str, change: Any = None) -> None:
+        """Kumo changed the group: apply ``change`` to the cached one, mark its rules to
+        be read again, and look again soon."""
+        cache = self.watch.security_groups
+
+        def stale(group: model.SecurityGroup) -> model.SecurityGroup:
+            group = change(group) if change is not None else group
+            return dataclasses.replace(group, revision=STALE)
+
+        cache.update(group_id, stale)
+        self.watch.nudge(SecurityGroupWatcher.service)
+
+    # -- groups ----------------------------------------------------------------------------
+
+    async def get_security_group(self, group_id: str) -> model.SecurityGroup | None:
+        hit = self.watch.security_groups.lookup(group_id)
+        if isinstance(hit, model.SecurityGroup):
+            return hit
+        if hit is GONE:
+            return None
+        return await self.fetch_security_group(group_id)
+
+    async def fetch_security_group(self, group_id: str) -> model.SecurityGroup | None:
+        found = await self._get(
+            "get security group", self._neutron, "get", f"/security-groups/{group_id}"
+        )
+        return _group(found["security_group"]) if found is not None else None
+
+    async def list_owned_security_groups(self, uid: str) -> list[model.SecurityGroup]:
+        cache = self.watch.security_groups
+        if cache.answers_for(uid):
+            return cache.owned_by(uid)
+        return await self._relist(
+            cache, uid, lambda: self._list_groups({"tags": model.owner_tag(uid)})
+        )
+
+    async def find_security_groups_by_name(self, name: str) -> list[model.SecurityGroup]:
+        return await self._list_groups({"name": name})
+
+    async def _list_groups(self, params: dict[str, Any]) -> list[model.SecurityGroup]:
+        found = await self._call(
+            "list security groups", self._neutron, "get", "/security-groups", params=params
+        )
+        return [_group(x) for x in found["security_groups"]]
+
+    async def security_group_versions(self) -> list[model.SecurityGroup]:
+        found = await self._call(
+            "list security groups",
+            self._neutron,
+            "get",
+            "/security-groups",
+            params={"tags": model.MANAGED_TAG, "fields": PROBE_FIELDS},
+        )
+        return [_group(x) for x in found["security_groups"]]
+
+    async def fetch_security_group_rules(self, group_id: str) -> list[model.SecurityGroupRule]:
+        found = await self._call(
+            "list security group rules",
+            self._neutron,
+            "get",
+            "/security-group-rules",
+            params={"security_group_id": group_id},
+        )
+        return _rules(found["security_group_rules"])
+
+    async def security_groups_in_use(self, group_id: str) -> list[str]:
+        found = await self._call(
+            "list ports using security group",
+            self._neutron,
+            "get",
+            "/ports",
+            params={"security_groups": group_id, "fields": ["id"]},
+        )
+        return sorted(str(p["id"]) for p in found["ports"])
+
+    async def create_security_group(
+        self, *, name: str, description: str | None, tags: list[str]
+    ) -> model.SecurityGroup:
+        body = {"name": name, "description": description or ""}
+        created = await self._create(
+            "create security group",
+            self._neutron,
+            "post",
+            "/security-groups",
+            resolved=[],
+            in_doubt=(self.watch.security_groups, model.owner_of(tags) or ""),
+            json={"security_group": body},
+            field="spec",
+        )
+        group = _group(created["security_group"])
+        try:
+            await self._put_tags(group.id, tags)
+        except BaseException:
+            await self._call(
+                "delete untagged security group",
+                self._neutron,
+                "delete",
+                f"/security-groups/{group.id}",
+            )
+            raise
+        group = dataclasses.replace(group, tags=list(tags))
+        self.watch.security_groups.put(group)
+        self.watch.nudge(SecurityGroupWatcher.service)
+        return group
+
+    async def _put_tags(self, group_id: str, tags: list[str]) -> None:
+        await self._call(
+            "set security group tags",
+            self._neutron,
+            "put",
+            f"/security-groups/{group_id}/tags",
+            json={"tags": tags},
+        )
+
+    async def update_security_group(self, group_id: str, *, description: str | None) -> None:
+        await self._call(
+            "update security group",
+            self._neutron,
+            "put",
+            f"/security-groups/{group_id}",
+            json={"security_group": {"description": description or ""}},
+            field="spec.description",
+        )
+        self._changed(group_id, lambda g: dataclasses.replace(g, description=description or ""))
+
+    async def set_security_group_tags(self, group_id: str, tags: list[str]) -> None:
+        await self._put_tags(group_id, tags)
+        self._changed(group_id, lambda g: dataclasses.replace(g, tags=list(tags)))
+
+    async def delete_security_group(self, group_id: str) -> None:
+        """Delete; one already gone is fine. Neutron answers 409 while a port uses it
+        (raised as CloudBusy: the caller waits)."""
+        try:
+            await self._call(
+                "delete security group", self._neutron, "delete", f"/security-groups/{group_id}"
+            )
+        except TerminalError as error:
+            if not isinstance(error.__cause__, os_exc.NotFoundException):
+                raise
+        self.watch.security_groups.forget(group_id)
+        self.watch.nudge(SecurityGroupWatcher.service)
+
+    # -- rules -----------------------------------------------------------------------------
+
+    async def create_security_group_rule(
+        self,
+        group_id: str,
+        *,
+        direction: str,
+        ethertype: str,
+        protocol: str | None,
+        port_range_min: int | None,
+        port_range_max: int | None,
+        remote_ip_prefix: str | None,
+        remote_group_id: str | None,
+        description: str,
+    ) -> model.SecurityGroupRule:
+        body = {
+            "security_group_id": group_id,
+            "direction": direction,
+            "ethertype": ethertype,
+            "protocol": protocol,
+            "port_range_min": port_range_min,
+            "port_range_max": port_range_max,
+            "remote_ip_prefix": remote_ip_prefix,
+            "remote_group_id": remote_group_id,
+            "description": description,
+        }
+        try:
+            created = await self._call(
+                "create security group rule",
+                self._neutron,
+                "post",
+                "/security-group-rules",
+                json={"security_group_rule": {k: v for k, v in body.items() if v is not None}},
+                field="spec.rules",
+            )
+        except BaseException:
+            self._changed(group_id)  # it may exist now: read the rules again
+            raise
+        (rule,) = _rules([created["security_group_rule"]])
+        self._changed(group_id, lambda g: dataclasses.replace(g, rules=(*g.rules, rule)))
+        return rule
+
+    async def delete_security_group_rule(self, group_id: str, rule_id: str) -> None:
+        """Delete; one already gone is fine."""
+        try:
+            await self._call(
+                "delete security group rule",
+                self._neutron,
+                "delete",
+                f"/security-group-rules/{rule_id}",
+            )
+        except TerminalError as error:
+            if not isinstance(error.__cause__, os_exc.NotFoundException):
+                raise
+        self._changed(
+            group_id,
+            lambda g: dataclasses.replace(g, rules=tuple(r for r in g.rules if r.id != rule_id)),
+        )
+
+
+def _group(x: dict[str, Any]) -> model.SecurityGroup:
+    return model.SecurityGroup(
+        id=x["id"],
+        name=x.get("name") or "",
+        revision=int(x.get("revision_number") or 0),
+        description=x.get("description"),
+        tags=list(x.get("tags") or []),
+        rules=tuple(_rules(x.get("security_group_rules") or [])),
+    )
+
+
+def _rules(listed: list[dict[str, Any]]) -> list[model.SecurityGroupRule]:
+    rules = [
+        model.SecurityGroupRule(
+            id=r["id"],
+            direction=r.get("direction") or "",
+            ethertype=r.get("ethertype") or "IPv4",
+            protocol=r.get("protocol"),
+            port_range_min=r.get("port_range_min"),
+            port_range_max=r.get("port_range_max"),
+            remote_ip_prefix=r.get("remote_ip_prefix"),
+            remote_group_id=r.get("remote_group_id"),
+            description=r.get("description"),
+        )
+        for r in listed
+    ]
+    return sorted(rules, key=lambda r: r.id)

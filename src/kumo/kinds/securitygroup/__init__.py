@@ -1,0 +1,1 @@
+"""SecurityGroup: a Neutron security group and its rules (see actuator.py)."""

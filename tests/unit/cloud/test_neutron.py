@@ -1,0 +1,147 @@
+"""cloud/neutron.py on recorded REST responses: the watch's probe (tag filter, no
+rules), a create that tags at once (and deletes a group it could not tag), a rule's
+body, and Neutron's 409 for a group in use."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+import requests_mock as rm
+
+from kumo.cloud import model
+from kumo.cloud.adapter import OpenStackCloud
+from kumo.cloud.neutron import PROBE_FIELDS
+from tests.unit.cloud.test_adapter import fails, run
+
+NEUTRON = "http://127.0.0.1:9696/v2.0"
+SG_ID = "7bfbec21-e375-499f-ac8b-a6794518ee7b"
+RULE = {  # as the lab's Zed answers a rule's create
+    "id": "ce0497de-c2f3-4250-a219-0017ddc56242",
+    "security_group_id": SG_ID,
+    "ethertype": "IPv4",
+    "direction": "ingress",
+    "protocol": "tcp",
+    "port_range_min": 22,
+    "port_range_max": 22,
+    "remote_ip_prefix": "10.1.2.3/32",
+    "remote_address_group_id": None,
+    "normalized_cidr": "10.1.2.3/32",
+    "remote_group_id": None,
+    "description": "kumo",
+    "revision_number": 0,
+}
+DEFAULT_EGRESS = {
+    **RULE,
+    "id": "0b0e5a53-2b8b-4e8b-9a55-2d0f3c4b9d11",
+    "direction": "egress",
+    "protocol": None,
+    "port_range_min": None,
+    "port_range_max": None,
+    "remote_ip_prefix": None,
+    "normalized_cidr": None,
+    "description": None,
+}
+GROUP = {
+    "id": SG_ID,
+    "name": "team-a-web",
+    "description": "web tier",
+    "tags": [],
+    "revision_number": 1,
+    "security_group_rules": [DEFAULT_EGRESS],
+}
+IN_USE = {
+    "NeutronError": {
+        "type": "SecurityGroupInUse",
+        "message": f"Security Group {SG_ID} in use.",
+        "detail": "",
+    }
+}
+
+
+@pytest.fixture(autouse=True)
+def neutron_discovery(requests_mock: rm.Mocker) -> None:
+    requests_mock.get(
+        "http://127.0.0.1:9696/",
+        json={"versions": [{"id": "v2.0", "status": "CURRENT", "links": [
+            {"rel": "self", "href": NEUTRON + "/"}]}]},
+    )  # fmt: skip
+
+
+def query(request: rm.request._RequestObjectProxy) -> dict[str, list[str]]:
+    return parse_qs(urlparse(request.url).query)
+
+
+def test_the_probe_asks_for_kumos_groups_without_their_rules(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    probe = {k: GROUP[k] for k in PROBE_FIELDS} | {"tags": model.marker_tags("uid-web")}
+    listing = requests_mock.get(f"{NEUTRON}/security-groups", json={"security_groups": [probe]})
+    (group,) = run(cloud.security_group_versions())
+    assert (group.id, group.revision, group.rules) == (SG_ID, 1, ())
+    sent = query(listing.last_request)
+    assert sent["tags"] == ["kumo"] and sorted(sent["fields"]) == sorted(PROBE_FIELDS)
+
+
+def test_a_create_tags_the_group_at_once(cloud: OpenStackCloud, requests_mock: rm.Mocker) -> None:
+    requests_mock.post(
+        f"{NEUTRON}/security-groups", status_code=201, json={"security_group": GROUP}
+    )
+    tags = requests_mock.put(f"{NEUTRON}/security-groups/{SG_ID}/tags", json={"tags": []})
+    group = run(
+        cloud.create_security_group(
+            name="team-a-web", description="web tier", tags=model.marker_tags("uid-web")
+        )
+    )
+    assert tags.last_request.json() == {"tags": ["kumo", "kumo-owner=uid-web"]}
+    assert group.tags == model.marker_tags("uid-web")
+    assert [r.direction for r in group.rules] == ["egress"]
+    assert cloud.watch.security_groups.lookup(SG_ID) == group
+
+
+def test_a_group_that_cannot_be_tagged_is_deleted_again(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.post(
+        f"{NEUTRON}/security-groups", status_code=201, json={"security_group": GROUP}
+    )
+    requests_mock.put(f"{NEUTRON}/security-groups/{SG_ID}/tags", status_code=503, text="down")
+    deleted = requests_mock.delete(f"{NEUTRON}/security-groups/{SG_ID}", status_code=204)
+    error = fails(
+        cloud.create_security_group(name="x", description=None, tags=model.marker_tags("u"))
+    )
+    assert error.reason == "CloudUnavailable" and deleted.called
+
+
+def test_a_rule_is_created_with_only_what_it_names(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    created = requests_mock.post(
+        f"{NEUTRON}/security-group-rules", status_code=201, json={"security_group_rule": RULE}
+    )
+    rule = run(
+        cloud.create_security_group_rule(
+            SG_ID,
+            direction="ingress",
+            ethertype="IPv4",
+            protocol="tcp",
+            port_range_min=22,
+            port_range_max=22,
+            remote_ip_prefix="10.1.2.3/32",
+            remote_group_id=None,
+            description="kumo",
+        )
+    )
+    body = created.last_request.json()["security_group_rule"]
+    assert "remote_group_id" not in body and body["remote_ip_prefix"] == "10.1.2.3/32"
+    assert model.rule_label(rule) == "ingress IPv4 tcp 22 from 10.1.2.3/32"
+
+
+def test_a_group_in_use_is_busy_and_a_gone_one_is_fine(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    url = f"{NEUTRON}/security-groups/{SG_ID}"
+    requests_mock.delete(url, status_code=409, json=IN_USE)
+    assert fails(cloud.delete_security_group(SG_ID)).reason == "CloudBusy"
+    requests_mock.delete(url, status_code=404, json={"NeutronError": {"type": "NotFound"}})
+    run(cloud.delete_security_group(SG_ID))
