@@ -343,12 +343,39 @@ class SharesPort(CloudPort, Protocol):
     async def list_export_locations(self, share_id: str) -> list[model.ExportLocation]: ...
 
 
-class Cloud(ComputePort, LoadBalancingPort, DnsPort, SharesPort, Protocol):
+class KeyPairsPort(CloudPort, Protocol):
+    """Nova keypairs of the credentials' user, addressed by name (no tags, no metadata,
+    immutable: Kumo's marker is the last word of the public key's comment)."""
+
+    @read
+    async def get_keypair(self, name: str) -> model.KeyPair | None: ...
+
+    @read
+    async def list_owned_keypairs(self, uid: str) -> list[model.KeyPair]: ...
+
+    @read
+    async def fetch_keypairs(self) -> list[model.KeyPair]: ...
+
+    @write
+    async def create_keypair(self, name: str, public_key: str) -> model.KeyPair: ...
+
+    @write
+    async def delete_keypair(self, name: str) -> None: ...
+
+
+class Cloud(ComputePort, LoadBalancingPort, DnsPort, SharesPort, KeyPairsPort, Protocol):
     """Every service: what ``Context.cloud`` is. A kind names the narrowest port it uses."""
 
 
 #: Every service's port; the dry pass and its tests walk these.
-PORTS: tuple[type, ...] = (CloudPort, ComputePort, LoadBalancingPort, DnsPort, SharesPort)
+PORTS: tuple[type, ...] = (
+    CloudPort,
+    ComputePort,
+    LoadBalancingPort,
+    DnsPort,
+    SharesPort,
+    KeyPairsPort,
+)
 
 #: Each service's port by the name a kind gives it in ``KindRecord.services``.
 SERVICES: dict[str, type] = {
@@ -356,6 +383,7 @@ SERVICES: dict[str, type] = {
     "loadbalancing": LoadBalancingPort,
     "dns": DnsPort,
     "shares": SharesPort,
+    "keypairs": KeyPairsPort,
 }
 
 
