@@ -107,4 +107,9 @@ def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
             for g in conn.compute.server_groups()
             if "kumo-owner=" in (g.name or "") and (g.name or "").startswith(prefix)
         ],
+        "keypairs": [
+            k.name
+            for k in conn.compute.keypairs()
+            if "kumo-owner=" in (k.public_key or "") and (k.name or "").startswith(prefix)
+        ],
     }

@@ -129,19 +129,31 @@ def fingerprint_of(public_key: str) -> str:
         return "?"
 
 
+def label(public_key: str) -> str:
+    """A stored key as messages and drift show it: its fingerprint and its comment, without
+    Kumo's own words (never the key itself)."""
+    return " ".join([fingerprint_of(public_key), *_comment(public_key)])
+
+
+def _comment(public_key: str) -> list[str]:
+    return [w for w in public_key.split()[2:] if not w.startswith(KUMO_WORDS)]
+
+
 def replacement(keypair: KeyPair, name: str, public_key: str) -> tuple[str, Change] | None:
     """Why the keypair Nova holds must be made again (Nova cannot change one), with the
     spec field that changed; None when it is the one the spec asks for. The comment
-    counts (Nova shows it to everyone who reads the keypair); whitespace does not."""
+    counts (Nova shows it to everyone who reads the keypair); whitespace and Kumo's own
+    words do not (an imported keypair only observed has no marker)."""
     if keypair.name != name:
         return f"spec.name is {name!r}", Change("spec.name", keypair.name, name)
-    if keypair.public_key.split() != public_key.split():
-        old, new = fingerprint_of(keypair.public_key), fingerprint_of(public_key)
-        why = "a different key" if old != new else "a different comment"
-        return f"the spec holds {why} (Nova cannot change a keypair)", Change(
-            "spec.publicKey", old, new
-        )
-    return None
+    if material(keypair.public_key) != material(public_key):
+        why = "a different key"
+    elif _comment(keypair.public_key) != _comment(public_key):
+        why = "a different comment"
+    else:
+        return None
+    change = Change("spec.publicKey", label(keypair.public_key), label(public_key))
+    return f"the spec holds {why} (Nova cannot change a keypair)", change
 
 
 def import_mismatches(keypair: KeyPair, name: str, key: PublicKey, field: str) -> list[Change]:

@@ -287,6 +287,16 @@ def test_observe_reports_another_key_as_drift_naming_the_field_and_changes_nothi
     assert keys(world) == {"legacy": KEY}
 
 
+def test_observe_of_an_imported_keypair_with_the_same_key_is_in_sync() -> None:
+    world = new_world(name="legacy", managementPolicy="Observe", **{"import": {"name": "legacy"}})
+    cloud(world).add("legacy", KEY)
+    run(world)
+    assert ready(world)["status"] == "True"
+    assert status(world)["drift"] == []
+    assert (status(world)["id"], status(world)["fingerprint"]) == ("legacy", KEY_FINGERPRINT)
+    assert keys(world) == {"legacy": KEY}, "not even the marker"
+
+
 def test_observe_reports_a_changed_key_of_its_own_keypair_without_calling_it_missing() -> None:
     world = new_world()
     converge(world)

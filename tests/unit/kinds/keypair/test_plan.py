@@ -114,14 +114,18 @@ def test_another_key_a_comment_or_a_name_makes_it_again_naming_the_field() -> No
     other = plan.marked(plan.parse(OTHER_KEY, FIELD), "u")
     why, change = plan.replacement(keypair(other), "team-a-deploy", want) or ("", None)
     assert "a different key" in why
-    assert change == Change(FIELD, plan.fingerprint_of(OTHER_KEY), KEY_FINGERPRINT)
-    why, change = plan.replacement(keypair(f"{KEY} you kumo-owner=u"), "team-a-deploy", want) or (
-        "",
-        None,
-    )
+    assert change == Change(FIELD, plan.fingerprint_of(OTHER_KEY), f"{KEY_FINGERPRINT} me")
+    theirs = keypair(f"{KEY} you kumo-owner=u")
+    why, change = plan.replacement(theirs, "team-a-deploy", want) or ("", None)
     assert "a different comment" in why
+    assert change == Change(FIELD, f"{KEY_FINGERPRINT} you", f"{KEY_FINGERPRINT} me")
     why, change = plan.replacement(keypair(want, "old"), "team-a-deploy", want) or ("", None)
     assert change == Change("spec.name", "old", "team-a-deploy")
+
+
+def test_kumos_words_are_not_a_difference() -> None:
+    """An imported keypair that Kumo only observes carries no marker: it is not drift."""
+    assert plan.replacement(keypair(f"{KEY} me"), "team-a-deploy", f"{KEY} me kumo-owner=u") is None
 
 
 def test_import_compares_the_name_and_the_key_not_the_comment() -> None:
