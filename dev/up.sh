@@ -20,8 +20,9 @@ bash dev/operator.sh start
 log "applying examples/ to namespace default"
 "$KUBECTL" apply -n default -f examples/ >/dev/null
 
-log "waiting for the examples to become Ready (VMs, group, load balancer, share)"
-for obj in vm/vm-sample vmg/virtualmachinegroup-sample lb/loadbalancer-sample share/shared-data; do
+log "waiting for the examples to become Ready (VMs, group, load balancer, share, keypair)"
+for obj in vm/vm-sample vmg/virtualmachinegroup-sample lb/loadbalancer-sample share/shared-data \
+  kp/keypair-sample; do
   "$KUBECTL" wait -n default --for=condition=Ready "$obj" --timeout=300s >/dev/null \
     || log "WARNING: $obj not Ready yet (see: $KUBECTL describe $obj)"
 done
@@ -32,7 +33,7 @@ cat <<MSG
 Kumo is running against a local Kubernetes API and a local OpenStack:
   export KUBECONFIG=$KUBECONFIG
   alias kubectl=$KUBECTL        # kubectl 1.20, matching the API server
-  kubectl get vm,vmg,lb,dns,share
+  kubectl get kumo
   kubectl scale vmg virtualmachinegroup-sample --replicas=3
   export OS_CLIENT_CONFIG_FILE=$KUMO_STATE/clouds.yaml
   openstack --os-cloud kumo-demo server list

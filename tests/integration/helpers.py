@@ -114,4 +114,9 @@ def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
             ]
             if (g.get("name") or "").startswith(prefix)
         ],
+        "keypairs": [
+            k.name
+            for k in conn.compute.keypairs()
+            if "kumo-owner=" in (k.public_key or "") and (k.name or "").startswith(prefix)
+        ],
     }

@@ -46,6 +46,14 @@ DNS = {
     "spec": {"zone": "z.test.", "name": "api", "type": "A", "ttl": 60, "values": ["10.0.0.1"]},
 }
 
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOB3slJYeddLBNCsRNN1u+i93N9IfvaCXzbCIZAN+DsC"
+KP = {
+    "apiVersion": "kumo.dev/v1alpha1",
+    "kind": "KeyPair",
+    "metadata": {"name": "bad"},
+    "spec": {"publicKey": KEY},
+}
+
 
 def mutate(base: dict, path: str, value: object) -> dict:
     """Copy ``base`` with ``path`` (dotted, ints index lists) set, or deleted if value is ...."""
@@ -146,6 +154,22 @@ INVALID = [
     ("dns-bad-type", mutate(DNS, "spec.type", "MX"), "spec.type"),
     ("dns-two-targets", mutate(DNS, "spec.loadBalancerRef", "lb"), "spec"),
     ("dns-no-target", mutate(DNS, "spec.values", ...), "spec"),
+    ("kp-no-key", mutate(KP, "spec.publicKey", ...), "spec"),
+    (
+        "kp-key-and-from",
+        mutate(KP, "spec.publicKeyFrom", {"configMapRef": {"name": "a", "key": "b"}}),
+        "spec",
+    ),
+    (
+        "kp-from-both",
+        mutate(
+            mutate(KP, "spec.publicKey", ...),
+            "spec.publicKeyFrom",
+            {"configMapRef": {"name": "a", "key": "b"}, "secretRef": {"name": "a", "key": "b"}},
+        ),
+        "spec.publicKeyFrom",
+    ),
+    ("kp-name-with-dot", mutate(KP, "spec.name", "a.b"), "spec.name"),
     # CEL and list-map rules (Kubernetes >= 1.29)
     ("lb-duplicate-port", mutate(LB, "spec.ports", [PORT, PORT]), "spec.ports[1]"),
     (
@@ -157,6 +181,16 @@ INVALID = [
         "vm-long-metadata-key",
         mutate(VM, "spec.metadata", {"k" * 256: "v"}),
         "metadata keys are at most 255 characters",
+    ),
+    (
+        "kp-not-a-key",
+        mutate(KP, "spec.publicKey", "-----BEGIN PUBLIC KEY-----"),
+        "spec.publicKey must be one OpenSSH public key line",
+    ),
+    (
+        "kp-two-keys",
+        mutate(KP, "spec.publicKey", f"{KEY}\n{KEY}\n"),
+        "spec.publicKey must be one OpenSSH public key line",
     ),
 ]
 
@@ -185,12 +219,13 @@ def test_every_example_applies(namespace: str) -> None:
         applied.append(f"{manifest['kind'].lower()}.kumo.dev/{manifest['metadata']['name']}")
     # Short names (Share's singular is short already) and the `kumo` category find them (a
     # running Kumo may add group members).
-    short = ",".join(i.short_names[0] if i.short_names else i.singular for i in KINDS)
+    short = ",".join(info.short_names[0] if info.short_names else info.singular for info in KINDS)
     by_short_name = kubectl("get", short, "-n", namespace, "-o", "name").stdout.split()
     by_category = kubectl("get", "kumo", "-n", namespace, "-o", "name").stdout.split()
     for name in applied:
         assert name in by_short_name and name in by_category, name
     assert len(applied) == len(KINDS)
+    assert {name.split(".")[0] for name in applied} == {info.singular for info in KINDS}
 
 
 @pytest.mark.parametrize(("case", "manifest", "field"), INVALID, ids=[c[0] for c in INVALID])

@@ -7,9 +7,17 @@ Nothing here runs; pytest does not collect it (no ``test_`` prefix).
 
 from __future__ import annotations
 
-from kumo.ports import ComputePort, DnsPort, LoadBalancingPort, NetworkingPort, SharesPort
+from kumo.ports import (
+    ComputePort,
+    DnsPort,
+    KeyPairsPort,
+    LoadBalancingPort,
+    NetworkingPort,
+    SharesPort,
+)
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
+from tests.unit.kinds.keypair.fake_keypairs import FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
 from tests.unit.kinds.share.fake_manila import FakeManila
@@ -21,10 +29,12 @@ def conforms(
     designate: FakeDesignate,
     manila: FakeManila,
     neutron: FakeNeutron,
+    keypairs: FakeKeyPairs,
 ) -> None:
     compute: ComputePort = nova
     load_balancing: LoadBalancingPort = octavia
     dns: DnsPort = designate
     shares: SharesPort = manila
     networking: NetworkingPort = neutron
-    del compute, load_balancing, dns, shares, networking
+    keypair: KeyPairsPort = keypairs
+    del compute, load_balancing, dns, shares, networking, keypair

@@ -14,6 +14,7 @@ from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
 from kumo.cloud.compute import ComputeCalls
 from kumo.cloud.designate import DesignateCalls
+from kumo.cloud.keypairs import KeyPairCalls
 from kumo.cloud.neutron import NeutronCalls
 from kumo.cloud.octavia import OctaviaCalls
 from kumo.cloud.shares import ManilaCalls
@@ -21,6 +22,7 @@ from kumo.engine.errors import TransientError
 from kumo.kinds import registry
 from tests.unit.fakes import FakeNova, World
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
+from tests.unit.kinds.keypair.fake_keypairs import FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
 from tests.unit.kinds.share.fake_manila import FakeManila
@@ -38,6 +40,7 @@ FAKES = [
     (FakeDesignate, DesignateCalls, {"only", "add", "edit_out_of_band", "delete_out_of_band"}),
     (FakeManila, ManilaCalls, {"only", "add_rule", "active"}),
     (FakeNeutron, NeutronCalls, {"only", "add_rule_out_of_band", "delete_rule_out_of_band"}),
+    (FakeKeyPairs, KeyPairCalls, {"add", "delete_out_of_band"}),
 ]
 
 

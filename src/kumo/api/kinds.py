@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from kumo.api import (
     dnsrecord,
+    keypair,
     loadbalancer,
     securitygroup,
     share,
@@ -173,9 +174,29 @@ SECURITY_GROUP = KindInfo(
     ),
 )
 
-#: Security groups first: VMs use them, so deleting everything takes them last.
+KEY_PAIR = KindInfo(
+    kind="KeyPair",
+    plural="keypairs",
+    short_names=("kp",),
+    spec_model=keypair.KeyPairSpec,
+    status_model=keypair.KeyPairStatus,
+    description="A Nova keypair whose public key is inline or read from a ConfigMap or Secret.",
+    printer_columns=(
+        PrinterColumn("Key Name", ".status.keyName"),
+        PrinterColumn("Type", ".status.keyType"),
+        PrinterColumn("Fingerprint", ".status.fingerprint"),
+        PrinterColumn("Ready", READY),
+        STALLED_COLUMN,
+        AGE,
+    ),
+)
+
+#: Kinds others use first: where no reference orders two kinds, the fixtures and the bench
+#: delete the later one first (``registry.deletion_order``), so security groups and
+#: KeyPairs, which VMs name, come before them here (deleting everything takes them last).
 KINDS: tuple[KindInfo, ...] = (
     SECURITY_GROUP,
+    KEY_PAIR,
     VIRTUAL_MACHINE,
     VIRTUAL_MACHINE_GROUP,
     LOAD_BALANCER,

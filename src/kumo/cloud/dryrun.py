@@ -396,6 +396,17 @@ class DryRunCloud:
         label = model.rule_label(rule) if rule is not None else rule_id
         self._record("delete", "security group rule", label, Change("spec.rules", label, None))
 
+    # -- Nova keypairs -----------------------------------------------------------------
+
+    async def create_keypair(self, name: str, public_key: str) -> model.KeyPair:
+        words = public_key.split()
+        shown = " ".join([*words[:1], f"…{words[1][-12:]}"] if len(words) > 1 else words)
+        self._record("create", "keypair", name, Change("spec.publicKey", None, shown))
+        return model.KeyPair(name, public_key)
+
+    async def delete_keypair(self, name: str) -> None:
+        self._record("delete", "keypair", name)
+
 
 def _metadata_field(key: str) -> str:
     """Kumo's own keys (``kumo:``) are bookkeeping, the rest the spec's metadata."""

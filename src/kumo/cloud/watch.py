@@ -24,6 +24,9 @@ list calls whose cost does not grow with the fleet while nothing changes:
   is created or deleted, so only a group whose revision moved has its rules read again.
 - **Nova server groups**: at start and every ``relist_seconds`` (they change only by
   Kumo's own writes, which update the cache directly).
+- **Nova keypairs**: one listing of the credentials' user's keypairs per interval
+  (``GET /os-keypairs``: keypairs belong to a user, and Nova has no changes-since or
+  filter for them). It answers with every keypair's public key, where Kumo's marker is.
 
 While something is in transition (a server building or deleting, a load balancer or
 recordset pending) that service is listed every ``fast_seconds`` — one list covers all
@@ -61,6 +64,7 @@ from kumo.ports import (
     Cloud,
     ComputePort,
     DnsPort,
+    KeyPairsPort,
     LoadBalancingPort,
     NetworkingPort,
     SharesPort,
@@ -637,6 +641,36 @@ class SecurityGroupWatcher(Watcher):
         return [(cache, c) for c in cache.replace(token, groups)]
 
 
+class KeyPairWatcher(Watcher):
+    """Nova keypairs: the user's whole list each interval (one call; a project holds few).
+
+    Every keypair is cached, Kumo's or not: the adapter answers ``get_keypair`` for an
+    import or a name in the way from here. Kumo's carry the marker as the last word of
+    their public key's comment, which Nova never changes (a keypair cannot be edited),
+    so :meth:`marked` lists exactly the keypairs Kumo created for an object and has not
+    released; a released one carries ``kumo-orphan=<uid>`` there instead."""
+
+    service = "keypairs"
+
+    def __init__(self, cloud: KeyPairsPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
+        self.keypairs: ResourceCache[model.KeyPair] = ResourceCache(
+            "keypairs", lambda k: k.name, lambda k: model.keypair_owner(k.public_key)
+        )
+        self.caches = self.singles = (self.keypairs,)
+        self.marks = (("keypair", self.keypairs),)
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_keypair(resource.id)
+
+    async def refresh(self, full: bool) -> Changes:
+        token = self.keypairs.begin()
+        self.env.stats.count("keypairs-list")
+        listed = await self.cloud.fetch_keypairs()
+        return [(self.keypairs, c) for c in self.keypairs.replace(token, listed)]
+
+
 def _marked_server(server: model.Server) -> bool:
     return model.MANAGED_TAG in server.tags
 
@@ -653,6 +687,7 @@ WATCHERS: tuple[Callable[[Cloud, WatchEnv], Watcher], ...] = (
     ZoneWatcher,
     ShareWatcher,
     SecurityGroupWatcher,
+    KeyPairWatcher,
 )
 
 W = TypeVar("W", bound=Watcher)
@@ -711,6 +746,7 @@ class CloudWatch:
         self._dns = self._one(ZoneWatcher)
         self._manila = self._one(ShareWatcher)
         self._neutron = self._one(SecurityGroupWatcher)
+        self._keypairs = self._one(KeyPairWatcher)
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
         self._closed = False
@@ -777,6 +813,10 @@ class CloudWatch:
     @property
     def security_groups(self) -> ResourceCache[model.SecurityGroup]:
         return self._neutron.security_groups
+
+    @property
+    def keypairs(self) -> ResourceCache[model.KeyPair]:
+        return self._keypairs.keypairs
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -76,12 +76,14 @@ def kind_rules() -> tuple[Rule, ...]:
 OTHER_RULES = (
     Rule(
         _rule([""], ["configmaps"], ["get", "list", "watch"]),
-        "initScript.configMapRef: read the script, notice when it changes.",
+        "initScript.configMapRef, publicKeyFrom.configMapRef: read the script or the key, notice\n"
+        "when it changes.",
     ),
     Rule(
         _rule([""], ["secrets"], ["get"], ["kumo-cloud-credentials"]),
         "A namespace's own cloud credentials, and no other Secret: boot Secrets named by\n"
-        "initScript.secretRef are readable only where a namespace opts in (kumo-boot-secrets).",
+        "initScript.secretRef (or a KeyPair's publicKeyFrom.secretRef) are readable only where a\n"
+        "namespace opts in (kumo-boot-secrets).",
     ),
     Rule(_rule(["", "events.k8s.io"], ["events"], ["create", "patch"])),
     Rule(
@@ -127,9 +129,9 @@ def documents() -> list[Document]:
         Document(_role("ClusterRole", "kumo-operator"), rules=kind_rules() + OTHER_RULES),
         Document(
             _role("ClusterRole", "kumo-boot-secrets"),
-            "Opt-in, per namespace, for initScript.secretRef: bound by a RoleBinding in the "
-            "namespaces\nwhose teams want boot Secrets, never cluster-wide (see "
-            "docs/resources.md):\n"
+            "Opt-in, per namespace, for initScript.secretRef and publicKeyFrom.secretRef: bound by\n"
+            "a RoleBinding in the namespaces whose teams want boot Secrets, never cluster-wide\n"
+            "(see docs/resources.md):\n"
             "  kubectl -n team-a create rolebinding kumo-boot-secrets \\\n"
             f"    --clusterrole=kumo-boot-secrets --serviceaccount={NAMESPACE}:{ACCOUNT}",
             rules=(Rule(_rule([""], ["secrets"], ["get"])),),

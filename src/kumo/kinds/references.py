@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kumo.engine.objects import Body, Key, Store
+
 
 @dataclass(frozen=True)
 class Reference:
@@ -39,9 +41,16 @@ REFERENCES: tuple[Reference, ...] = (
     ),
     Reference("SecurityGroup", "rules[].loadBalancerRef", "LoadBalancer", orders=False),
     Reference("VirtualMachine", "securityGroups[]", "SecurityGroup"),
+    # A VM boots with the KeyPair of that name (in its namespace) once it is Ready, else
+    # with the cloud's keypair of that name. Not referrer_first: Nova injects the key at
+    # boot, so deleting a keypair a server was booted with harms nothing; the fixtures
+    # and the bench still delete VMs first (registry.deletion_order).
+    Reference("VirtualMachine", "keyName", "KeyPair"),
     # Objects Kumo does not own: a change to one re-queues the objects that read it.
     Reference("VirtualMachine", "initScript.configMapRef", "ConfigMap"),
     Reference("VirtualMachine", "initScript.secretRef", "Secret"),
+    Reference("KeyPair", "publicKeyFrom.configMapRef", "ConfigMap"),
+    Reference("KeyPair", "publicKeyFrom.secretRef", "Secret"),
 )
 
 
@@ -82,3 +91,49 @@ def referenced_name(spec: dict[str, object], field: str) -> str | None:
 def referencing(referrer: str) -> dict[str, str]:
     """Target kind → field, for the references ``referrer`` declares at its spec's top."""
     return {ref.target: ref.field for ref in REFERENCES if ref.referrer == referrer}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a name that may name an object of another kind stands for: ``value`` to give
+    the cloud, or ``waiting`` (why not yet: the object exists but is not Ready)."""
+
+    value: str | None
+    waiting: str | None = None
+
+
+def resolve(store: Store, namespace: str, target: str, name: str | None, field: str) -> Resolved:
+    """``name`` as a referrer's spec gives it: when an object of ``target`` has that name
+    in ``namespace``, its ``status.<field>`` once it is Ready and not being deleted (a
+    wait before); else the name itself, the cloud's own resource of that name."""
+    if not name:
+        return Resolved(None)
+    body = store.get(target, namespace, name)
+    if body is None:
+        return Resolved(name)
+    status = body.get("status") or {}
+    conditions = status.get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    value = status.get(field)
+    if (body.get("metadata") or {}).get("deletionTimestamp"):
+        return Resolved(None, f"{target} {name!r} is being deleted")
+    if not ready or not value:
+        return Resolved(None, f"{target} {name!r} is not Ready yet")
+    return Resolved(str(value))
+
+
+def unbuilt_referrers(store: Store, referrer: str, target: str, body: Body) -> list[Key]:
+    """The objects of ``referrer`` in ``body``'s namespace that name ``body`` (an object of
+    ``target``) in a declared reference and have no cloud resource yet (no ``status.id``):
+    those that may be waiting for it."""
+    fields = [r.field for r in REFERENCES if r.referrer == referrer and r.target == target]
+    if not fields:
+        return []
+    meta = body.get("metadata") or {}
+    namespace, name = meta.get("namespace", "default"), meta.get("name")
+    return [
+        Key(referrer, namespace, other["metadata"]["name"])
+        for other in store.list(referrer, namespace)
+        if not (other.get("status") or {}).get("id")
+        and any(name in referenced_names(other.get("spec") or {}, f) for f in fields)
+    ]

@@ -17,6 +17,7 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.kinds import KindInfo
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
+from kumo.kinds.keypair.actuator import KeyPairActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.kinds.references import REFERENCES
 from kumo.kinds.securitygroup.actuator import SecurityGroupActuator
@@ -41,6 +42,7 @@ class KindRecord:
 
 RECORDS: tuple[KindRecord, ...] = (
     KindRecord(kinds.SECURITY_GROUP, SecurityGroupActuator, ("networking",)),
+    KindRecord(kinds.KEY_PAIR, KeyPairActuator, ("keypairs",)),
     KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute",)),
     KindRecord(
         kinds.VIRTUAL_MACHINE_GROUP,

@@ -413,7 +413,29 @@ class NetworkingPort(CloudPort, Protocol):
     async def delete_security_group_rule(self, group_id: str, rule_id: str) -> None: ...
 
 
-class Cloud(ComputePort, LoadBalancingPort, DnsPort, SharesPort, NetworkingPort, Protocol):
+class KeyPairsPort(CloudPort, Protocol):
+    """Nova keypairs of the credentials' user, addressed by name (no tags, no metadata,
+    immutable: Kumo's marker is the last word of the public key's comment)."""
+
+    @read
+    async def get_keypair(self, name: str) -> model.KeyPair | None: ...
+
+    @read
+    async def list_owned_keypairs(self, uid: str) -> list[model.KeyPair]: ...
+
+    @read
+    async def fetch_keypairs(self) -> list[model.KeyPair]: ...
+
+    @write
+    async def create_keypair(self, name: str, public_key: str) -> model.KeyPair: ...
+
+    @write
+    async def delete_keypair(self, name: str) -> None: ...
+
+
+class Cloud(
+    ComputePort, LoadBalancingPort, DnsPort, SharesPort, NetworkingPort, KeyPairsPort, Protocol
+):
     """Every service: what ``Context.cloud`` is. A kind names the narrowest port it uses."""
 
 
@@ -425,6 +447,7 @@ PORTS: tuple[type, ...] = (
     DnsPort,
     SharesPort,
     NetworkingPort,
+    KeyPairsPort,
 )
 
 #: Each service's port by the name a kind gives it in ``KindRecord.services``.
@@ -434,6 +457,7 @@ SERVICES: dict[str, type] = {
     "dns": DnsPort,
     "shares": SharesPort,
     "networking": NetworkingPort,
+    "keypairs": KeyPairsPort,
 }
 
 

@@ -2,7 +2,8 @@
 
 Every resource Kumo creates carries the marker: Nova/Octavia tags ``kumo`` and
 ``kumo-owner=<uid>``; resources without tags (server groups, Designate recordsets)
-carry ``kumo-owner=<uid>`` in their name or description.
+carry ``kumo-owner=<uid>`` in their name or description, Nova keypairs as the last word
+of their public key's comment.
 
 ``deletionPolicy: Orphan`` releases what it leaves: the owner marker is replaced by
 ``kumo-orphan=<uid>`` (tag, description word or share metadata). A released resource has
@@ -26,6 +27,7 @@ __all__ = [
     "AccessRule",
     "ExportLocation",
     "HealthMonitor",
+    "KeyPair",
     "Listener",
     "LoadBalancer",
     "Marked",
@@ -38,6 +40,7 @@ __all__ = [
     "Server",
     "ServerGroup",
     "Share",
+    "keypair_owner",
     "marker_metadata",
     "marker_tags",
     "metadata_owner",
@@ -97,7 +100,8 @@ def owner_of(tags: list[str] | None) -> str | None:
 class Marked:
     """A live cloud resource carrying Kumo's owner marker, as the cloud watch lists it for
     the orphan sweep. ``kind`` is "server", "server_group", "loadbalancer", "recordset",
-    "share" or "security_group"; ``zone_id`` locates a recordset; ``busy``: the cloud is deleting it
+    "share", "security_group" or "keypair"; ``zone_id`` locates a recordset; ``busy``: the
+    cloud is deleting it
     already, or working on it (not to be touched now); ``in_use``: a server group that
     still holds servers (deleting it would lose their grouping, nothing else)."""
 
@@ -322,3 +326,27 @@ def rule_label(rule: SecurityGroupRule) -> str:
     )
     way = "from" if rule.direction == "ingress" else "to"
     return f"{rule.direction} {rule.ethertype} {rule.protocol or 'any'}{ports} {way} {remote}"
+
+
+# -- Nova keypairs: no tags, no metadata, immutable; the marker is in the key's comment -------
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """A Nova keypair of the credentials' user. Nova addresses keypairs by name (its
+    numeric ID is not in the API's paths), so ``id`` is the name."""
+
+    name: str
+    public_key: str
+    fingerprint: str | None = None
+    type: str = "ssh"
+
+    @property
+    def id(self) -> str:
+        return self.name
+
+
+def keypair_owner(public_key: str | None) -> str | None:
+    """The owning object's UID from the marker word in a public key's comment (the words
+    after the key type and the base64 key), if there."""
+    return owner_of((public_key or "").split()[2:])

@@ -21,6 +21,7 @@ from kumo.cloud.watch import CloudWatch, format_since, next_since, parse_updated
 from kumo.engine.errors import TransientError
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import ZONE_ID, FakeDesignate
+from tests.unit.kinds.keypair.fake_keypairs import KEY, OTHER_KEY, FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.share.fake_manila import FakeManila
 
@@ -35,8 +36,9 @@ class Lists:
         dns: Any = None,
         manila: Any = None,
         neutron: Any = None,
+        keypairs: Any = None,
     ) -> None:
-        self.parts = [p for p in (nova, octavia, dns, manila, neutron) if p is not None]
+        self.parts = [p for p in (nova, octavia, dns, manila, neutron, keypairs) if p is not None]
 
     def __getattr__(self, name: str) -> Any:
         for part in self.parts:
@@ -324,6 +326,42 @@ def test_a_rule_removed_by_hand_reaches_the_shares_owner() -> None:
     refresh(watch, "manila")
     assert seen.owners == [{"uid-share"}]
     assert watch.share_rules[share.id] == []
+
+
+# -- Nova keypairs: the user's whole list, one call --------------------------------------------
+
+
+def test_keypairs_cost_one_list_per_interval_and_a_deleted_one_reaches_its_owner() -> None:
+    keypairs = FakeKeyPairs()
+    keypairs.add("team-a-deploy", f"{KEY} {model.owner_tag('uid-kp')}")
+    keypairs.add("theirs", f"{OTHER_KEY} me@laptop")
+    watch, seen = synced(Lists(keypairs=keypairs))
+    assert {k.name for k in watch.keypairs.items()} == {"team-a-deploy", "theirs"}
+    keypairs.calls.clear()
+    for _ in range(3):
+        refresh(watch, "keypairs")
+    assert keypairs.calls == ["fetch_keypairs"] * 3, "one list a pass, whatever the count"
+    assert seen.owners == [], "nothing moved"
+
+    keypairs.delete_out_of_band("team-a-deploy")
+    refresh(watch, "keypairs")
+    assert seen.owners == [{"uid-kp"}]
+    assert watch.keypairs.lookup("team-a-deploy") is GONE
+    keypairs.delete_out_of_band("theirs")
+    refresh(watch, "keypairs")
+    assert seen.owners == [{"uid-kp"}], "a keypair that is nobody's concerns no object"
+
+
+def test_a_keypair_made_again_with_another_key_reaches_its_owner() -> None:
+    """A replacement (or an Orphan release) deletes and creates under one name: the
+    listing sees the name's key change, which concerns both the old and the new owner."""
+    keypairs = FakeKeyPairs()
+    keypairs.add("kp", f"{KEY} {model.owner_tag('uid-old')}")
+    watch, seen = synced(Lists(keypairs=keypairs))
+    keypairs.delete_out_of_band("kp")
+    keypairs.add("kp", f"{KEY} {model.owner_tag('uid-new')}")
+    refresh(watch, "keypairs")
+    assert seen.owners == [{"uid-old", "uid-new"}]
 
 
 def test_leading_again_lists_everything_before_any_reconcile_reads() -> None:

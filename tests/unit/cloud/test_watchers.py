@@ -20,6 +20,7 @@ from kumo.ports.model import Marked
 from tests.unit.cloud.test_watch import Lists, Recorder, octavia_with_pool, refresh, synced
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
+from tests.unit.kinds.keypair.fake_keypairs import KEY, FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
 from tests.unit.kinds.share.fake_manila import FakeManila
@@ -58,7 +59,9 @@ def gadgets_of(watch: CloudWatch) -> Gadgets:
 
 
 def every_service() -> Lists:
-    return Lists(FakeNova(), FakeOctavia(), FakeDesignate(), FakeManila(), FakeNeutron())
+    return Lists(
+        FakeNova(), FakeOctavia(), FakeDesignate(), FakeManila(), FakeNeutron(), FakeKeyPairs()
+    )
 
 
 def test_every_registered_watcher_is_listed_at_start() -> None:
@@ -71,6 +74,7 @@ def test_every_registered_watcher_is_listed_at_start() -> None:
         "dns",
         "manila",
         "neutron",
+        "keypairs",
     ]
     assert len(watch.watchers) == len(WATCHERS)
     for watcher in watch.watchers:
@@ -82,6 +86,7 @@ def test_every_registered_watcher_is_listed_at_start() -> None:
         "zones-probe",
         "shares",
         "security-groups",
+        "keypairs-list",
     } <= set(watch.stats.lists), "each service's first listing"
 
 
@@ -169,7 +174,11 @@ def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -
     manila = FakeManila()
     share = asyncio.run(make_share(manila, "data", model.marker_metadata("uid-share")))
     asyncio.run(make_share(manila, "unowned", {"kumo": "managed"}))
-    watch, _ = synced(Lists(nova, octavia, dns, manila))
+    keypairs = FakeKeyPairs()
+    keypairs.add("team-a-deploy", f"{KEY} me {model.owner_tag('uid-kp')}")
+    keypairs.add("released", f"{KEY} kumo-orphan=uid-gone")  # Orphan: nobody's, not swept
+    keypairs.add("theirs", f"{KEY} me@laptop")
+    watch, _ = synced(Lists(nova, octavia, dns, manila, keypairs=keypairs))
 
     assert watch.marked() == [
         Marked("server", server.id, "vm", "uid-vm"),
@@ -177,6 +186,7 @@ def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -
         Marked("loadbalancer", lb.id, "front", "uid-lb"),
         Marked("recordset", rs.id, "www.kumo-demo.test.", "uid-rec", zone_id=rs.zone_id),
         Marked("share", share.id, "data", "uid-share", busy=True),  # Manila: "creating"
+        Marked("keypair", "team-a-deploy", "team-a-deploy", "uid-kp"),
     ]
 
 
@@ -194,10 +204,13 @@ def test_delete_marked_goes_through_the_watcher_that_listed_it() -> None:
     dns = FakeDesignate()
     rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], model.owner_tag("uid-gone"))
     server = nova.add_server("vm", tags=model.marker_tags("uid-gone"))
-    watch, _ = synced(Lists(nova, dns=dns))
+    keypairs = FakeKeyPairs()
+    keypairs.add("kp", f"{KEY} {model.owner_tag('uid-gone')}")
+    watch, _ = synced(Lists(nova, dns=dns, keypairs=keypairs))
     for found in watch.marked():
         asyncio.run(watch.delete_marked(found))
     assert rs.id not in dns.recordsets
+    assert keypairs.keypairs == {}, "a keypair is deleted by its name"
     assert nova.calls.count("delete_server") == 1 and server.id in nova.servers
     with pytest.raises(KeyError, match="gadget"):
         asyncio.run(watch.delete_marked(Marked("gadget", "g-1", "g", "uid-g")))

@@ -8,14 +8,19 @@ import typing
 import pytest
 from pydantic import BaseModel
 
-from kumo.api.kinds import KINDS
+from kumo.api.kinds import KEY_PAIR, KINDS
 from kumo.kinds.references import (
     REFERENCES,
     Reference,
+    Resolved,
     goes_first,
+    readers_of,
     referenced_names,
     referencing,
+    resolve,
 )
+from kumo.runtime.store import MemoryStore
+from tests.unit.fakes import make_body
 
 SPECS = {info.kind: info.spec_model for info in KINDS}
 
@@ -80,3 +85,26 @@ def test_referenced_names_walk_lists_and_name_references() -> None:
     assert referenced_names({"virtualMachineRef": ""}, "virtualMachineRef") == []
     assert referenced_names({"access": "oops"}, "access[].virtualMachineRef") == []
     assert referenced_names({}, "loadBalancerRef") == []
+
+
+def test_a_vm_names_its_key_pair_without_holding_the_key_pairs_deletion() -> None:
+    """Nova reads a keypair only when it boots a server: a KeyPair does not wait for the
+    VMs naming it, but the fixtures and the bench still delete VMs first."""
+    assert referencing("VirtualMachine")["KeyPair"] == "keyName"
+    assert goes_first("KeyPair") == []
+    assert [r.field for r in readers_of("ConfigMap") if r.referrer == "KeyPair"] == [
+        "publicKeyFrom.configMapRef"
+    ]
+
+
+def test_resolve_a_name_to_the_object_of_that_name_when_there_is_one() -> None:
+    store = MemoryStore()
+    assert resolve(store, "ns", "KeyPair", None, "keyName") == Resolved(None)
+    assert resolve(store, "ns", "KeyPair", "deploy", "keyName") == Resolved("deploy")
+    body = make_body(KEY_PAIR, "deploy", {}, namespace="ns")
+    store.put("KeyPair", body)
+    waiting = resolve(store, "ns", "KeyPair", "deploy", "keyName")
+    assert waiting == Resolved(None, "KeyPair 'deploy' is not Ready yet")
+    body["status"] = {"keyName": "ns-deploy", "conditions": [{"type": "Ready", "status": "True"}]}
+    assert resolve(store, "ns", "KeyPair", "deploy", "keyName") == Resolved("ns-deploy")
+    assert resolve(store, "other", "KeyPair", "deploy", "keyName") == Resolved("deploy")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kumo.api.kinds import VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
+from kumo.api.kinds import KEY_PAIR, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Key
 from kumo.engine.queue import WorkQueue
@@ -308,6 +308,21 @@ def test_a_changed_script_source_enqueues_the_vms_using_it() -> None:
     ctl.enqueue_script_users("ConfigMap", "default", "boot")
     assert Key("VirtualMachine", "default", "by-map") in ctl.queue._due
     ctl.enqueue_script_users("Secret", "elsewhere", "boot")
+    assert len(ctl.queue) == 2
+
+
+def test_a_changed_key_source_enqueues_the_key_pairs_reading_it() -> None:
+    ctl = controller()
+    for name, source in {
+        "by-secret": {"secretRef": {"name": "ssh", "key": "pub"}},
+        "by-map": {"configMapRef": {"name": "ssh", "key": "pub"}},
+    }.items():
+        ctl.store.put("KeyPair", make_body(KEY_PAIR, name, {"publicKeyFrom": source}))
+    ctl.store.put("KeyPair", make_body(KEY_PAIR, "inline", {"publicKey": "ssh-ed25519 AAAA"}))
+    ctl.enqueue_script_users("ConfigMap", "default", "ssh")
+    assert list(ctl.queue._due) == [Key("KeyPair", "default", "by-map")]
+    ctl.enqueue_script_users("Secret", "default", "ssh")
+    assert Key("KeyPair", "default", "by-secret") in ctl.queue._due
     assert len(ctl.queue) == 2
 
 

@@ -15,8 +15,6 @@ rules (members, then storage, then servers).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 from typing import Any
 
@@ -28,7 +26,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import ordering
+from kumo.kinds import ordering, references, sources
 from kumo.kinds.virtualmachine import plan
 
 #: How long deletion waits for LoadBalancers to drop the VM before deleting anyway,
@@ -39,6 +37,8 @@ REPLACE_POLL_SECONDS = 2.0
 #: How often a VM waiting for its turn to build asks again, besides being woken when
 #: its turn comes (``kumo run --max-queued-builds``): the safety net for a lost wake-up.
 BUILD_TURN_SECONDS = 60.0
+#: Safety net while waiting for a KeyPair to be Ready (its status change wakes the VM).
+KEY_PAIR_SECONDS = 30.0
 #: Status fields that count ERROR replacements (kept until a server is ACTIVE).
 ERROR_COUNTERS = ("errorReplacements", "lastErrorReplacement")
 
@@ -51,6 +51,7 @@ class VirtualMachineActuator:
         hash_ = plan.spec_hash(spec, user_data)
         legacy = plan.spec_hash(spec, user_data, legacy=True)
         refs: tuple[str, str, list[str]] | None = None  # resolved before a create
+        key_name = spec.key_name  # the KeyPair object's Nova keypair, if one is named
 
         def status(server: Server) -> dict[str, Any]:
             return _status(obj, server, spec, hash_)
@@ -85,7 +86,7 @@ class VirtualMachineActuator:
             return None
 
         async def before_create() -> lifecycle.Wait | None:
-            nonlocal refs
+            nonlocal refs, key_name
             refs = await _resolve(ctx, spec)  # bad input fails before taking a turn
             if unready:
                 return lifecycle.Wait(
@@ -94,6 +95,17 @@ class VirtualMachineActuator:
                     phase="Pending",
                     after=BUILD_TURN_SECONDS,
                     status={k: obj.status[k] for k in ERROR_COUNTERS if obj.status.get(k)},
+                )
+            key = references.resolve(ctx.store, obj.namespace, "KeyPair", spec.key_name, "keyName")
+            key_name = key.value
+            if key.waiting:
+                kept = ("replacingId", *ERROR_COUNTERS)
+                return lifecycle.Wait(
+                    f"spec.keyName: {key.waiting}",
+                    reason="WaitingForKeyPair",
+                    phase="Pending",
+                    after=KEY_PAIR_SECONDS,
+                    status={k: obj.status[k] for k in kept if obj.status.get(k)},
                 )
             if await _still_in_server_group(ctx, obj, spec):
                 old = obj.status["replacingId"]
@@ -121,7 +133,8 @@ class VirtualMachineActuator:
 
         async def create() -> Server:
             assert refs is not None  # before_create resolved them
-            return await _create(ctx, obj, spec, user_data, hash_, (*refs, [g.ref for g in groups]))
+            groups_ref = [g.ref for g in groups]
+            return await _create(ctx, obj, spec, user_data, hash_, (*refs, groups_ref), key_name)
 
         async def busy(server: Server) -> lifecycle.Wait | None:
             return _BUILDING if server.status in ("BUILD", "REBUILD") else None
@@ -193,6 +206,8 @@ class VirtualMachineActuator:
             return unblocked
         if kind == "SecurityGroup":  # Ready now: the VMs naming it may be created
             return _naming_group(body, store, self.info.kind)
+        if waiting := references.unbuilt_referrers(store, self.info.kind, kind, body):
+            return waiting  # VMs without a server naming it: a KeyPair they wait for
         if kind not in ("LoadBalancer", "Share"):  # a drained member, a revoked rule
             return []
         namespace = body["metadata"].get("namespace", "default")
@@ -223,11 +238,11 @@ async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | 
     if script.config_map_ref is not None:
         field = "spec.initScript.configMapRef"
         cm = script.config_map_ref
-        text = await _from_config_map(ctx, obj.namespace, cm.name, cm.key, field)
+        text = await sources.from_config_map(ctx, obj.namespace, cm.name, cm.key, field)
     elif script.secret_ref is not None:
         field = "spec.initScript.secretRef"
         secret = script.secret_ref
-        text = await _from_secret(ctx, obj.namespace, secret.name, secret.key, field)
+        text = await sources.from_secret(ctx, obj.namespace, secret.name, secret.key, field)
     elif script.value is not None:
         text, field = script.value, "spec.initScript.value"
     else:
@@ -236,45 +251,6 @@ async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | 
     if problem:
         raise TerminalError("UserDataTooLong", problem, field=field)
     return text
-
-
-async def _from_config_map(ctx: Context, namespace: str, name: str, key: str, field: str) -> str:
-    config_map = await ctx.kube.get_config_map(namespace, name)
-    if config_map is None:
-        raise TerminalError("ConfigMapNotFound", f"ConfigMap {name!r} not found", field=field)
-    data = config_map.get("data") or {}
-    if key not in data:
-        raise TerminalError(
-            "ConfigMapKeyNotFound", f"key {key!r} not in ConfigMap {name!r}", field=field
-        )
-    return str(data[key])
-
-
-async def _from_secret(ctx: Context, namespace: str, name: str, key: str, field: str) -> str:
-    """A Secret's key as text. Messages name the Secret and key, never the value."""
-    try:
-        secret = await ctx.kube.get_secret(namespace, name)
-    except TerminalError as error:
-        if error.reason != "KubernetesForbidden":
-            raise
-        raise TerminalError(
-            "SecretForbidden",
-            f"Kumo may not read Secret {name!r} here: boot Secrets are opt-in per namespace "
-            "(kubectl create rolebinding kumo-boot-secrets --clusterrole=kumo-boot-secrets "
-            "--serviceaccount=kumo-system:kumo)",
-            field=field,
-        ) from None
-    if secret is None:
-        raise TerminalError("SecretNotFound", f"Secret {name!r} not found", field=field)
-    data = secret.get("data") or {}
-    if key not in data:
-        raise TerminalError("SecretKeyNotFound", f"key {key!r} not in Secret {name!r}", field=field)
-    try:
-        return base64.b64decode(data[key], validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
-        raise TerminalError(
-            "SecretKeyNotText", f"key {key!r} of Secret {name!r} is not UTF-8 text", field=field
-        ) from None
 
 
 def _servers(
@@ -336,6 +312,7 @@ async def _create(
     user_data: str | None,
     hash_: str,
     refs: tuple[str, str, list[str], list[str]],
+    key_name: str | None,
 ) -> Server:
     image_id, flavor_id, network_ids, security_groups = refs
     server: Server = await ctx.cloud.create_server(
@@ -348,7 +325,7 @@ async def _create(
         metadata=plan.desired_metadata(spec, obj.namespace, obj.name, hash_),
         tags=marker_tags(obj.uid),
         availability_zone=spec.availability_zone,
-        key_name=spec.key_name,
+        key_name=key_name,
         security_groups=security_groups,
         server_group_id=spec.server_group,
     )
