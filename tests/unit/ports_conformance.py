@@ -7,18 +7,24 @@ Nothing here runs; pytest does not collect it (no ``test_`` prefix).
 
 from __future__ import annotations
 
-from kumo.ports import ComputePort, DnsPort, LoadBalancingPort, SharesPort
+from kumo.ports import ComputePort, DnsPort, FloatingIPPort, LoadBalancingPort, SharesPort
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
+from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.share.fake_manila import FakeManila
 
 
 def conforms(
-    nova: FakeNova, octavia: FakeOctavia, designate: FakeDesignate, manila: FakeManila
+    nova: FakeNova,
+    octavia: FakeOctavia,
+    designate: FakeDesignate,
+    manila: FakeManila,
+    neutron: FakeFloatingIPs,
 ) -> None:
     compute: ComputePort = nova
     load_balancing: LoadBalancingPort = octavia
     dns: DnsPort = designate
     shares: SharesPort = manila
-    del compute, load_balancing, dns, shares
+    floating_ips: FloatingIPPort = neutron
+    del compute, load_balancing, dns, shares, floating_ips

@@ -14,12 +14,14 @@ from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
 from kumo.cloud.compute import ComputeCalls
 from kumo.cloud.designate import DesignateCalls
+from kumo.cloud.floatingips import FloatingIPCalls
 from kumo.cloud.octavia import OctaviaCalls
 from kumo.cloud.shares import ManilaCalls
 from kumo.engine.errors import TransientError
 from kumo.kinds import registry
 from tests.unit.fakes import FakeNova, World
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
+from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.share.fake_manila import FakeManila
 
@@ -35,6 +37,18 @@ FAKES = [
     ),
     (FakeDesignate, DesignateCalls, {"only", "add", "edit_out_of_band", "delete_out_of_band"}),
     (FakeManila, ManilaCalls, {"only", "add_rule", "active"}),
+    (
+        FakeFloatingIPs,
+        FloatingIPCalls,
+        {
+            "only",
+            "add_port",
+            "drop_device",
+            "add_fip",
+            "disassociate_out_of_band",
+            "delete_out_of_band",
+        },
+    ),
 ]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kumo.cloud.compute import ComputeCalls
 from kumo.cloud.designate import DesignateCalls
+from kumo.cloud.floatingips import FloatingIPCalls
 from kumo.cloud.octavia import LISTENER_PROTOCOL, MONITOR_TYPE, OctaviaCalls
 from kumo.cloud.shares import ManilaCalls
 from kumo.ports import Cloud
@@ -18,7 +19,7 @@ from kumo.ports import Cloud
 __all__ = ["LISTENER_PROTOCOL", "MONITOR_TYPE", "OpenStackCloud"]
 
 
-class OpenStackCloud(ComputeCalls, OctaviaCalls, DesignateCalls, ManilaCalls):
+class OpenStackCloud(ComputeCalls, OctaviaCalls, DesignateCalls, ManilaCalls, FloatingIPCalls):
     """The adapter the kinds are given: one per cloud (credentials), shared by the
     namespaces that use it. See base.py for how calls are made."""
 

@@ -19,6 +19,11 @@ list calls whose cost does not grow with the fleet while nothing changes:
   ``updated_at`` moved has its recordsets listed again.
 - **Manila**: Kumo's shares (one listing filtered by Kumo's metadata), then each of
   those shares' access rules (Manila cannot list rules across shares; Shares are few).
+- **Neutron floating IPs**: one listing of the project's floating IPs per interval (not
+  filtered by tag: Neutron takes a floating IP's tags only after its create, so one whose
+  tags are missing — a crash between the two calls, a ``kumo`` tag removed by hand — is
+  still seen by its marker). Each carries ``port_details``, so whether it still points at
+  its target's server is read from this one list; ports are looked up only to repair.
 - **Nova server groups**: at start and every ``relist_seconds`` (they change only by
   Kumo's own writes, which update the cache directly).
 
@@ -54,7 +59,14 @@ from kumo.cloud import model
 from kumo.cloud.budget import MAX_QUEUED_BUILDS, BuildBudget
 from kumo.cloud.cache import Change, ResourceCache
 from kumo.engine.errors import ReconcileError
-from kumo.ports import Cloud, ComputePort, DnsPort, LoadBalancingPort, SharesPort
+from kumo.ports import (
+    Cloud,
+    ComputePort,
+    DnsPort,
+    FloatingIPPort,
+    LoadBalancingPort,
+    SharesPort,
+)
 
 log = logging.getLogger("kumo.cloud.watch")
 
@@ -589,6 +601,32 @@ class ShareWatcher(Watcher):
         )
 
 
+class FloatingIPWatcher(Watcher):
+    """Neutron floating IPs: the project's, in one listing per interval (see the module
+    docstring for why it is not filtered by tag). A disassociation or a deletion made
+    out of band, and a target's port going with its server, show in the next listing."""
+
+    service = "floatingips"
+
+    def __init__(self, cloud: FloatingIPPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
+        self.floating_ips: ResourceCache[model.FloatingIP] = ResourceCache(
+            "floating ips", lambda f: f.id, model.floating_ip_owner
+        )
+        self.caches = self.singles = (self.floating_ips,)
+        self.marks = (("floatingip", self.floating_ips),)
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_floating_ip(resource.id)
+
+    async def refresh(self, full: bool) -> Changes:
+        token = self.floating_ips.begin()
+        self.env.stats.count("floating-ips")
+        listed = await self.cloud.fetch_floating_ips()
+        return [(self.floating_ips, c) for c in self.floating_ips.replace(token, listed)]
+
+
 def _marked_server(server: model.Server) -> bool:
     return model.MANAGED_TAG in server.tags
 
@@ -604,6 +642,7 @@ WATCHERS: tuple[Callable[[Cloud, WatchEnv], Watcher], ...] = (
     LoadBalancerWatcher,
     ZoneWatcher,
     ShareWatcher,
+    FloatingIPWatcher,
 )
 
 W = TypeVar("W", bound=Watcher)
@@ -661,6 +700,7 @@ class CloudWatch:
         self._octavia = self._one(LoadBalancerWatcher)
         self._dns = self._one(ZoneWatcher)
         self._manila = self._one(ShareWatcher)
+        self._floating_ips = self._one(FloatingIPWatcher)
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
         self._closed = False
@@ -723,6 +763,10 @@ class CloudWatch:
     @property
     def export_locations(self) -> dict[str, list[model.ExportLocation]]:
         return self._manila.export_locations
+
+    @property
+    def floating_ips(self) -> ResourceCache[model.FloatingIP]:
+        return self._floating_ips.floating_ips
 
     # -- lifecycle ---------------------------------------------------------------------
 

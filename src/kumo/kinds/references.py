@@ -27,6 +27,9 @@ REFERENCES: tuple[Reference, ...] = (
     Reference("DNSRecord", "virtualMachineRef", "VirtualMachine", referrer_first=True),
     Reference("DNSRecord", "virtualMachineGroupRef", "VirtualMachineGroup", referrer_first=True),
     Reference("LoadBalancer", "ports[].realServers.virtualMachineGroupRef", "VirtualMachineGroup"),
+    # A FloatingIP follows its target; deleting the target does not wait for it.
+    Reference("FloatingIP", "virtualMachineRef", "VirtualMachine"),
+    Reference("FloatingIP", "loadBalancerRef", "LoadBalancer"),
     Reference("Share", "access[].virtualMachineRef", "VirtualMachine"),
     Reference("Share", "access[].virtualMachineGroupRef", "VirtualMachineGroup"),
     # Objects Kumo does not own: a change to one re-queues the objects that read it.

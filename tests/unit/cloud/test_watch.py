@@ -29,9 +29,14 @@ class Lists:
     """One project's services for a watch; a service left out answers 503."""
 
     def __init__(
-        self, nova: Any = None, octavia: Any = None, dns: Any = None, manila: Any = None
+        self,
+        nova: Any = None,
+        octavia: Any = None,
+        dns: Any = None,
+        manila: Any = None,
+        floating_ips: Any = None,
     ) -> None:
-        self.parts = [p for p in (nova, octavia, dns, manila) if p is not None]
+        self.parts = [p for p in (nova, octavia, dns, manila, floating_ips) if p is not None]
 
     def __getattr__(self, name: str) -> Any:
         for part in self.parts:
