@@ -45,6 +45,12 @@ DNS = {
     "metadata": {"name": "bad"},
     "spec": {"zone": "z.test.", "name": "api", "type": "A", "ttl": 60, "values": ["10.0.0.1"]},
 }
+FIP = {
+    "apiVersion": "kumo.dev/v1alpha1",
+    "kind": "FloatingIP",
+    "metadata": {"name": "bad"},
+    "spec": {"virtualMachineRef": "web"},
+}
 
 
 def mutate(base: dict, path: str, value: object) -> dict:
@@ -146,7 +152,14 @@ INVALID = [
     ("dns-bad-type", mutate(DNS, "spec.type", "MX"), "spec.type"),
     ("dns-two-targets", mutate(DNS, "spec.loadBalancerRef", "lb"), "spec"),
     ("dns-no-target", mutate(DNS, "spec.values", ...), "spec"),
+    ("fip-description-long", mutate(FIP, "spec.description", "d" * 208), "spec.description"),
+    ("fip-empty-network", mutate(FIP, "spec.network", ""), "spec.network"),
     # CEL and list-map rules (Kubernetes >= 1.29)
+    (
+        "fip-two-targets",
+        mutate(FIP, "spec.loadBalancerRef", "lb"),
+        "give at most one target, virtualMachineRef or loadBalancerRef",
+    ),
     ("lb-duplicate-port", mutate(LB, "spec.ports", [PORT, PORT]), "spec.ports[1]"),
     (
         "vmg-no-rollout",
@@ -185,13 +198,12 @@ def test_every_example_applies(namespace: str) -> None:
         applied.append(f"{manifest['kind'].lower()}.kumo.dev/{manifest['metadata']['name']}")
     # Short names (Share's singular is short already) and the `kumo` category find them (a
     # running Kumo may add group members).
-    by_short_name = kubectl(
-        "get", "vm,vmg,lb,dns,share", "-n", namespace, "-o", "name"
-    ).stdout.split()
+    short = ",".join((info.short_names or (info.singular,))[0] for info in KINDS)
+    by_short_name = kubectl("get", short, "-n", namespace, "-o", "name").stdout.split()
     by_category = kubectl("get", "kumo", "-n", namespace, "-o", "name").stdout.split()
     for name in applied:
         assert name in by_short_name and name in by_category, name
-    assert len(applied) == 5
+    assert len(applied) == len(KINDS), "one example per kind"
 
 
 @pytest.mark.parametrize(("case", "manifest", "field"), INVALID, ids=[c[0] for c in INVALID])

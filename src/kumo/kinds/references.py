@@ -26,6 +26,7 @@ REFERENCES: tuple[Reference, ...] = (
     Reference("DNSRecord", "loadBalancerRef", "LoadBalancer", referrer_first=True),
     Reference("DNSRecord", "virtualMachineRef", "VirtualMachine", referrer_first=True),
     Reference("DNSRecord", "virtualMachineGroupRef", "VirtualMachineGroup", referrer_first=True),
+    Reference("DNSRecord", "floatingIPRef", "FloatingIP", referrer_first=True),
     Reference("LoadBalancer", "ports[].realServers.virtualMachineGroupRef", "VirtualMachineGroup"),
     # A FloatingIP follows its target; deleting the target does not wait for it.
     Reference("FloatingIP", "virtualMachineRef", "VirtualMachine"),

@@ -3,6 +3,7 @@ objects and cloud state in and check floating IPs, events and status out."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from kumo.api.kinds import DNS_RECORD, FLOATING_IP, LOAD_BALANCER, VIRTUAL_MACHINE
@@ -446,3 +447,26 @@ def test_dependents_follow_references() -> None:
     assert actuator.dependents("VirtualMachine", elsewhere, world.store) == []
     record = make_body(DNS_RECORD, "www", {"zone": "z", "name": "www", "values": ["1.2.3.4"]})
     assert actuator.dependents("DNSRecord", record, world.store) == []
+
+
+def test_a_dns_record_pointing_at_it_goes_first() -> None:
+    world = new_world()
+    converge(world)
+    record = world.add(
+        DNS_RECORD,
+        "www",
+        {"zone": "z", "name": "www", "floatingIPRef": "ip"},
+        deletionTimestamp=DELETING,
+        finalizers=[DNS_RECORD.finalizer],
+    )
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # the wait is bounded from here
+    world.stored("FloatingIP", "ip")["metadata"]["deletionTimestamp"] = now
+    assert run(world) is not None
+    assert ready(world)["reason"] == "WaitingForDNS"
+    assert neutron(world).fips, "the address stays while DNS still names it"
+    assert FloatingIPActuator().dependents("DNSRecord", record, world.store) == [
+        Key("FloatingIP", "default", "ip")
+    ]
+    world.store.remove("DNSRecord", "default", "www")
+    converge(world)
+    assert neutron(world).fips == {}
