@@ -67,6 +67,13 @@ def test_held_then_following_a_vm_through_replacement_then_released(
     assert fip["description"] == f"web's public address kumo-owner={uid}"
     assert address in kubectl("get", "fip", "web-ip", "-n", ns).stdout
 
+    # DNS publishes it, before any VM has it.
+    apply(ns, {
+        "apiVersion": "kumo.dev/v1alpha1", "kind": "DNSRecord", "metadata": {"name": "www"},
+        "spec": {"zone": "kumo-demo.test.", "name": f"www-{ns}", "floatingIPRef": "web-ip"},
+    })  # fmt: skip
+    assert wait_ready("dns", "www", ns, timeout=60)["status"]["records"] == [address]
+
     # Point it at a VM: associated with the server's port.
     apply(ns, vm("web"))
     server_id = wait_ready("vm", "web", ns)["status"]["id"]
@@ -122,6 +129,22 @@ def test_held_then_following_a_vm_through_replacement_then_released(
     assert after is not None and after["floating_ip_address"] == address, "the same address"
     obj = wait_ready("fip", "web-ip", ns)
     assert obj["status"]["id"] == fip_id and obj["status"]["deviceId"] == new_server
+
+    # The VM's spec changes in a way that replaces its server (a roll): the address follows.
+    kubectl("patch", "vm", "web", "-n", ns, "--type=merge",
+            "-p", '{"spec":{"flavor":"m1.small"}}')  # fmt: skip
+    rolled = ""
+
+    def rolled_and_followed() -> bool:
+        nonlocal rolled
+        status = (get_obj("vm", "web", ns) or {}).get("status") or {}
+        rolled = status.get("id") if status.get("id") not in (None, new_server) else ""
+        return bool(rolled) and points_at(rolled) is not None
+
+    wait_until("the same address on the rolled server", rolled_and_followed, 180, interval=0.2)
+    after = neutron_fip(demo_conn, fip_id)
+    assert after is not None and after["floating_ip_address"] == address
+    assert (get_obj("dns", "www", ns) or {})["status"]["records"] == [address]
 
     # Deleting the object disassociates and releases the address.
     kubectl("delete", "fip", "web-ip", "-n", ns, "--wait=false")
