@@ -193,3 +193,65 @@ def test_orphan_keeps_the_address_and_an_import_takes_it_back(
     kubectl("delete", "fip", "again", "-n", ns, "--wait=false")
     wait_gone("fip", "again", ns, 60)
     wait_until("released", lambda: neutron_fip(demo_conn, new_id) is None, 30)
+
+
+SAMPLES = 8
+
+
+def test_repair_time_after_a_server_is_deleted_out_of_band(
+    namespace: str, kumo_operator: Any, demo_conn: Any, demo_router: None
+) -> None:
+    """The issue's bound, measured: the address is on the new server's port at most the
+    drift interval + the build time + 2 s after the old server is deleted (p95 of
+    ``SAMPLES`` deletions; with so few, the p95 is the worst but one)."""
+    ns = namespace
+    apply(ns, vm("web"))
+    server = wait_ready("vm", "web", ns)["status"]["id"]
+    apply(ns, fip_manifest("web-ip", virtualMachineRef="web"))
+    fip_id = wait_ready("fip", "web-ip", ns, timeout=60)["status"]["id"]
+
+    def on(server_id: str) -> bool:
+        port = (neutron_fip(demo_conn, fip_id) or {}).get("port_id")
+        return bool(port) and port in ports_of(demo_conn, server_id)
+
+    wait_until("associated", lambda: on(server), 60)
+    over: list[float] = []  # seconds beyond interval + build, per sample
+    for _ in range(SAMPLES):
+        server, extra = _replace_and_follow(demo_conn, ns, server, on)
+        over.append(extra)
+    over.sort()
+    p95 = over[max(0, round(0.95 * len(over)) - 1)]
+    print(
+        f"repair minus build over {SAMPLES} deletions: "
+        + ", ".join(f"{x:.1f}" for x in over)
+        + f" s; p95 {p95:.1f} s (bound: interval {DRIFT_SECONDS:.0f} s + 2 s)"
+    )
+    assert p95 <= DRIFT_SECONDS + 2 + 0.5, over  # + 0.5: this poll's own lag
+    after = neutron_fip(demo_conn, fip_id) or {}
+    assert after.get("id") == fip_id, "the same floating IP throughout"
+
+
+def _replace_and_follow(conn: Any, ns: str, server: str, on: Any) -> tuple[str, float]:
+    """Delete the VM's server out of band; wait until the address is on the new one.
+    Returns the new server and the seconds the repair took beyond the new one's build."""
+    conn.compute.delete_server(server)
+    deleted = time.monotonic()
+    seen: dict[str, float] = {}
+    current = ""
+
+    def followed() -> bool:
+        nonlocal current
+        now = time.monotonic()
+        status = (get_obj("vm", "web", ns) or {}).get("status") or {}
+        if status.get("id") in (None, server):
+            return False
+        current = status["id"]
+        seen.setdefault("new", now)
+        if status.get("phase") == "Running":
+            seen.setdefault("active", now)
+        return bool(on(current))
+
+    wait_until("the address on the new server", followed, 120, interval=0.2)
+    done = time.monotonic()
+    build = seen.get("active", done) - seen["new"]
+    return current, done - deleted - build
