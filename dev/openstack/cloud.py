@@ -7,7 +7,8 @@ CLI calls, and every step is "find, else create", so re-running it is cheap and 
 --identity: projects kumo-demo, kumo-other, kumo-bench, each with a user of the same name
             (password --password), roles member + reader (+ load-balancer_member).
 (default) : identity, then flavors, the `centos79` image, one network per project, the
-            external network `public`, and quotas (kumo-demo/kumo-bench hold 1,000 servers;
+            external network `public`, a router per project from its network to `public`
+            (what a floating IP's association needs), and quotas (kumo-demo/kumo-bench hold 1,000 servers;
             kumo-other keeps Nova's defaults so quota errors stay real).
 Connects as the clouds.yaml entry kumo-admin ($OS_CLIENT_CONFIG_FILE).
 """
@@ -101,6 +102,32 @@ def networks(conn, project_ids):
         network(conn, f"{name}-net", project_ids[name], cidr, name)
 
 
+def router(conn, project, project_id):
+    """`<project>-router`: a gateway on `public` and an interface on the project's subnet.
+    Neutron associates a floating IP only with a port whose subnet such a router joins to
+    the floating IP's network (no dataplane here: the fake ML2 driver binds nothing real)."""
+    name = f"{project}-router"
+    found = conn.network.find_router(name, project_id=project_id)
+    if not found:
+        public = conn.network.find_network("public")
+        found = conn.network.create_router(
+            name=name, project_id=project_id,
+            external_gateway_info={"network_id": public.id})
+        log.info("created router %s", name)
+    subnet = conn.network.find_subnet(f"{project}-subnet", project_id=project_id)
+    joined = {ip["subnet_id"] for port in conn.network.ports(device_id=found.id)
+              for ip in port.fixed_ips}
+    if subnet and subnet.id not in joined:
+        conn.network.add_interface_to_router(found, subnet_id=subnet.id)
+        log.info("router %s joins %s", name, subnet.name)
+    return found
+
+
+def routers(conn, project_ids):
+    for name in PROJECTS:
+        router(conn, name, project_ids[name])
+
+
 def quotas(conn, project_ids):
     for name in BIG_PROJECTS:
         pid = project_ids[name]
@@ -126,6 +153,7 @@ def main():
     flavors(conn)
     image(conn)
     networks(conn, project_ids)
+    routers(conn, project_ids)
     quotas(conn, project_ids)
     log.info("demo cloud ready (clouds.yaml: %s)", os.environ.get("OS_CLIENT_CONFIG_FILE"))
 

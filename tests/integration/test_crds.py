@@ -45,6 +45,12 @@ DNS = {
     "metadata": {"name": "bad"},
     "spec": {"zone": "z.test.", "name": "api", "type": "A", "ttl": 60, "values": ["10.0.0.1"]},
 }
+FIP = {
+    "apiVersion": "kumo.dev/v1alpha1",
+    "kind": "FloatingIP",
+    "metadata": {"name": "bad"},
+    "spec": {"virtualMachineRef": "web"},
+}
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOB3slJYeddLBNCsRNN1u+i93N9IfvaCXzbCIZAN+DsC"
 KP = {
@@ -170,7 +176,14 @@ INVALID = [
         "spec.publicKeyFrom",
     ),
     ("kp-name-with-dot", mutate(KP, "spec.name", "a.b"), "spec.name"),
+    ("fip-description-long", mutate(FIP, "spec.description", "d" * 208), "spec.description"),
+    ("fip-empty-network", mutate(FIP, "spec.network", ""), "spec.network"),
     # CEL and list-map rules (Kubernetes >= 1.29)
+    (
+        "fip-two-targets",
+        mutate(FIP, "spec.loadBalancerRef", "lb"),
+        "give at most one target, virtualMachineRef or loadBalancerRef",
+    ),
     ("lb-duplicate-port", mutate(LB, "spec.ports", [PORT, PORT]), "spec.ports[1]"),
     (
         "vmg-no-rollout",
@@ -219,12 +232,12 @@ def test_every_example_applies(namespace: str) -> None:
         applied.append(f"{manifest['kind'].lower()}.kumo.dev/{manifest['metadata']['name']}")
     # Short names (Share's singular is short already) and the `kumo` category find them (a
     # running Kumo may add group members).
-    short = ",".join(info.short_names[0] if info.short_names else info.singular for info in KINDS)
+    short = ",".join((info.short_names or (info.singular,))[0] for info in KINDS)
     by_short_name = kubectl("get", short, "-n", namespace, "-o", "name").stdout.split()
     by_category = kubectl("get", "kumo", "-n", namespace, "-o", "name").stdout.split()
     for name in applied:
         assert name in by_short_name and name in by_category, name
-    assert len(applied) == len(KINDS)
+    assert len(applied) == len(KINDS), "one example per kind"
     assert {name.split(".")[0] for name in applied} == {info.singular for info in KINDS}
 
 

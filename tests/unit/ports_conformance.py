@@ -10,6 +10,7 @@ from __future__ import annotations
 from kumo.ports import (
     ComputePort,
     DnsPort,
+    FloatingIPPort,
     KeyPairsPort,
     LoadBalancingPort,
     NetworkingPort,
@@ -17,6 +18,7 @@ from kumo.ports import (
 )
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
+from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
 from tests.unit.kinds.keypair.fake_keypairs import FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
@@ -30,6 +32,7 @@ def conforms(
     manila: FakeManila,
     neutron: FakeNeutron,
     keypairs: FakeKeyPairs,
+    floating: FakeFloatingIPs,
 ) -> None:
     compute: ComputePort = nova
     load_balancing: LoadBalancingPort = octavia
@@ -37,4 +40,5 @@ def conforms(
     shares: SharesPort = manila
     networking: NetworkingPort = neutron
     keypair: KeyPairsPort = keypairs
-    del compute, load_balancing, dns, shares, networking, keypair
+    floating_ips: FloatingIPPort = floating
+    del compute, load_balancing, dns, shares, networking, keypair, floating_ips

@@ -14,6 +14,7 @@ from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
 from kumo.cloud.compute import ComputeCalls
 from kumo.cloud.designate import DesignateCalls
+from kumo.cloud.floatingips import FloatingIPCalls
 from kumo.cloud.keypairs import KeyPairCalls
 from kumo.cloud.neutron import NeutronCalls
 from kumo.cloud.octavia import OctaviaCalls
@@ -22,6 +23,7 @@ from kumo.engine.errors import TransientError
 from kumo.kinds import registry
 from tests.unit.fakes import FakeNova, World
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
+from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
 from tests.unit.kinds.keypair.fake_keypairs import FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
@@ -41,6 +43,18 @@ FAKES = [
     (FakeManila, ManilaCalls, {"only", "add_rule", "active"}),
     (FakeNeutron, NeutronCalls, {"only", "add_rule_out_of_band", "delete_rule_out_of_band"}),
     (FakeKeyPairs, KeyPairCalls, {"add", "delete_out_of_band"}),
+    (
+        FakeFloatingIPs,
+        FloatingIPCalls,
+        {
+            "only",
+            "add_port",
+            "drop_device",
+            "add_fip",
+            "disassociate_out_of_band",
+            "delete_out_of_band",
+        },
+    ),
 ]
 
 

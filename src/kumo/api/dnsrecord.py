@@ -25,7 +25,11 @@ class DNSRecordSpec(ManagedSpec, ImportableSpec):
 
     model_config = ConfigDict(
         json_schema_extra=exactly_one_of(
-            "loadBalancerRef", "virtualMachineRef", "virtualMachineGroupRef", "values"
+            "loadBalancerRef",
+            "virtualMachineRef",
+            "virtualMachineGroupRef",
+            "floatingIPRef",
+            "values",
         )
     )
 
@@ -59,6 +63,8 @@ class DNSRecordSpec(ManagedSpec, ImportableSpec):
     """Target: the address of this VirtualMachine (same namespace)."""
     virtual_machine_group_ref: str | None = None
     """Target: the addresses of all members of this VirtualMachineGroup (same namespace)."""
+    floating_ip_ref: str | None = Field(default=None, alias="floatingIPRef")
+    """Target: the address of this FloatingIP (same namespace)."""
     values: list[str] = Field(default_factory=list)
     """Target: literal record values."""
 

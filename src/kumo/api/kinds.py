@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from kumo.api import (
     dnsrecord,
+    floatingip,
     keypair,
     loadbalancer,
     securitygroup,
@@ -119,6 +120,26 @@ LOAD_BALANCER = KindInfo(
     ),
 )
 
+FLOATING_IP = KindInfo(
+    kind="FloatingIP",
+    plural="floatingips",
+    short_names=("fip",),
+    spec_model=floatingip.FloatingIPSpec,
+    status_model=floatingip.FloatingIPStatus,
+    description="A Neutron floating IP, held or following a VirtualMachine or LoadBalancer.",
+    printer_columns=(
+        PrinterColumn("Address", ".status.address"),
+        PrinterColumn("Phase", ".status.phase"),
+        PrinterColumn("Ready", READY),
+        PrinterColumn("VM", ".spec.virtualMachineRef"),
+        PrinterColumn("LB", ".spec.loadBalancerRef", priority=1),
+        PrinterColumn("Port", ".status.portId", priority=1),
+        PrinterColumn("ID", ".status.id", priority=1),
+        STALLED_COLUMN,
+        AGE,
+    ),
+)
+
 DNS_RECORD = KindInfo(
     kind="DNSRecord",
     plural="dnsrecords",
@@ -200,6 +221,7 @@ KINDS: tuple[KindInfo, ...] = (
     VIRTUAL_MACHINE,
     VIRTUAL_MACHINE_GROUP,
     LOAD_BALANCER,
+    FLOATING_IP,
     DNS_RECORD,
     SHARE,
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kumo.cloud.compute import ComputeCalls
 from kumo.cloud.designate import DesignateCalls
+from kumo.cloud.floatingips import FloatingIPCalls
 from kumo.cloud.keypairs import KeyPairCalls
 from kumo.cloud.neutron import NeutronCalls
 from kumo.cloud.octavia import LISTENER_PROTOCOL, MONITOR_TYPE, OctaviaCalls
@@ -21,7 +22,13 @@ __all__ = ["LISTENER_PROTOCOL", "MONITOR_TYPE", "OpenStackCloud"]
 
 
 class OpenStackCloud(
-    ComputeCalls, OctaviaCalls, DesignateCalls, ManilaCalls, NeutronCalls, KeyPairCalls
+    ComputeCalls,
+    OctaviaCalls,
+    DesignateCalls,
+    ManilaCalls,
+    NeutronCalls,
+    KeyPairCalls,
+    FloatingIPCalls,
 ):
     """The adapter the kinds are given: one per cloud (credentials), shared by the
     namespaces that use it. See base.py for how calls are made."""

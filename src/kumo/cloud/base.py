@@ -92,6 +92,13 @@ class CloudBase:
             except Exception as error:
                 raise classify(error, action, field) from error
 
+    def _neutron(self, method: str, path: str, **kw: Any) -> Any:
+        """One Neutron request (shared by the security-group and floating-IP calls); errors raised as the SDK's HttpExceptions (so ``_call``
+        classifies them like every other service's); the JSON body or None."""
+        response = getattr(self.conn.network, method)(path, **kw)
+        os_exc.raise_from_response(response)
+        return response.json() if response.content else None
+
     async def _get(self, action: str, fn: Callable[..., T], *args: Any, **kw: Any) -> T | None:
         try:
             return await self._call(action, fn, *args, **kw)

@@ -14,6 +14,7 @@ Report``) and ``kumo plan``, through ``Engine(dry_run=DryRunCloud)``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kumo import ports
@@ -406,6 +407,71 @@ class DryRunCloud:
 
     async def delete_keypair(self, name: str) -> None:
         self._record("delete", "keypair", name)
+
+    # -- Neutron floating IPs ------------------------------------------------------------
+
+    async def create_floating_ip(
+        self, *, network_id: str, address: str | None, description: str, tags: list[str]
+    ) -> model.FloatingIP:
+        changes = [Change("spec.network", None, network_id)]
+        if address:
+            changes.append(Change("spec.address", None, address))
+        self._record("create", "floating IP", address or "(any address)", *changes)
+        return model.FloatingIP(
+            id=NEW_ID,
+            address=address or NEW_ID,
+            network_id=network_id,
+            status="DOWN",
+            tags=list(tags),
+            description=description,
+        )
+
+    async def associate_floating_ip(
+        self, fip_id: str, port_id: str | None, fixed_address: str | None
+    ) -> model.FloatingIP:
+        old = await self._inner.get_floating_ip(fip_id)
+        before = old.port_id if old is not None else None
+        self._record(
+            "update",
+            "floating IP",
+            old.address if old else fip_id,
+            Change("spec.target", _port_text(before), _port_text(port_id)),
+        )
+        if old is None:
+            return model.FloatingIP(fip_id, "", "", "DOWN", port_id, fixed_address)
+        return dataclasses.replace(
+            old, port_id=port_id, fixed_address=fixed_address, device_id=None
+        )
+
+    async def update_floating_ip(self, fip_id: str, *, description: str) -> model.FloatingIP:
+        old = await self._inner.get_floating_ip(fip_id)
+        before = old.description if old is not None else None
+        self._record(
+            "update",
+            "floating IP",
+            old.address if old else fip_id,
+            Change("spec.description", before, description),
+        )
+        if old is None:
+            return model.FloatingIP(fip_id, "", "", "DOWN", description=description)
+        return dataclasses.replace(old, description=description)
+
+    async def set_floating_ip_tags(self, fip_id: str, tags: list[str]) -> None:
+        old = await self._inner.get_floating_ip(fip_id)
+        self._record(
+            "update",
+            "floating IP",
+            old.address if old else fip_id,
+            Change("tags", old.tags if old else [], tags),
+        )
+
+    async def delete_floating_ip(self, fip_id: str) -> None:
+        self._record("delete", "floating IP", fip_id)
+
+
+def _port_text(port_id: str | None) -> str:
+    """How a floating IP's association reads in a plan and in ``status.drift``."""
+    return f"port {port_id}" if port_id else "held (no port)"
 
 
 def _metadata_field(key: str) -> str:

@@ -36,14 +36,7 @@ STALE = -1
 class NeutronCalls(CloudBase):
     # -- plumbing --------------------------------------------------------------------------
 
-    def _neutron(self, method: str, path: str, **kw: Any) -> Any:
-        """One request; errors raised as the SDK's HttpExceptions (so ``_call``
-        classifies them like every other service's); the JSON body or None."""
-        response = getattr(self.conn.network, method)(path, **kw)
-        os_exc.raise_from_response(response)
-        return response.json() if response.content else None
-
-    def _changed(self, group_id: str, change: Any = None) -> None:
+    def _group_changed(self, group_id: str, change: Any = None) -> None:
         """Kumo changed the group: apply ``change`` to the cached one, mark its rules to
         be read again, and look again soon."""
         cache = self.watch.security_groups
@@ -166,11 +159,13 @@ class NeutronCalls(CloudBase):
             json={"security_group": {"description": description or ""}},
             field="spec.description",
         )
-        self._changed(group_id, lambda g: dataclasses.replace(g, description=description or ""))
+        self._group_changed(
+            group_id, lambda g: dataclasses.replace(g, description=description or "")
+        )
 
     async def set_security_group_tags(self, group_id: str, tags: list[str]) -> None:
         await self._put_tags(group_id, tags)
-        self._changed(group_id, lambda g: dataclasses.replace(g, tags=list(tags)))
+        self._group_changed(group_id, lambda g: dataclasses.replace(g, tags=list(tags)))
 
     async def delete_security_group(self, group_id: str) -> None:
         """Delete; one already gone is fine. Neutron answers 409 while a port uses it
@@ -221,10 +216,10 @@ class NeutronCalls(CloudBase):
                 field="spec.rules",
             )
         except BaseException:
-            self._changed(group_id)  # it may exist now: read the rules again
+            self._group_changed(group_id)  # it may exist now: read the rules again
             raise
         (rule,) = _rules([created["security_group_rule"]])
-        self._changed(group_id, lambda g: dataclasses.replace(g, rules=(*g.rules, rule)))
+        self._group_changed(group_id, lambda g: dataclasses.replace(g, rules=(*g.rules, rule)))
         return rule
 
     async def delete_security_group_rule(self, group_id: str, rule_id: str) -> None:
@@ -239,7 +234,7 @@ class NeutronCalls(CloudBase):
         except TerminalError as error:
             if not isinstance(error.__cause__, os_exc.NotFoundException):
                 raise
-        self._changed(
+        self._group_changed(
             group_id,
             lambda g: dataclasses.replace(g, rules=tuple(r for r in g.rules if r.id != rule_id)),
         )

@@ -492,6 +492,7 @@ def _lb(x: Any) -> model.LoadBalancer:
         availability_zone=x.availability_zone or None,
         flavor_id=x.flavor_id or None,
         vip_network_id=x.vip_network_id,
+        vip_port_id=x.vip_port_id,
     )
 
 

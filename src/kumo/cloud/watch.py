@@ -22,6 +22,11 @@ list calls whose cost does not grow with the fleet while nothing changes:
 - **Neutron security groups**: one listing of Kumo's groups (tag ``kumo``) without their
   rules, per interval; Neutron bumps a group's ``revision_number`` whenever a rule of it
   is created or deleted, so only a group whose revision moved has its rules read again.
+- **Neutron floating IPs**: one listing of the project's floating IPs per interval (not
+  filtered by tag: Neutron takes a floating IP's tags only after its create, so one whose
+  tags are missing — a crash between the two calls, a ``kumo`` tag removed by hand — is
+  still seen by its marker). Each carries ``port_details``, so whether it still points at
+  its target's server is read from this one list; ports are looked up only to repair.
 - **Nova server groups**: at start and every ``relist_seconds`` (they change only by
   Kumo's own writes, which update the cache directly).
 - **Nova keypairs**: one listing of the credentials' user's keypairs per interval
@@ -64,6 +69,7 @@ from kumo.ports import (
     Cloud,
     ComputePort,
     DnsPort,
+    FloatingIPPort,
     KeyPairsPort,
     LoadBalancingPort,
     NetworkingPort,
@@ -671,6 +677,32 @@ class KeyPairWatcher(Watcher):
         return [(self.keypairs, c) for c in self.keypairs.replace(token, listed)]
 
 
+class FloatingIPWatcher(Watcher):
+    """Neutron floating IPs: the project's, in one listing per interval (see the module
+    docstring for why it is not filtered by tag). A disassociation or a deletion made
+    out of band, and a target's port going with its server, show in the next listing."""
+
+    service = "floatingips"
+
+    def __init__(self, cloud: FloatingIPPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
+        self.floating_ips: ResourceCache[model.FloatingIP] = ResourceCache(
+            "floating ips", lambda f: f.id, model.floating_ip_owner
+        )
+        self.caches = self.singles = (self.floating_ips,)
+        self.marks = (("floatingip", self.floating_ips),)
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_floating_ip(resource.id)
+
+    async def refresh(self, full: bool) -> Changes:
+        token = self.floating_ips.begin()
+        self.env.stats.count("floating-ips")
+        listed = await self.cloud.fetch_floating_ips()
+        return [(self.floating_ips, c) for c in self.floating_ips.replace(token, listed)]
+
+
 def _marked_server(server: model.Server) -> bool:
     return model.MANAGED_TAG in server.tags
 
@@ -688,6 +720,7 @@ WATCHERS: tuple[Callable[[Cloud, WatchEnv], Watcher], ...] = (
     ShareWatcher,
     SecurityGroupWatcher,
     KeyPairWatcher,
+    FloatingIPWatcher,
 )
 
 W = TypeVar("W", bound=Watcher)
@@ -747,6 +780,7 @@ class CloudWatch:
         self._manila = self._one(ShareWatcher)
         self._neutron = self._one(SecurityGroupWatcher)
         self._keypairs = self._one(KeyPairWatcher)
+        self._floating_ips = self._one(FloatingIPWatcher)
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
         self._closed = False
@@ -817,6 +851,10 @@ class CloudWatch:
     @property
     def keypairs(self) -> ResourceCache[model.KeyPair]:
         return self._keypairs.keypairs
+
+    @property
+    def floating_ips(self) -> ResourceCache[model.FloatingIP]:
+        return self._floating_ips.floating_ips
 
     # -- lifecycle ---------------------------------------------------------------------
 

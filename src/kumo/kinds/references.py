@@ -31,7 +31,11 @@ REFERENCES: tuple[Reference, ...] = (
     Reference("DNSRecord", "loadBalancerRef", "LoadBalancer", referrer_first=True),
     Reference("DNSRecord", "virtualMachineRef", "VirtualMachine", referrer_first=True),
     Reference("DNSRecord", "virtualMachineGroupRef", "VirtualMachineGroup", referrer_first=True),
+    Reference("DNSRecord", "floatingIPRef", "FloatingIP", referrer_first=True),
     Reference("LoadBalancer", "ports[].realServers.virtualMachineGroupRef", "VirtualMachineGroup"),
+    # A FloatingIP follows its target; deleting the target does not wait for it.
+    Reference("FloatingIP", "virtualMachineRef", "VirtualMachine"),
+    Reference("FloatingIP", "loadBalancerRef", "LoadBalancer"),
     Reference("Share", "access[].virtualMachineRef", "VirtualMachine"),
     Reference("Share", "access[].virtualMachineGroupRef", "VirtualMachineGroup"),
     # A SecurityGroup's rules read their targets; it goes after the VMs that use it.

@@ -17,6 +17,7 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.kinds import KindInfo
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
+from kumo.kinds.floatingip.actuator import FloatingIPActuator
 from kumo.kinds.keypair.actuator import KeyPairActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.kinds.references import REFERENCES
@@ -52,6 +53,8 @@ RECORDS: tuple[KindRecord, ...] = (
     ),
     # Compute too: network lookups, and which member addresses still have a server.
     KindRecord(kinds.LOAD_BALANCER, LoadBalancerActuator, ("loadbalancing", "compute")),
+    # Load balancing too: a LoadBalancer target's VIP port (from the watch's cache).
+    KindRecord(kinds.FLOATING_IP, FloatingIPActuator, ("floatingips", "loadbalancing")),
     KindRecord(kinds.DNS_RECORD, DNSRecordActuator, ("dns",)),
     KindRecord(kinds.SHARE, ShareActuator, ("shares",)),
 )

@@ -433,8 +433,69 @@ class KeyPairsPort(CloudPort, Protocol):
     async def delete_keypair(self, name: str) -> None: ...
 
 
+class FloatingIPPort(CloudPort, Protocol):
+    """Neutron floating IPs, and the ports they are associated with."""
+
+    @read
+    async def floating_ip_network_id(self, ref: str | None, field: str = "spec.network") -> str:
+        """The external network ``ref`` names (name or ID); None: the only one."""
+        ...
+
+    @read
+    async def get_floating_ip(self, fip_id: str) -> model.FloatingIP | None: ...
+
+    @read
+    async def list_owned_floating_ips(self, uid: str) -> list[model.FloatingIP]: ...
+
+    @read
+    async def find_floating_ips_by_address(self, address: str) -> list[model.FloatingIP]: ...
+
+    @read
+    async def fetch_floating_ips(self) -> list[model.FloatingIP]:
+        """The project's floating IPs, from the API (the watcher's one listing)."""
+        ...
+
+    @read
+    async def list_ports_of_device(self, device_id: str) -> list[model.Port]:
+        """The Neutron ports of a server (``device_id``), from the API."""
+        ...
+
+    @write
+    async def create_floating_ip(
+        self,
+        *,
+        network_id: str,
+        address: str | None,
+        description: str,
+        tags: list[str],
+    ) -> model.FloatingIP: ...
+
+    @write
+    async def associate_floating_ip(
+        self, fip_id: str, port_id: str | None, fixed_address: str | None
+    ) -> model.FloatingIP:
+        """Point the floating IP at ``port_id`` (None: disassociate, the address held)."""
+        ...
+
+    @write
+    async def update_floating_ip(self, fip_id: str, *, description: str) -> model.FloatingIP: ...
+
+    @write
+    async def set_floating_ip_tags(self, fip_id: str, tags: list[str]) -> None: ...
+
+    @write
+    async def delete_floating_ip(self, fip_id: str) -> None: ...
+
+
 class Cloud(
-    ComputePort, LoadBalancingPort, DnsPort, SharesPort, NetworkingPort, KeyPairsPort, Protocol
+    ComputePort,
+    LoadBalancingPort,
+    DnsPort,
+    SharesPort,
+    NetworkingPort,
+    KeyPairsPort,
+    FloatingIPPort,
+    Protocol,
 ):
     """Every service: what ``Context.cloud`` is. A kind names the narrowest port it uses."""
 
@@ -448,6 +509,7 @@ PORTS: tuple[type, ...] = (
     SharesPort,
     NetworkingPort,
     KeyPairsPort,
+    FloatingIPPort,
 )
 
 #: Each service's port by the name a kind gives it in ``KindRecord.services``.
@@ -458,6 +520,7 @@ SERVICES: dict[str, type] = {
     "shares": SharesPort,
     "networking": NetworkingPort,
     "keypairs": KeyPairsPort,
+    "floatingips": FloatingIPPort,
 }
 
 

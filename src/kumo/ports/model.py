@@ -26,6 +26,7 @@ __all__ = [
     "SHARE_OWNER_KEY",
     "AccessRule",
     "ExportLocation",
+    "FloatingIP",
     "HealthMonitor",
     "KeyPair",
     "Listener",
@@ -34,12 +35,14 @@ __all__ = [
     "Member",
     "MemberSpec",
     "Pool",
+    "Port",
     "Recordset",
     "SecurityGroup",
     "SecurityGroupRule",
     "Server",
     "ServerGroup",
     "Share",
+    "floating_ip_owner",
     "keypair_owner",
     "marker_metadata",
     "marker_tags",
@@ -100,8 +103,8 @@ def owner_of(tags: list[str] | None) -> str | None:
 class Marked:
     """A live cloud resource carrying Kumo's owner marker, as the cloud watch lists it for
     the orphan sweep. ``kind`` is "server", "server_group", "loadbalancer", "recordset",
-    "share", "security_group" or "keypair"; ``zone_id`` locates a recordset; ``busy``: the
-    cloud is deleting it
+    "share", "security_group", "keypair" or "floatingip"; ``zone_id`` locates a recordset;
+    ``busy``: the cloud is deleting it
     already, or working on it (not to be touched now); ``in_use``: a server group that
     still holds servers (deleting it would lose their grouping, nothing else)."""
 
@@ -152,6 +155,7 @@ class LoadBalancer:
     availability_zone: str | None = None
     flavor_id: str | None = None
     vip_network_id: str | None = None
+    vip_port_id: str | None = None  # the Neutron port holding the VIP (a floating IP's target)
 
 
 @dataclass(frozen=True)
@@ -350,3 +354,48 @@ def keypair_owner(public_key: str | None) -> str | None:
     """The owning object's UID from the marker word in a public key's comment (the words
     after the key type and the base64 key), if there."""
     return owner_of((public_key or "").split()[2:])
+
+
+# -- Neutron floating IPs: tags (set after the create) and a marker word in the description --
+
+
+@dataclass(frozen=True)
+class FloatingIP:
+    """A Neutron floating IP. ``device_id`` is the server (or load balancer VIP owner) of
+    the port it is associated with, from Neutron's ``port_details`` (fip-port-details):
+    whether it still points at its target is read from the listing, without a port GET."""
+
+    id: str
+    address: str
+    network_id: str
+    status: str
+    port_id: str | None = None
+    fixed_address: str | None = None
+    device_id: str | None = None
+    tags: list[str] = field(default_factory=list)
+    description: str | None = None
+
+    @property
+    def name(self) -> str:
+        """What the orphan sweep and messages call it: a floating IP has no name."""
+        return self.address
+
+
+def floating_ip_owner(fip: FloatingIP) -> str | None:
+    """The owning object's UID: the ``kumo-owner`` tag, else the marker word of the
+    description. Neutron (Zed) takes no tags on a floating IP's create, so the create
+    writes the marker into the description and the tags follow in a second call: a
+    floating IP whose tags never came (a crash between the two) is still Kumo's."""
+    return owner_of(fip.tags) or owner_of((fip.description or "").split())
+
+
+@dataclass(frozen=True)
+class Port:
+    """A Neutron port, as a floating IP's association needs it."""
+
+    id: str
+    network_id: str
+    device_id: str
+    device_owner: str = ""
+    fixed_addresses: list[str] = field(default_factory=list)
+    status: str = ""

@@ -37,8 +37,10 @@ class Lists:
         manila: Any = None,
         neutron: Any = None,
         keypairs: Any = None,
+        floating_ips: Any = None,
     ) -> None:
-        self.parts = [p for p in (nova, octavia, dns, manila, neutron, keypairs) if p is not None]
+        parts = (nova, octavia, dns, manila, neutron, keypairs, floating_ips)
+        self.parts = [p for p in parts if p is not None]
 
     def __getattr__(self, name: str) -> Any:
         for part in self.parts:

@@ -20,6 +20,7 @@ from kumo.ports.model import Marked
 from tests.unit.cloud.test_watch import Lists, Recorder, octavia_with_pool, refresh, synced
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
+from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
 from tests.unit.kinds.keypair.fake_keypairs import KEY, FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
@@ -60,22 +61,22 @@ def gadgets_of(watch: CloudWatch) -> Gadgets:
 
 def every_service() -> Lists:
     return Lists(
-        FakeNova(), FakeOctavia(), FakeDesignate(), FakeManila(), FakeNeutron(), FakeKeyPairs()
+        FakeNova(),
+        FakeOctavia(),
+        FakeDesignate(),
+        FakeManila(),
+        FakeNeutron(),
+        FakeKeyPairs(),
+        FakeFloatingIPs(),
     )
 
 
 def test_every_registered_watcher_is_listed_at_start() -> None:
     watch = CloudWatch(every_service())  # type: ignore[arg-type]
     asyncio.run(watch.sync())
-    assert [w.service for w in watch.watchers] == [
-        "nova",
-        "server-groups",
-        "octavia",
-        "dns",
-        "manila",
-        "neutron",
-        "keypairs",
-    ]
+    # One instance of each registered watcher, in the order of WATCHERS.
+    assert [w.service for w in watch.watchers] == [w.service for w in WATCHERS]
+    assert len({w.service for w in watch.watchers}) == len(WATCHERS), "one per service"
     assert len(watch.watchers) == len(WATCHERS)
     for watcher in watch.watchers:
         assert all(cache.synced for cache in watcher.caches), watcher.service
@@ -87,6 +88,7 @@ def test_every_registered_watcher_is_listed_at_start() -> None:
         "shares",
         "security-groups",
         "keypairs-list",
+        "floating-ips",
     } <= set(watch.stats.lists), "each service's first listing"
 
 
@@ -178,7 +180,12 @@ def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -
     keypairs.add("team-a-deploy", f"{KEY} me {model.owner_tag('uid-kp')}")
     keypairs.add("released", f"{KEY} kumo-orphan=uid-gone")  # Orphan: nobody's, not swept
     keypairs.add("theirs", f"{KEY} me@laptop")
-    watch, _ = synced(Lists(nova, octavia, dns, manila, keypairs=keypairs))
+    neutron = FakeFloatingIPs()
+    fip = neutron.add_fip("203.0.113.5", model.marker_tags("uid-fip"))
+    untagged = neutron.add_fip("203.0.113.6", [], f"kept {model.owner_tag('uid-fip2')}")
+    neutron.add_fip("203.0.113.7", [model.MANAGED_TAG])  # no owner
+    neutron.add_fip("203.0.113.8")  # someone else's
+    watch, _ = synced(Lists(nova, octavia, dns, manila, keypairs=keypairs, floating_ips=neutron))
 
     assert watch.marked() == [
         Marked("server", server.id, "vm", "uid-vm"),
@@ -187,6 +194,8 @@ def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -
         Marked("recordset", rs.id, "www.kumo-demo.test.", "uid-rec", zone_id=rs.zone_id),
         Marked("share", share.id, "data", "uid-share", busy=True),  # Manila: "creating"
         Marked("keypair", "team-a-deploy", "team-a-deploy", "uid-kp"),
+        Marked("floatingip", fip.id, "203.0.113.5", "uid-fip"),
+        Marked("floatingip", untagged.id, "203.0.113.6", "uid-fip2"),  # description's marker
     ]
 
 
@@ -202,6 +211,7 @@ def test_delete_marked_goes_through_the_watcher_that_listed_it() -> None:
     """The orphan sweep deletes by what ``marked()`` said: a recordset in its zone."""
     nova = FakeNova()
     dns = FakeDesignate()
+    neutron = FakeFloatingIPs()
     rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], model.owner_tag("uid-gone"))
     server = nova.add_server("vm", tags=model.marker_tags("uid-gone"))
     keypairs = FakeKeyPairs()
@@ -211,6 +221,12 @@ def test_delete_marked_goes_through_the_watcher_that_listed_it() -> None:
         asyncio.run(watch.delete_marked(found))
     assert rs.id not in dns.recordsets
     assert keypairs.keypairs == {}, "a keypair is deleted by its name"
+    fip = neutron.add_fip("203.0.113.9", model.marker_tags("uid-gone"))
+    watch, _ = synced(Lists(nova, dns=dns, floating_ips=neutron))
+    for found in watch.marked():
+        asyncio.run(watch.delete_marked(found))
+    assert rs.id not in dns.recordsets
+    assert fip.id not in neutron.fips
     assert nova.calls.count("delete_server") == 1 and server.id in nova.servers
     with pytest.raises(KeyError, match="gadget"):
         asyncio.run(watch.delete_marked(Marked("gadget", "g-1", "g", "uid-g")))

@@ -68,10 +68,14 @@ def test_dns_records_go_first_for_each_of_their_targets() -> None:
         ("loadBalancerRef", "LoadBalancer"),
         ("virtualMachineRef", "VirtualMachine"),
         ("virtualMachineGroupRef", "VirtualMachineGroup"),
+        ("floatingIPRef", "FloatingIP"),
     ]
     for field, target in fields:
         assert [(r.referrer, r.field) for r in goes_first(target)] == [("DNSRecord", field)]
     assert goes_first("DNSRecord") == goes_first("Share") == []
+    assert [r.referrer for r in goes_first("VirtualMachine")] == ["DNSRecord"], (
+        "a FloatingIP does not hold its VM back"
+    )
     assert referencing("DNSRecord") == {target: field for field, target in fields}
 
 

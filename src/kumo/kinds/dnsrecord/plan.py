@@ -28,6 +28,7 @@ TARGETS = (
     ("loadBalancerRef", "load_balancer_ref", "LoadBalancer"),
     ("virtualMachineRef", "virtual_machine_ref", "VirtualMachine"),
     ("virtualMachineGroupRef", "virtual_machine_group_ref", "VirtualMachineGroup"),
+    ("floatingIPRef", "floating_ip_ref", "FloatingIP"),
 )
 
 
@@ -107,8 +108,8 @@ def target(spec: DNSRecordSpec) -> Target:
         fields = ", ".join(t.field for t in given) or "none"
         raise TerminalError(
             "InvalidSpec",
-            "give exactly one of loadBalancerRef, virtualMachineRef, virtualMachineGroupRef "
-            f"or values (given: {fields})",
+            "give exactly one of loadBalancerRef, virtualMachineRef, virtualMachineGroupRef, "
+            f"floatingIPRef or values (given: {fields})",
             field="spec",
         )
     chosen = given[0]
@@ -144,6 +145,9 @@ def desired_records(spec: DNSRecordSpec, namespace: str, store: Store) -> list[s
     elif chosen.kind == "VirtualMachine":
         found = vm_addresses(body, version)
         what = f"VirtualMachine {chosen.name!r} has no address yet"
+    elif chosen.kind == "FloatingIP":
+        found = fip_addresses(body)
+        what = f"FloatingIP {chosen.name!r} has no address yet"
     else:
         vms = store.list("VirtualMachine", namespace)
         found = group_addresses(vms, chosen.name, version)
@@ -164,6 +168,11 @@ def desired_records(spec: DNSRecordSpec, namespace: str, store: Store) -> list[s
 def lb_addresses(lb: Body) -> list[str]:
     vip = (lb.get("status") or {}).get("vip")
     return [vip] if vip else []
+
+
+def fip_addresses(fip: Body) -> list[str]:
+    address = (fip.get("status") or {}).get("address")
+    return [address] if address else []
 
 
 def vm_addresses(vm: Body, version: int) -> list[str]:

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kumo.api.kinds import DNS_RECORD, LOAD_BALANCER, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
+from kumo.api.kinds import (
+    DNS_RECORD,
+    FLOATING_IP,
+    LOAD_BALANCER,
+    VIRTUAL_MACHINE,
+    VIRTUAL_MACHINE_GROUP,
+)
 from kumo.engine.objects import Key
 from kumo.engine.reconciler import Engine
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
@@ -191,6 +197,26 @@ def test_load_balancer_vip_waits_until_the_vip_exists() -> None:
     converge(world)
     assert cloud(world).only().records == ["10.9.0.6"]
     assert cloud(world).calls.count("update_recordset") == 1
+
+
+def test_floating_ip_target_publishes_its_address() -> None:
+    world = new_world(floatingIPRef="web-ip")
+    fip = world.add(FLOATING_IP, "web-ip", {"virtualMachineRef": "web"})
+    assert run(world) == 10.0
+    assert "FloatingIP 'web-ip' has no address yet" in ready(world)["message"]
+
+    fip["status"] = {"address": "203.0.113.12"}
+    converge(world)
+    assert cloud(world).only().records == ["203.0.113.12"]
+    actuator = DNSRecordActuator()
+    assert actuator.dependents("FloatingIP", fip, world.store) == [
+        Key("DNSRecord", "default", "api")
+    ]
+
+    world.store.remove("FloatingIP", "default", "web-ip")
+    run(world)
+    assert ready(world)["reason"] == "TargetNotFound"
+    assert ready(world)["message"].startswith("spec.floatingIPRef: FloatingIP 'web-ip'")
 
 
 def test_vm_target_a_and_aaaa() -> None:

@@ -1,0 +1,1 @@
+"""FloatingIP: a Neutron floating IP, held or following a VirtualMachine or LoadBalancer."""
