@@ -73,6 +73,22 @@ def members_of(namespace: str, group: str) -> list[dict[str, Any]]:
     return [i for i in json.loads(out)["items"] if not i["metadata"].get("deletionTimestamp")]
 
 
+def server_made_by_hand(conn: Any, name: str, **attrs: Any) -> Any:
+    """An ACTIVE server of the lab's smallest kind on the demo network, made outside Kumo
+    (``attrs``: description, metadata, tags, …)."""
+    image = conn.image.find_image("centos79")
+    flavor = conn.compute.find_flavor("m1.tiny")
+    network = conn.network.find_network("kumo-demo-net")
+    server = conn.compute.create_server(
+        name=name,
+        image_id=image.id,
+        flavor_id=flavor.id,
+        networks=[{"uuid": network.id}],
+        **attrs,
+    )
+    return conn.compute.wait_for_server(server, wait=180)
+
+
 def owned_servers(conn: Any, uid: str) -> list[Any]:
     return [s for s in conn.compute.servers(tags=f"kumo-owner={uid}") if s.status != "DELETED"]
 

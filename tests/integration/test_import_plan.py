@@ -15,7 +15,14 @@ from typing import Any
 import yaml
 from openstack import exceptions as os_exc
 
-from tests.integration.helpers import apply, condition, members_of, wait_gone, wait_ready
+from tests.integration.helpers import (
+    apply,
+    condition,
+    members_of,
+    server_made_by_hand,
+    wait_gone,
+    wait_ready,
+)
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import REPO_ROOT, KumoOperator, get_obj, wait_until
 
@@ -43,18 +50,7 @@ def plan_of(report: dict[str, Any], kind: str, name: str) -> dict[str, Any]:
 
 
 def hand_made_server(conn: Any, name: str) -> Any:
-    image = conn.image.find_image("centos79")
-    flavor = conn.compute.find_flavor("m1.tiny")
-    network = conn.network.find_network("kumo-demo-net")
-    server = conn.compute.create_server(
-        name=name,
-        image_id=image.id,
-        flavor_id=flavor.id,
-        networks=[{"uuid": network.id}],
-        description="hand made",
-        metadata={"role": "legacy"},
-    )
-    return conn.compute.wait_for_server(server, wait=180)
+    return server_made_by_hand(conn, name, description="hand made", metadata={"role": "legacy"})
 
 
 def drift_of(namespace: str, name: str) -> list[dict[str, str]]:

@@ -13,7 +13,7 @@ import json
 import uuid
 from typing import Any
 
-from tests.integration.helpers import apply, owned_servers, vm, wait_gone
+from tests.integration.helpers import apply, owned_servers, server_made_by_hand, vm, wait_gone
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
 
@@ -48,20 +48,6 @@ def test_a_vm_deleted_before_its_finalizer_write_gets_no_server(
         kumo_operator.start()
 
 
-def _marked_server(conn: Any, name: str, tags: list[str]) -> Any:
-    image = conn.image.find_image("centos79")
-    flavor = conn.compute.find_flavor("m1.tiny")
-    network = conn.network.find_network("kumo-demo-net")
-    server = conn.compute.create_server(
-        name=name,
-        image_id=image.id,
-        flavor_id=flavor.id,
-        networks=[{"uuid": network.id}],
-        tags=tags,
-    )
-    return conn.compute.wait_for_server(server, wait=180)
-
-
 def _events(namespace: str, reason: str) -> list[str]:
     out = kubectl(
         "get", "events", "-n", namespace, "--field-selector", f"reason={reason}", "-o", "json"
@@ -75,8 +61,8 @@ def test_the_sweep_deletes_a_leaked_server_and_never_a_released_one(
     """A server carrying the marker of a UID no object has (the leak above, made by
     hand) is reported, then deleted after the grace; one Orphan released is kept."""
     gone, released = str(uuid.uuid4()), str(uuid.uuid4())
-    leak = _marked_server(demo_conn, "leaked", ["kumo", f"kumo-owner={gone}"])
-    kept = _marked_server(demo_conn, "released", [f"kumo-orphan={released}"])
+    leak = server_made_by_hand(demo_conn, "leaked", tags=["kumo", f"kumo-owner={gone}"])
+    kept = server_made_by_hand(demo_conn, "released", tags=[f"kumo-orphan={released}"])
     kumo_operator.stop()
     sweeping = like(kumo_operator, "operator-sweep.log")
     sweeping.start("--orphan-sweep", "delete", "--orphan-grace", "5", "--sweep-seconds", "1")
