@@ -134,7 +134,11 @@ class Sweeper:
             if m.owner in live:  # the fresh list found its object after all
                 target.sweep.forget(m)
                 continue
-            await target.cloud.watch.delete_marked(m)
+            try:
+                await target.cloud.watch.delete_marked(m)
+            except Exception as error:  # e.g. a security group ports still use: next time
+                log.warning("could not delete orphaned %s %s: %s", m.kind, m.id, error)
+                continue
             target.sweep.forget(m)
             metrics.ORPHANS_DELETED.labels(m.kind).inc()
             await self._event(

@@ -131,3 +131,27 @@ def test_the_circuit_breaker_posts_why_it_deletes_nothing() -> None:
     asyncio.run(sweep.sweep_once())
     assert cloud.deleted == []
     assert [e[1] for e in kube.events].count("OrphanSweepSuspended") == 1
+
+
+def test_a_delete_the_cloud_refuses_is_retried_next_sweep_and_the_others_go_on() -> None:
+    """Neutron refuses to delete a security group ports still use: that one waits for the
+    next sweep; the other orphans of this sweep are still deleted."""
+    first, second = Marked("server", "a", "a", "gone-a"), Marked("server", "b", "b", "gone-b")
+    kube, cloud, clock = Kube(), Cloud(*MINE, first, second), Clock()
+    refusals = ["a"]
+    delete = cloud.watch.delete_marked
+
+    async def refusing(resource: Marked) -> None:
+        if resource.id in refusals:
+            refusals.remove(resource.id)
+            raise RuntimeError("409 in use")
+        await delete(resource)
+
+    cloud.watch.delete_marked = refusing  # type: ignore[method-assign]
+    sweep = sweeper(kube, cloud, clock)
+    asyncio.run(sweep.sweep_once())
+    clock.now = 600
+    asyncio.run(sweep.sweep_once())
+    assert cloud.deleted == [("server", "b")]
+    asyncio.run(sweep.sweep_once())
+    assert cloud.deleted == [("server", "b"), ("server", "a")]
