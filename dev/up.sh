@@ -32,7 +32,7 @@ cat <<MSG
 
 Kumo is running against a local Kubernetes API and a local OpenStack:
   export KUBECONFIG=$KUBECONFIG
-  alias kubectl=$KUBECTL        # kubectl 1.20, matching the API server
+  alias kubectl=$KUBECTL        # the kubectl built with the API server (same release)
   kubectl get kumo
   kubectl scale vmg virtualmachinegroup-sample --replicas=3
   export OS_CLIENT_CONFIG_FILE=$KUMO_STATE/clouds.yaml
