@@ -15,6 +15,7 @@ from kumo.cloud.model import Recordset, owner_of, owner_tag
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
+from kumo.kinds import references
 from kumo.kinds.labels import GROUP_LABEL
 
 ACTIVE = "ACTIVE"
@@ -24,12 +25,16 @@ DESCRIPTION_MAX = 160
 #: Record types whose values can come from a target's addresses, and their IP version.
 ADDRESS_TYPES = {"A": 4, "AAAA": 6}
 
-TARGETS = (
-    ("loadBalancerRef", "load_balancer_ref", "LoadBalancer"),
-    ("virtualMachineRef", "virtual_machine_ref", "VirtualMachine"),
-    ("virtualMachineGroupRef", "virtual_machine_group_ref", "VirtualMachineGroup"),
-    ("floatingIPRef", "floating_ip_ref", "FloatingIP"),
-)
+
+def _targets() -> tuple[tuple[str, str, str], ...]:
+    """(spec field, model attribute, target kind) of every reference DNSRecord declares in
+    kinds/references.py: a new kind of target is one declared reference, not an edit here."""
+    attrs = {(f.alias or name): name for name, f in DNSRecordSpec.model_fields.items()}
+    declared = references.referencing("DNSRecord")
+    return tuple((field, attrs[field], kind) for kind, field in declared.items())
+
+
+TARGETS = _targets()
 
 
 class WaitingForTarget(Exception):
@@ -108,8 +113,7 @@ def target(spec: DNSRecordSpec) -> Target:
         fields = ", ".join(t.field for t in given) or "none"
         raise TerminalError(
             "InvalidSpec",
-            "give exactly one of loadBalancerRef, virtualMachineRef, virtualMachineGroupRef, "
-            f"floatingIPRef or values (given: {fields})",
+            f"give exactly one of {', '.join(t[0] for t in TARGETS)} or values (given: {fields})",
             field="spec",
         )
     chosen = given[0]
