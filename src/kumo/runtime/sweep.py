@@ -108,6 +108,9 @@ class Sweeper:
         self._counted = set(counts)
         if any(v.delete for _, v in verdicts) and self.options.mode == "delete":
             live = live | await self._listed_uids()
+        # One gauge for every project: set once from all of them (per project, the last
+        # project judged would overwrite a suspension found in another).
+        metrics.ORPHAN_SWEEP_SUSPENDED.set(int(any(v.suspended for _, v in verdicts)))
         for target, verdict in verdicts:
             await self._act(target, verdict, live)
 
@@ -127,7 +130,6 @@ class Sweeper:
             target.suspended = verdict.suspended
             if verdict.suspended:
                 await self._event(target, "Warning", "OrphanSweepSuspended", verdict.suspended)
-        metrics.ORPHAN_SWEEP_SUSPENDED.set(int(verdict.suspended is not None))
         if self.options.mode != "delete" or self.namespace is not None:
             return
         for m in verdict.delete:

@@ -155,3 +155,15 @@ def test_a_delete_the_cloud_refuses_is_retried_next_sweep_and_the_others_go_on()
     assert cloud.deleted == [("server", "b")]
     asyncio.run(sweep.sweep_once())
     assert cloud.deleted == [("server", "b"), ("server", "a")]
+
+
+def test_the_suspended_gauge_holds_for_any_project_not_only_the_last_judged() -> None:
+    from kumo.runtime import metrics
+
+    strays = [Marked("server", f"x{i}", f"x{i}", f"gone-{i}") for i in range(6)]
+    kube, clock = Kube(), Clock()
+    suspended, calm = Cloud(*MINE, *strays), Cloud(*MINE)
+    sweep = sweeper(kube, suspended, clock)
+    sweep.watching(calm, "team-b")  # judged after the suspended project
+    asyncio.run(sweep.sweep_once())
+    assert metrics.ORPHAN_SWEEP_SUSPENDED._value.get() == 1
