@@ -115,6 +115,10 @@ class Store(Protocol):
     """Read access to the objects the runtime watches (an informer-style cache)."""
 
     def get(self, kind: str, namespace: str, name: str) -> Body | None: ...
+    def owned_by(self, kind: str, uid: str) -> list[Body]:
+        """Objects of ``kind`` whose ownerReferences name ``uid`` (indexed: a group's
+        members without a scan of every object of the kind)."""
+        ...
     def list(self, kind: str, namespace: str | None = None) -> list[Body]: ...
 
 

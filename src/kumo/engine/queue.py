@@ -47,6 +47,17 @@ class WorkQueue:
         heapq.heappush(self._heaps[0 if best[1] else 1], (best[0], next(self._seq), key))
         self._wakeup.set()
 
+    def next_due(self) -> float | None:
+        """When the earliest waiting key is due (``time.monotonic``), or None: nothing
+        waits. (The in-memory bench moves its clock there.)"""
+        tops = []
+        for urgent, heap in zip((True, False), self._heaps, strict=True):
+            while heap and self._due.get(heap[0][2]) != (heap[0][0], urgent):
+                heapq.heappop(heap)  # superseded entry
+            if heap:
+                tops.append(heap[0][0])
+        return min(tops, default=None)
+
     async def get(self) -> Hashable:
         """Wait for the next due key and mark it as processing."""
         while True:

@@ -295,17 +295,12 @@ class Controller:
         """A cloud watch saw resources of ``owners`` change: look at those objects
         (``duplicated``: also look for a second resource carrying the marker;
         ``woken``: objects whose turn to build a server came — not drift)."""
-        by_uid = {
-            body["metadata"].get("uid"): key_of(kind, body)
-            for kind in self.actuators
-            for body in self.store.list(kind)
-        }
         for uid in sorted(set(woken) - owners):
-            if (key := by_uid.get(uid)) is not None:
+            if (key := self._key_of_uid(uid)) is not None:
                 self.queue.add(key)
         found: list[Key] = []
         for uid in sorted(owners):
-            key = by_uid.get(uid)
+            key = self._key_of_uid(uid)
             if key is None or self._held(key):
                 continue
             metrics.DRIFTED.labels(key.kind).inc()
@@ -317,6 +312,14 @@ class Controller:
             found.append(key)
         metrics.QUEUE_DEPTH.set(len(self.queue))
         return found
+
+    def _key_of_uid(self, uid: str) -> Key | None:
+        """The key of the cached object of one of our kinds with ``uid`` (indexed: a
+        watch's report costs what it names, not a scan of every object)."""
+        found = self.store.by_uid(uid)
+        if found is None or found[0] not in self.actuators:
+            return None
+        return key_of(*found)
 
     def live_uids(self) -> set[str]:
         """The UID of every object the cache holds (the owners marked resources name)."""

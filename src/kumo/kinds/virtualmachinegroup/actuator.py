@@ -197,10 +197,10 @@ class VirtualMachineGroupActuator:
 
     def _members(self, store: Store, obj: Obj, include_deleting: bool = False) -> list[Body]:
         members = []
-        for body in store.list(kinds.VIRTUAL_MACHINE.kind, obj.namespace):
+        for body in store.owned_by(kinds.VIRTUAL_MACHINE.kind, obj.uid):
             meta = body["metadata"]
-            owned = any(r.get("uid") == obj.uid for r in meta.get("ownerReferences") or [])
-            if owned and (include_deleting or not meta.get("deletionTimestamp")):
+            here = meta.get("namespace", "default") == obj.namespace
+            if here and (include_deleting or not meta.get("deletionTimestamp")):
                 members.append(body)
         return members
 
