@@ -169,6 +169,7 @@ class Bench:
         self.ctl.events.emit = lambda *args: None  # type: ignore[method-assign]
         self.cpu = 0.0
         self.reconciles: collections.Counter[str] = collections.Counter()
+        self.cpu_by_kind: collections.Counter[str] = collections.Counter()
 
     # -- the controller, timed -----------------------------------------------------------
 
@@ -178,7 +179,9 @@ class Bench:
             await self.ctl.process(key)
         finally:
             self.ctl.queue.done(key)
-            self.cpu += time.process_time() - started
+            spent = time.process_time() - started
+            self.cpu += spent
+            self.cpu_by_kind[key.kind] += spent
             self.reconciles[key.kind] += 1
 
     def _timed(self, call: Callable[[], Any]) -> Any:
@@ -321,6 +324,7 @@ class Bench:
             ("delete", s, -1, 0),
         ):
             cpu, counts = self.cpu, collections.Counter(self.reconciles)
+            by_kind = collections.Counter(self.cpu_by_kind)
             if start is None:
                 self.apply(VIRTUAL_MACHINE_GROUP, "web", {"replicas": s, "template": TEMPLATE})
             elif start >= 0:
@@ -328,7 +332,9 @@ class Bench:
             else:
                 await self.delete_all()
             await self.run_until(self.converged(target) if target else self.gone)
-            results.append(Phase(name, vms, self.cpu - cpu, self.reconciles - counts))
+            phase = Phase(name, vms, self.cpu - cpu, self.reconciles - counts)
+            phase.cpu_by_kind = self.cpu_by_kind - by_kind
+            results.append(phase)
         return results
 
 
@@ -337,6 +343,7 @@ class Phase:
         self, name: str, vms: int, cpu: float, reconciles: collections.Counter[str]
     ) -> None:
         self.name, self.vms, self.cpu, self.reconciles = name, vms, cpu, reconciles
+        self.cpu_by_kind: collections.Counter[str] = collections.Counter()
 
     def per_vm_ms(self) -> float:
         return 1000 * self.cpu / self.vms
@@ -350,14 +357,18 @@ def table(rows: dict[int, list[Phase]]) -> str:
     lines = [
         "| S | phase | VMs | Kumo CPU s | CPU ms/VM | reconciles per VM ("
         + " / ".join(i.short_names[0] for i in SHOWN)
+        + ") | CPU ms/VM in their passes ("
+        + " / ".join(i.short_names[0] for i in SHOWN)
         + ") |",
-        "|---:|---|---:|---:|---:|---|",
+        "|---:|---|---:|---:|---:|---|---|",
     ]
     for size, phases in rows.items():
         for p in phases:
             counts = " / ".join(f"{p.reconciles.get(i.kind, 0) / p.vms:.2f}" for i in SHOWN)
+            cpus = " / ".join(f"{1000 * p.cpu_by_kind.get(i.kind, 0) / p.vms:.2f}" for i in SHOWN)
             lines.append(
-                f"| {size} | {p.name} | {p.vms} | {p.cpu:.2f} | {p.per_vm_ms():.2f} | {counts} |"
+                f"| {size} | {p.name} | {p.vms} | {p.cpu:.2f} | {p.per_vm_ms():.2f} | {counts} "
+                f"| {cpus} |"
             )
     spread = []
     for name in ("create", "delete", "scale in", "scale out"):

@@ -119,6 +119,7 @@ class Store(Protocol):
         """Objects of ``kind`` whose ownerReferences name ``uid`` (indexed: a group's
         members without a scan of every object of the kind)."""
         ...
+
     def list(self, kind: str, namespace: str | None = None) -> list[Body]: ...
 
 

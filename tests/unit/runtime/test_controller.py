@@ -13,6 +13,7 @@ from kumo.api.kinds import KEY_PAIR, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Key
 from kumo.engine.queue import WorkQueue
+from kumo.engine.result import Result
 from kumo.kinds import registry
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.runtime import metrics
@@ -404,3 +405,41 @@ def test_a_vm_whose_turn_to_build_came_is_enqueued_without_counting_as_drift() -
     assert ctl.cloud_changed(set(), set(), {uid_b, "uid-of-nobody"}) == []
     assert list(ctl.queue._due) == [Key("VirtualMachine", "default", "b")]
     assert metrics.DRIFTED.labels("VirtualMachine")._value.get() == drifted
+
+
+class Waiter:
+    """A VirtualMachine actuator whose cloud is always still busy: every pass asks to
+    look again in 2 s and changes nothing."""
+
+    info = VIRTUAL_MACHINE
+
+    async def reconcile(self, ctx: Any, obj: Any, spec: Any) -> Any:
+        return Result.waiting("Building", "Building", "server is building", after=2.0)
+
+    def dependents(self, kind: str, body: Any, store: Any) -> list[Key]:
+        return []
+
+
+def test_a_poll_that_changes_nothing_backs_off_and_any_event_resets_it() -> None:
+    ctl = Controller([Waiter()], None, OneCloud())
+    ctl.kube = FakeKube(ctl.store)
+    key = Key("VirtualMachine", "default", "vm")
+    body = make_body(VIRTUAL_MACHINE, "vm", SPEC)
+    ctl.observe("VirtualMachine", "ADDED", body)
+
+    def delays(passes: int) -> list[int]:
+        found = []
+        for _ in range(passes):
+            ctl.queue = WorkQueue()
+            asyncio.run(ctl.process(key))
+            due = ctl.queue.next_due()
+            assert due is not None
+            found.append(round(due - time.monotonic()))
+        return found
+
+    assert delays(8) == [2, 2, 2, 4, 8, 16, 16, 16]
+    uid = body["metadata"]["uid"]
+    ctl.cloud_changed({uid}, set())  # the watch saw its server change
+    assert delays(5) == [2, 2, 2, 4, 8]
+    ctl.observe("VirtualMachine", "MODIFIED", {**body, "spec": {**SPEC, "description": "x"}})
+    assert delays(1) == [2]

@@ -78,7 +78,7 @@ class NoScans(MemoryStore):
 
 def test_a_cloud_watch_report_finds_its_owners_without_listing_every_object() -> None:
     ctl = controller()
-    store = NoScans({"VirtualMachine", "VirtualMachineGroup"})
+    store = NoScans({VIRTUAL_MACHINE.kind, VIRTUAL_MACHINE_GROUP.kind})
     ctl.store = store
     for i in range(5):
         store.put("VirtualMachine", member(f"g-{i}", "g"))
