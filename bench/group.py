@@ -131,7 +131,7 @@ class WatchedKube(FakeKube):
             if gone
             else ("ADDED" if self.store.get(kind, NS, meta["name"]) is None else "MODIFIED")
         )
-        self.ctl.observe(kind, event, copy.deepcopy(body))
+        self.ctl.observe(kind, event, body)  # observe copies it
         return copy.deepcopy(body)
 
     async def delete(self, info: Any, namespace: str, name: str) -> None:

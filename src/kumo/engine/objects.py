@@ -7,6 +7,7 @@ passes real clients, unit tests pass in-memory fakes.
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -173,3 +174,16 @@ class Actuator(Protocol):
 
 def parse_spec(model: type[BaseModel], spec: Body) -> BaseModel:
     return model.model_validate(spec)
+
+
+def copy_body(value: Any) -> Any:
+    """A deep copy of a Kubernetes body (JSON: dicts, lists, scalars), several times
+    faster than ``copy.deepcopy``, which the controller paid for every event and pass on
+    bodies whose status lists every member of a group. Anything else is deep-copied."""
+    if isinstance(value, dict):
+        return {k: copy_body(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_body(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return copy.deepcopy(value)

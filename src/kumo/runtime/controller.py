@@ -14,7 +14,6 @@ references (which ConfigMaps/Secrets a kind reads), and kopf not at all.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -24,7 +23,7 @@ from kumo.api.kinds import KINDS, KindInfo
 from kumo.cloud.dryrun import DryRunCloud
 from kumo.cloud.notifications import NoticeBoard
 from kumo.engine.errors import ReconcileError, TransientError
-from kumo.engine.objects import Actuator, Body, Context, Key, Obj
+from kumo.engine.objects import Actuator, Body, Context, Key, Obj, copy_body
 from kumo.engine.queue import WorkQueue
 from kumo.engine.reconciler import Engine
 from kumo.kinds import references
@@ -116,7 +115,7 @@ class Controller:
 
     def observe(self, kind: str, event_type: str | None, raw: Mapping[str, Any]) -> None:
         """Take one watch event: update the cache, enqueue what it concerns."""
-        body: Body = copy.deepcopy(dict(raw))
+        body: Body = copy_body(dict(raw))
         key = key_of(kind, body)
         self._unconfirmed.discard(key)
         if event_type == "DELETED":
@@ -223,7 +222,7 @@ class Controller:
             self._polls.pop(key, None)
             return
         actuator = self.actuators[key.kind]
-        obj = Obj(INFO_BY_KIND[key.kind], copy.deepcopy(body))
+        obj = Obj(INFO_BY_KIND[key.kind], copy_body(body))
         started = time.monotonic()
         cloud = await self._cloud_or_unavailable(key.namespace)
         await self._watching(cloud)

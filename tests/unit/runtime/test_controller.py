@@ -11,7 +11,7 @@ import pytest
 
 from kumo.api.kinds import KEY_PAIR, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.engine.errors import TerminalError
-from kumo.engine.objects import Key
+from kumo.engine.objects import Key, copy_body
 from kumo.engine.queue import WorkQueue
 from kumo.engine.result import Result
 from kumo.kinds import registry
@@ -443,3 +443,25 @@ def test_a_poll_that_changes_nothing_backs_off_and_any_event_resets_it() -> None
     assert delays(5) == [2, 2, 2, 4, 8]
     ctl.observe("VirtualMachine", "MODIFIED", {**body, "spec": {**SPEC, "description": "x"}})
     assert delays(1) == [2]
+
+
+def test_events_and_passes_copy_bodies_without_copy_deepcopy(monkeypatch: Any) -> None:
+    """The controller copies a body per event and per pass; with a group's or a pool's
+    status listing every member, copy.deepcopy was a third of Kumo's CPU per event."""
+    ctl = Controller([Waiter()], None, OneCloud())
+    ctl.kube = FakeKube(ctl.store)
+    body = make_body(VIRTUAL_MACHINE, "vm", SPEC)
+    body["status"] = {"members": [{"name": f"m{i}", "ip": "10.0.0.1"} for i in range(3)]}
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("copy.deepcopy called")
+
+    monkeypatch.setattr(copy, "deepcopy", forbidden)
+    ctl.observe("VirtualMachine", "ADDED", body)
+    cached = ctl.store.get("VirtualMachine", "default", "vm")
+    assert cached == body and cached is not body
+    assert cached["status"]["members"][0] is not body["status"]["members"][0]
+    monkeypatch.undo()
+    odd = {"a": [1, {"b": (1, [2])}], "n": None}
+    copied = copy_body(odd)
+    assert copied == odd and copied["a"][1]["b"][1] is not odd["a"][1]["b"][1]

@@ -7,6 +7,7 @@ of the recordset's description (after the user's own description, if any).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from dataclasses import dataclass
 
@@ -236,6 +237,7 @@ def literal_records(type_: str, values: list[str]) -> list[str]:
     return sorted(set(records))
 
 
+@functools.lru_cache(maxsize=8192)
 def canonical(type_: str, value: str) -> str:
     """The form Designate stores: compressed addresses, absolute CNAMEs, quoted TXT."""
     if type_ in ADDRESS_TYPES:
@@ -255,6 +257,7 @@ def _quoted(value: str) -> bool:
     return len(value) >= 2 and value.startswith('"') and value.endswith('"')
 
 
+@functools.lru_cache(maxsize=8192)
 def _version(value: str) -> int | None:
     try:
         return ipaddress.ip_address(value).version
