@@ -31,10 +31,18 @@ class WorkQueue:
     def __len__(self) -> int:
         return len(self._due) + len(self._again)
 
-    def add(self, key: Hashable, after: float = 0.0, urgent: bool = False) -> None:
+    def add(
+        self, key: Hashable, after: float = 0.0, urgent: bool = False, within: float = 0.0
+    ) -> None:
         """Schedule ``key`` in ``after`` seconds (or earlier if already scheduled earlier);
-        ``urgent``: once due, ahead of every due key that is not urgent."""
+        ``urgent``: once due, ahead of every due key that is not urgent; ``within``: a
+        key already scheduled no later than that many seconds after ``after`` stays as
+        it is (the pass it has coming will see this change too)."""
         when = time.monotonic() + max(after, 0.0)
+        if within > 0:
+            old = self._again.get(key) if key in self._processing else self._due.get(key)
+            if old is not None and old[0] <= when + within and (old[1] or not urgent):
+                return
         if key in self._processing:
             old = self._again.get(key)
             self._again[key] = _better((when, urgent), old)

@@ -42,6 +42,11 @@ EVENT_DEDUP_SECONDS = 60.0
 #: cloud's watch wakes the object when its resource changes, so a long wait costs a
 #: few passes, not one every 2 s (at 1,000 VMs deleting, 500 passes a second).
 POLL_PATIENCE = 3
+#: A change to an object another depends on (a member of a LoadBalancer's group) does not
+#: move the dependent's pass earlier when one is due within this many seconds anyway (a
+#: LoadBalancer waiting 1 s for Octavia): that pass sees the change. Many members
+#: changing one after another then cost one pass of the dependent, not one each.
+DEPENDENT_WINDOW_SECONDS = 1.0
 POLL_CAP_SECONDS = 16.0
 
 
@@ -128,17 +133,19 @@ class Controller:
         for actuator in self.actuators.values():
             for dependent in actuator.dependents(kind, body, self.store):
                 self._polls.pop(dependent, None)
-                self._enqueue(dependent)
+                self._enqueue(dependent, within=DEPENDENT_WINDOW_SECONDS)
         metrics.QUEUE_DEPTH.set(len(self.queue))
 
-    def _enqueue(self, key: Key, after: float = 0.0, body: Body | None = None) -> None:
+    def _enqueue(
+        self, key: Key, after: float = 0.0, body: Body | None = None, within: float = 0.0
+    ) -> None:
         """An object being deleted is urgent: with a thousand VMs queued to be created, a
         group's deletion (which stops them) must not wait behind them. ``body``: the
         object as the caller has it (else the cache's)."""
         if body is None:
             body = self.store.get(key.kind, key.namespace, key.name)
         deleting = bool(body and (body.get("metadata") or {}).get("deletionTimestamp"))
-        self.queue.add(key, after, urgent=deleting)
+        self.queue.add(key, after, urgent=deleting, within=within)
 
     def enqueue_script_users(self, source_kind: str, namespace: str, name: str) -> None:
         """A ConfigMap or Secret changed: objects whose declared references

@@ -14,6 +14,7 @@ refs are taken is read from the members and ``status.imports`` (plan.py decides)
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from typing import Any
 
 from kumo.api import kinds
@@ -61,11 +62,12 @@ class VirtualMachineGroupActuator:
         for name in decision.delete:
             await ctx.kube.delete(kinds.VIRTUAL_MACHINE, obj.namespace, name)
             self._expect(ctx, obj, name, exists=False)
-        going += [v for v in views if v.name in decision.delete]
-        views = [v for v in views if v.name not in decision.delete]
-        await _sync_deletion_policy(ctx, obj, spec, bodies, skip=decision.delete)
-        await _sync_security_groups(ctx, obj, spec, bodies, (hash_, legacy), decision.delete)
-        stale = plan.stale_imports(spec, [v for v in seen if v.name not in decision.delete])
+        deleted = set(decision.delete)
+        going += [v for v in views if v.name in deleted]
+        views = [v for v in views if v.name not in deleted]
+        await _sync_deletion_policy(ctx, obj, spec, bodies, skip=deleted)
+        await _sync_security_groups(ctx, obj, spec, bodies, (hash_, legacy), deleted)
+        stale = plan.stale_imports(spec, [v for v in seen if v.name not in deleted])
         await _drop_stale_imports(ctx, obj, stale)
         for new in decision.creates:
             body = _member_body(obj, spec, group, hash_, new)
@@ -226,7 +228,11 @@ class VirtualMachineGroupActuator:
 
 
 async def _sync_deletion_policy(
-    ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec, bodies: list[Body], skip: list[str]
+    ctx: Context,
+    obj: Obj,
+    spec: VirtualMachineGroupSpec,
+    bodies: list[Body],
+    skip: Collection[str],
 ) -> None:
     """Give existing members the group's deletionPolicy (new ones are created with it),
     so deleting the group orphans or deletes their servers as the group now says."""
@@ -304,7 +310,7 @@ async def _sync_security_groups(
     spec: VirtualMachineGroupSpec,
     bodies: list[Body],
     hashes: tuple[str, str],
-    skip: list[str],
+    skip: Collection[str],
 ) -> None:
     """Give existing members the template's security groups in place (each VM applies
     them with Nova's add/remove security group: no rollout)."""
