@@ -153,8 +153,9 @@ def _iso(moment: datetime.datetime) -> str:
 class Bench:
     """One controller, one group: run phases, count CPU and reconciles."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, nova_step: float = NOVA_STEP) -> None:
         self.size = size
+        self.nova_step = nova_step
         self.clock = VirtualClock()
         queue_module.time = self.clock  # type: ignore[assignment]
         self.cloud = FleetCloud()
@@ -227,7 +228,7 @@ class Bench:
                 await self._process(key)  # type: ignore[arg-type]
                 continue
             if now >= self._next_settle and self._settle_one():
-                self._next_settle = now + NOVA_STEP
+                self._next_settle = now + self.nova_step
                 continue
             if done():
                 return
@@ -380,15 +381,21 @@ def table(rows: dict[int, list[Phase]]) -> str:
     return "\n".join(lines)
 
 
-def measure(size: int) -> list[Phase]:
+def measure(size: int, nova_step: float = NOVA_STEP) -> list[Phase]:
     try:
-        return asyncio.run(Bench(size).phases())
+        return asyncio.run(Bench(size, nova_step).phases())
     finally:
         queue_module.time = time  # type: ignore[assignment]  # the real clock again
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", default="20,100,300", help="group sizes, comma-separated")
+    parser.add_argument(
+        "--nova-step",
+        type=float,
+        default=NOVA_STEP,
+        help="seconds (virtual) between two servers Nova finishes (default %(default)s)",
+    )
     parser.add_argument(
         "--profile",
         metavar="DIR",
@@ -403,12 +410,16 @@ def run(args: argparse.Namespace) -> None:
         for size in sizes:
             out = os.path.join(args.profile, f"group-{size}.svg")
             command = [sys.executable, "-m", "bench", "group", "--sizes", str(size)]
+            command += ["--nova-step", str(args.nova_step)]
             spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
             subprocess.run(
                 [spy, "record", "--rate", "250", "--output", out, "--", *command], check=True
             )
             print(f"flame graph: {out}")
         return
-    rows = {size: measure(size) for size in sizes}
-    print("In-memory (fakes, virtual time): Kumo CPU per VM by group size")
+    rows = {size: measure(size, args.nova_step) for size in sizes}
+    print(
+        "In-memory (fakes, virtual time, Nova finishes a server every "
+        f"{args.nova_step} s): Kumo CPU per VM by group size"
+    )
     print(table(rows))
