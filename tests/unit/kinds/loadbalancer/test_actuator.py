@@ -644,3 +644,20 @@ def test_only_member_changes_of_a_vm_wake_the_load_balancer() -> None:
     draining = stored(world, "LoadBalancer", "web")
     draining["status"]["ports"][0]["members"][0]["weight"] = 0
     assert wakes(serving), "wanted again while draining"
+
+
+def test_a_group_status_change_wakes_only_a_load_balancer_that_waits_for_it() -> None:
+    """readyReplicas moves with every member: a Ready LoadBalancer learns of members
+    from their own events, so the group's status writes do not make it pass again."""
+    world = new_world(vms=2)
+    converge(world)
+    actuator = LoadBalancerActuator()
+    web = [Key("LoadBalancer", "default", "web")]
+    group = copy.deepcopy(stored(world, "VirtualMachineGroup", GROUP))
+    group["status"] = {"readyReplicas": 2}
+    assert actuator.dependents("VirtualMachineGroup", group, world.store) == []
+    going = copy.deepcopy(group)
+    going["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    assert actuator.dependents("VirtualMachineGroup", going, world.store) == web
+    stored(world, "LoadBalancer", "web")["status"]["conditions"][0]["status"] = "False"
+    assert actuator.dependents("VirtualMachineGroup", group, world.store) == web
