@@ -165,6 +165,9 @@ class Actuator(Protocol):
     """
 
     info: KindInfo
+    # Optional: ``coalesce_seconds``, how long the controller waits before a pass that
+    # another object's change asks of this kind (dependents), so a burst of changes
+    # (a group's members) costs one pass; absent means 0.
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: Any) -> Result: ...
     async def finalize(self, ctx: Context, obj: Obj, spec: Any | None) -> Result: ...

@@ -131,9 +131,10 @@ class Controller:
             self._polls.pop(key, None)
             self._enqueue(key)
         for actuator in self.actuators.values():
+            after = getattr(actuator, "coalesce_seconds", 0.0)
             for dependent in actuator.dependents(kind, body, self.store):
                 self._polls.pop(dependent, None)
-                self._enqueue(dependent, within=DEPENDENT_WINDOW_SECONDS)
+                self._enqueue(dependent, after, within=DEPENDENT_WINDOW_SECONDS)
         metrics.QUEUE_DEPTH.set(len(self.queue))
 
     def _enqueue(

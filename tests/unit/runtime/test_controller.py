@@ -465,3 +465,24 @@ def test_events_and_passes_copy_bodies_without_copy_deepcopy(monkeypatch: Any) -
     odd = {"a": [1, {"b": (1, [2])}], "n": None}
     copied = copy_body(odd)
     assert copied == odd and copied["a"][1]["b"][1] is not odd["a"][1]["b"][1]
+
+
+def test_a_burst_of_member_changes_costs_the_group_one_pass() -> None:
+    """The group's pass over all its members waits coalesce_seconds after a member's
+    change: its members turning ACTIVE one after another make one pass, not one each."""
+    ctl = controller()
+    group = make_body(VIRTUAL_MACHINE_GROUP, "g", {"template": SPEC})
+    ctl.observe("VirtualMachineGroup", "ADDED", group)
+    ctl.queue = WorkQueue()
+    for i in range(20):
+        member = make_body(
+            VIRTUAL_MACHINE,
+            f"g-{i}",
+            SPEC,
+            ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
+        )
+        ctl.observe("VirtualMachine", "ADDED", member)
+    key = Key("VirtualMachineGroup", "default", "g")
+    due, urgent = ctl.queue._due[key]
+    assert not urgent and 0.3 < due - time.monotonic() <= 0.5
+    assert len(ctl.queue._heaps[1]) == 21, "one entry for the group, one per member"
