@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: up down test chaos unit lint crds rbac venv bench bench-fleet bench-memory clean image
+.PHONY: up down test chaos unit lint crds rbac venv bench bench-fleet bench-memory bench-group clean image
 
 up: venv
 	bash dev/up.sh
@@ -58,6 +58,11 @@ bench-fleet: venv
 # The in-memory drift benchmark (no lab needed).
 bench-memory: venv
 	PYTHONPATH=src $(VENV)/bin/python -m bench memory
+
+# Kumo's CPU per VM by group size, in memory (no lab needed; flame graphs: BENCH_ARGS=
+# "--profile .kumo-dev/bench/group").
+bench-group: venv
+	PYTHONPATH=src $(VENV)/bin/python -m bench group $(BENCH_ARGS)
 
 clean: down
 	rm -rf .kumo-dev $(VENV)

@@ -1,6 +1,7 @@
 """Kumo's benchmarks (not part of `make test`; see bench/README.md, docs/performance.md).
 
 python -m bench memory [--vms 1000]      drift detection on an in-memory cloud
+python -m bench group [--sizes 20,100]   Kumo's CPU per VM by group size, in memory
 python -m bench stack [--n 20,100]       Kumo vs. direct openstacksdk vs. Heat on the lab
 python -m bench fleet [--n 1000]         Kumo alone on a big fleet, once converged
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench import memory
+from bench import group, memory
 
 
 def main() -> None:
@@ -20,6 +21,7 @@ def main() -> None:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     memory.add_arguments(sub.add_parser("memory", help="in-memory drift benchmark"))
+    group.add_arguments(sub.add_parser("group", help="in-memory CPU per VM by group size"))
     from bench import stack  # needs only the venv; the lab is touched when it runs
 
     stack.add_arguments(sub.add_parser("stack", help="real-stack: kumo, direct, heat"), False)
@@ -27,6 +29,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "memory":
         memory.run(args)
+    elif args.command == "group":
+        group.run(args)
     else:
         stack.run(args, fleet=args.command == "fleet")
 

@@ -31,10 +31,18 @@ class WorkQueue:
     def __len__(self) -> int:
         return len(self._due) + len(self._again)
 
-    def add(self, key: Hashable, after: float = 0.0, urgent: bool = False) -> None:
+    def add(
+        self, key: Hashable, after: float = 0.0, urgent: bool = False, within: float = 0.0
+    ) -> None:
         """Schedule ``key`` in ``after`` seconds (or earlier if already scheduled earlier);
-        ``urgent``: once due, ahead of every due key that is not urgent."""
+        ``urgent``: once due, ahead of every due key that is not urgent; ``within``: a
+        key already scheduled no later than that many seconds after ``after`` stays as
+        it is (the pass it has coming will see this change too)."""
         when = time.monotonic() + max(after, 0.0)
+        if within > 0:
+            old = self._again.get(key) if key in self._processing else self._due.get(key)
+            if old is not None and old[0] <= when + within and (old[1] or not urgent):
+                return
         if key in self._processing:
             old = self._again.get(key)
             self._again[key] = _better((when, urgent), old)
@@ -46,6 +54,17 @@ class WorkQueue:
         self._due[key] = best
         heapq.heappush(self._heaps[0 if best[1] else 1], (best[0], next(self._seq), key))
         self._wakeup.set()
+
+    def next_due(self) -> float | None:
+        """When the earliest waiting key is due (``time.monotonic``), or None: nothing
+        waits. (The in-memory bench moves its clock there.)"""
+        tops = []
+        for urgent, heap in zip((True, False), self._heaps, strict=True):
+            while heap and self._due.get(heap[0][2]) != (heap[0][0], urgent):
+                heapq.heappop(heap)  # superseded entry
+            if heap:
+                tops.append(heap[0][0])
+        return min(tops, default=None)
 
     async def get(self) -> Hashable:
         """Wait for the next due key and mark it as processing."""

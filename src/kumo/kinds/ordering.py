@@ -100,3 +100,16 @@ def shares_holding(store: Store, obj: Obj) -> list[str]:
             for rule in (share.get("status") or {}).get("accessRules") or []
         )
     )
+
+
+def needs_target(referrer: Body, target: Body) -> bool:
+    """Does an event of ``target`` (a group a LoadBalancer's pools or a DNSRecord follow)
+    concern ``referrer`` beyond what its members' own events tell? Only while the
+    referrer is not Ready (it may wait for the group to exist) or the group is going: a
+    group's status moving with each member (readyReplicas) made every follower of a big
+    group pass over all members once more per member event."""
+    if (target.get("metadata") or {}).get("deletionTimestamp"):
+        return True
+    conditions = (referrer.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    return ready is None or ready.get("status") != "True"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from kumo.engine.queue import WorkQueue
 from tests.unit.waiting import until
@@ -81,3 +82,20 @@ def test_an_urgent_key_goes_before_every_due_key_that_is_not() -> None:
         assert await _get(queue) == "create-50"
 
     asyncio.run(scenario())
+
+
+def test_a_change_within_the_window_rides_on_the_pass_already_due() -> None:
+    """A LoadBalancer due in 1 s (Octavia pending) is not pulled forward by each of its
+    members' events: that pass sees them all. Outside the window, it is."""
+    queue = WorkQueue()
+    queue.add("lb", after=0.8)
+    queue.add("lb", within=1.0)
+    due = queue.next_due()
+    assert due is not None and due - time.monotonic() > 0.5
+    queue.add("lb", within=0.5)
+    due = queue.next_due()
+    assert due is not None and due - time.monotonic() < 0.1
+    queue.add("vm", after=0.8)
+    queue.add("vm", within=1.0, urgent=True)  # being deleted: never waits behind
+    assert len(queue) == 2
+    assert queue._due["vm"][1] is True and queue._due["vm"][0] - time.monotonic() < 0.1

@@ -11,8 +11,9 @@ import pytest
 
 from kumo.api.kinds import KEY_PAIR, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.engine.errors import TerminalError
-from kumo.engine.objects import Key
+from kumo.engine.objects import Key, copy_body
 from kumo.engine.queue import WorkQueue
+from kumo.engine.result import Result
 from kumo.kinds import registry
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.runtime import metrics
@@ -404,3 +405,84 @@ def test_a_vm_whose_turn_to_build_came_is_enqueued_without_counting_as_drift() -
     assert ctl.cloud_changed(set(), set(), {uid_b, "uid-of-nobody"}) == []
     assert list(ctl.queue._due) == [Key("VirtualMachine", "default", "b")]
     assert metrics.DRIFTED.labels("VirtualMachine")._value.get() == drifted
+
+
+class Waiter:
+    """A VirtualMachine actuator whose cloud is always still busy: every pass asks to
+    look again in 2 s and changes nothing."""
+
+    info = VIRTUAL_MACHINE
+
+    async def reconcile(self, ctx: Any, obj: Any, spec: Any) -> Any:
+        return Result.waiting("Building", "Building", "server is building", after=2.0)
+
+    def dependents(self, kind: str, body: Any, store: Any) -> list[Key]:
+        return []
+
+
+def test_a_poll_that_changes_nothing_backs_off_and_any_event_resets_it() -> None:
+    ctl = Controller([Waiter()], None, OneCloud())
+    ctl.kube = FakeKube(ctl.store)
+    key = Key("VirtualMachine", "default", "vm")
+    body = make_body(VIRTUAL_MACHINE, "vm", SPEC)
+    ctl.observe("VirtualMachine", "ADDED", body)
+
+    def delays(passes: int) -> list[int]:
+        found = []
+        for _ in range(passes):
+            ctl.queue = WorkQueue()
+            asyncio.run(ctl.process(key))
+            due = ctl.queue.next_due()
+            assert due is not None
+            found.append(round(due - time.monotonic()))
+        return found
+
+    assert delays(8) == [2, 2, 2, 4, 8, 16, 16, 16]
+    uid = body["metadata"]["uid"]
+    ctl.cloud_changed({uid}, set())  # the watch saw its server change
+    assert delays(5) == [2, 2, 2, 4, 8]
+    ctl.observe("VirtualMachine", "MODIFIED", {**body, "spec": {**SPEC, "description": "x"}})
+    assert delays(1) == [2]
+
+
+def test_events_and_passes_copy_bodies_without_copy_deepcopy(monkeypatch: Any) -> None:
+    """The controller copies a body per event and per pass; with a group's or a pool's
+    status listing every member, copy.deepcopy was a third of Kumo's CPU per event."""
+    ctl = Controller([Waiter()], None, OneCloud())
+    ctl.kube = FakeKube(ctl.store)
+    body = make_body(VIRTUAL_MACHINE, "vm", SPEC)
+    body["status"] = {"members": [{"name": f"m{i}", "ip": "10.0.0.1"} for i in range(3)]}
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("copy.deepcopy called")
+
+    monkeypatch.setattr(copy, "deepcopy", forbidden)
+    ctl.observe("VirtualMachine", "ADDED", body)
+    cached = ctl.store.get("VirtualMachine", "default", "vm")
+    assert cached == body and cached is not body
+    assert cached["status"]["members"][0] is not body["status"]["members"][0]
+    monkeypatch.undo()
+    odd = {"a": [1, {"b": (1, [2])}], "n": None}
+    copied = copy_body(odd)
+    assert copied == odd and copied["a"][1]["b"][1] is not odd["a"][1]["b"][1]
+
+
+def test_a_burst_of_member_changes_costs_the_group_one_pass() -> None:
+    """The group's pass over all its members waits coalesce_seconds after a member's
+    change: its members turning ACTIVE one after another make one pass, not one each."""
+    ctl = controller()
+    group = make_body(VIRTUAL_MACHINE_GROUP, "g", {"template": SPEC})
+    ctl.observe("VirtualMachineGroup", "ADDED", group)
+    ctl.queue = WorkQueue()
+    for i in range(20):
+        member = make_body(
+            VIRTUAL_MACHINE,
+            f"g-{i}",
+            SPEC,
+            ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
+        )
+        ctl.observe("VirtualMachine", "ADDED", member)
+    key = Key("VirtualMachineGroup", "default", "g")
+    due, urgent = ctl.queue._due[key]
+    assert not urgent and 0.3 < due - time.monotonic() <= 0.5
+    assert len(ctl.queue._heaps[1]) == 21, "one entry for the group, one per member"

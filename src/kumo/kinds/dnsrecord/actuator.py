@@ -25,7 +25,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import references
+from kumo.kinds import ordering, references
 from kumo.kinds.dnsrecord import plan
 from kumo.kinds.labels import GROUP_LABEL
 
@@ -144,11 +144,16 @@ class DNSRecordActuator:
         if not wanted:
             return []
         namespace = meta.get("namespace", "default")
-        return [
-            Key(self.info.kind, namespace, record["metadata"]["name"])
-            for record in store.list(self.info.kind, namespace)
-            if wanted & set(plan.referenced(record.get("spec") or {}).items())
-        ]
+        found = []
+        for record in store.list(self.info.kind, namespace):
+            hit = wanted & set(plan.referenced(record.get("spec") or {}).items())
+            if hit == {("VirtualMachineGroup", group)} and not plan.moves_records(record, body):
+                continue  # a member whose change leaves the record's values as they are
+            if kind == "VirtualMachineGroup" and not ordering.needs_target(record, body):
+                continue  # the group's status moved: its members' own events tell
+            if hit:
+                found.append(Key(self.info.kind, namespace, record["metadata"]["name"]))
+        return found
 
 
 # -- observe / create ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ of the recordset's description (after the user's own description, if any).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from dataclasses import dataclass
 
@@ -206,6 +207,29 @@ def is_ready_member(vm: Body) -> bool:
     return ready is not None and ready.get("status") == "True"
 
 
+def moves_records(record: Body, vm: Body) -> bool:
+    """Can this state of a member VM change a group record's values, as its status shows
+    them? Yes when it should be published at an address the record lacks, or is not to
+    be published and holds one of its values (or has no address to tell by). A member
+    building, or one already unpublished, wakes no record: each member event of a big
+    group made its record recompute every member's address."""
+    spec = record.get("spec") or {}
+    version = ADDRESS_TYPES.get(str(spec.get("type") or "A"))
+    if version is None:  # not an address record: let it look
+        return True
+    published = set((record.get("status") or {}).get("records") or [])
+    status = vm.get("status") or {}
+    known = [a.get("ip") for a in status.get("addresses") or []] + [status.get("ip")]
+    known = [ip for ip in known if isinstance(ip, str) and ip]
+    if is_ready_member(vm):
+        mine = [canonical(str(spec.get("type")), ip) for ip in vm_addresses(vm, version)]
+        mine = [ip for ip in mine if _version(ip) == version]
+        return not set(mine) <= published
+    if not known:
+        return bool(published)
+    return any(canonical(str(spec.get("type")), ip) in published for ip in known)
+
+
 def group_addresses(vms: list[Body], group: str, version: int) -> list[str]:
     found: list[str] = []
     for vm in vms:
@@ -236,6 +260,7 @@ def literal_records(type_: str, values: list[str]) -> list[str]:
     return sorted(set(records))
 
 
+@functools.lru_cache(maxsize=8192)
 def canonical(type_: str, value: str) -> str:
     """The form Designate stores: compressed addresses, absolute CNAMEs, quoted TXT."""
     if type_ in ADDRESS_TYPES:
@@ -255,6 +280,7 @@ def _quoted(value: str) -> bool:
     return len(value) >= 2 and value.startswith('"') and value.endswith('"')
 
 
+@functools.lru_cache(maxsize=8192)
 def _version(value: str) -> int | None:
     try:
         return ipaddress.ip_address(value).version

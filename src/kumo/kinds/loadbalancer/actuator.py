@@ -118,6 +118,8 @@ class LoadBalancerActuator:
             Key(self.info.kind, namespace, lb["metadata"]["name"])
             for lb in store.list(self.info.kind, namespace)
             if group in plan.referenced_groups(lb.get("spec") or {})
+            and (kind != "VirtualMachine" or plan.moves_members(lb, body))
+            and (kind != "VirtualMachineGroup" or ordering.needs_target(lb, body))
         ]
 
 

@@ -101,11 +101,12 @@ def pool_members(
         (m for m in current if owner_of(m.tags) == uid), key=lambda m: (m.address, m.port)
     )
     batch: list[MemberSpec] = []
+    claimed: set[tuple[str, int]] = set()
     for w in wanted:
         key = (w.address, w.port)
-        if key not in foreign and key not in {(b.address, b.port) for b in batch}:
+        if key not in foreign and key not in claimed:
             batch.append(MemberSpec(w.name, w.address, w.port, w.monitor_port, 1, marker_tags(uid)))
-    claimed = {(b.address, b.port) for b in batch}
+            claimed.add(key)
     draining: list[Draining] = []
     started: list[Draining] = []
     removed: list[Draining] = []

@@ -164,6 +164,33 @@ def is_member_vm(vm: Body) -> bool:
     return ready is not None and ready.get("status") == "True"
 
 
+def moves_members(lb: Body, vm: Body) -> bool:
+    """Can this state of a VM of a referenced group change the LoadBalancer's pools, as
+    its status shows them? Yes while it should be a member and is not listed at its
+    address in every port of its group (or is listed draining), or is listed and should
+    not be (being deleted, gone, not Ready, a new address). A VM that is neither, such as
+    one building or one already dropped, wakes no LoadBalancer: each member event of a
+    big group made every LoadBalancer on it run a pass over all its members."""
+    name = vm["metadata"]["name"]
+    group = (vm["metadata"].get("labels") or {}).get(GROUP_LABEL)
+    ports = [
+        p.get("port")
+        for p in (lb.get("spec") or {}).get("ports") or []
+        if ((p.get("realServers") or {}).get("virtualMachineGroupRef")) == group
+    ]
+    listed = [
+        (port.get("port"), m)
+        for port in (lb.get("status") or {}).get("ports") or []
+        for m in port.get("members") or []
+        if m.get("name") == name
+    ]
+    if not is_member_vm(vm):
+        return bool(listed)
+    ip = vm["status"]["ip"]
+    serving = {port for port, m in listed if m.get("address") == ip and m.get("weight") != 0}
+    return len(listed) != len(ports) or serving != set(ports)
+
+
 def wanted_members(vms: list[Body], port: Port) -> list[members.WantedMember]:
     group = port.real_servers.virtual_machine_group_ref
     mport = monitor_port(port)

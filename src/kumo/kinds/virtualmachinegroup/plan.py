@@ -107,7 +107,8 @@ def plan_members(
     imported = imported or {}
     # (A member whose imported server is gone since rebuilds it itself: engine/ownership.py.)
     count, delete, placed = _plan_templates(spec, current_hash, members)
-    leaving = [*going, *(m for m in members if m.name in delete)]
+    deleted = set(delete)  # sets, not lists: a pass stays linear in the group's size
+    leaving = {*going, *(m for m in members if m.name in deleted)}
     # A ref stays with its member until that member goes — and while it goes, unless
     # its import failed: then it marked nothing its deletion could take along, and the
     # member replacing it (say, built from a template that fixes a mismatch) may have it.
@@ -137,7 +138,8 @@ def _plan_templates(
 
     if len(updated) > desired:  # scale down among current members
         delete += [m.name for m in _victims(updated, len(updated) - desired)]
-        updated = [m for m in updated if m.name not in delete]
+        deleted = set(delete)
+        updated = [m for m in updated if m.name not in deleted]
         delete += [m.name for m in old]
         return 0, delete, updated
 

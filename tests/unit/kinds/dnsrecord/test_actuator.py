@@ -451,6 +451,8 @@ def test_dependents_follow_references() -> None:
     vm = make_body(VIRTUAL_MACHINE, "vm-1", {})
     assert actuator.dependents("VirtualMachine", vm, world.store) == keys("by-vm")
     member = make_body(VIRTUAL_MACHINE, "g-x", {}, labels={GROUP_LABEL: "g"})
+    assert actuator.dependents("VirtualMachine", member, world.store) == []  # publishes nothing
+    member["status"] = {"ip": "10.0.0.5", "conditions": [{"type": "Ready", "status": "True"}]}
     assert actuator.dependents("VirtualMachine", member, world.store) == keys("by-group")
     group = make_body(VIRTUAL_MACHINE_GROUP, "g", {})
     assert actuator.dependents("VirtualMachineGroup", group, world.store) == keys("by-group")
@@ -458,3 +460,43 @@ def test_dependents_follow_references() -> None:
     elsewhere = make_body(LOAD_BALANCER, "web", {}, namespace="team-b")
     assert actuator.dependents("LoadBalancer", elsewhere, world.store) == []
     assert actuator.dependents("DNSRecord", lb, world.store) == []
+
+
+def test_only_changes_to_its_values_wake_a_group_record() -> None:
+    """A member building, or serving at an address the record has, wakes no record: in a
+    big group each member event made the record recompute every member's address."""
+    world = World(cloud=FakeDesignate())
+    record = world.add(
+        DNS_RECORD, "web", {"zone": ZONE, "name": "w", "virtualMachineGroupRef": "g"}
+    )
+    record["status"] = {"records": ["10.0.0.5"]}
+    actuator = DNSRecordActuator()
+    web = [Key("DNSRecord", "default", "web")]
+    ready = [{"type": "Ready", "status": "True"}]
+
+    def vm(ip: str | None, conditions: list, **meta: Any) -> dict:
+        body = make_body(VIRTUAL_MACHINE, "g-x", {}, labels={GROUP_LABEL: "g"}, **meta)
+        body["status"] = {"ip": ip, "conditions": conditions}
+        return body
+
+    assert actuator.dependents("VirtualMachine", vm("10.0.0.5", ready), world.store) == []
+    assert actuator.dependents("VirtualMachine", vm(None, []), world.store) == web  # can't tell
+    assert actuator.dependents("VirtualMachine", vm("10.0.0.6", []), world.store) == []
+    assert actuator.dependents("VirtualMachine", vm("10.0.0.6", ready), world.store) == web
+    leaving = vm("10.0.0.5", ready, deletionTimestamp="2026-11-22T00:00:00Z")
+    assert actuator.dependents("VirtualMachine", leaving, world.store) == web
+
+
+def test_a_group_status_change_wakes_only_a_record_that_waits_for_it() -> None:
+    world = World(cloud=FakeDesignate())
+    record = world.add(
+        DNS_RECORD, "web", {"zone": ZONE, "name": "w", "virtualMachineGroupRef": "g"}
+    )
+    actuator = DNSRecordActuator()
+    group = make_body(VIRTUAL_MACHINE_GROUP, "g", {})
+    web = [Key("DNSRecord", "default", "web")]
+    assert actuator.dependents("VirtualMachineGroup", group, world.store) == web  # not Ready
+    record["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    assert actuator.dependents("VirtualMachineGroup", group, world.store) == []
+    group["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    assert actuator.dependents("VirtualMachineGroup", group, world.store) == web

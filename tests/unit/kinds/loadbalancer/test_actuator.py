@@ -3,6 +3,7 @@ feed objects and cloud state in and check cloud state and status out."""
 
 from __future__ import annotations
 
+import copy
 import datetime
 from dataclasses import replace
 from pathlib import Path
@@ -609,3 +610,54 @@ def test_an_imported_lb_is_marked_and_its_ports_are_built() -> None:
     assert status(world)["id"] == lb_id and ready(world)["status"] == "True"
     assert len(cloud(world).lbs) == 1
     assert "Imported" in world.events.reasons()
+
+
+def test_only_member_changes_of_a_vm_wake_the_load_balancer() -> None:
+    """A VM building, or one the pools already dropped, wakes no LoadBalancer: in a big
+    group every member's status writes and deletion each made it pass over all members."""
+    world = new_world(vms=3)
+    converge(world)
+    actuator = LoadBalancerActuator()
+    web = [Key("LoadBalancer", "default", "web")]
+
+    def wakes(vm: dict) -> bool:
+        found = actuator.dependents("VirtualMachine", vm, world.store)
+        assert found in ([], web)
+        return found == web
+
+    serving = copy.deepcopy(stored(world, "VirtualMachine", "vm-0"))
+    assert not wakes(serving), "listed in every port at its address: nothing to do"
+    building = add_vm(world, "vm-new", "10.0.0.99", ready=False)
+    assert not wakes(building)
+    ready_now = copy.deepcopy(building)
+    ready_now["status"]["conditions"][0]["status"] = "True"
+    assert wakes(ready_now)
+    deleting = copy.deepcopy(serving)
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    assert wakes(deleting), "listed and leaving: its drain starts"
+    moved = copy.deepcopy(serving)
+    moved["status"]["ip"] = "10.0.0.77"
+    assert wakes(moved), "a new server at a new address"
+    gone = copy.deepcopy(deleting)
+    gone["metadata"]["name"] = "vm-dropped-long-ago"
+    assert not wakes(gone)
+    draining = stored(world, "LoadBalancer", "web")
+    draining["status"]["ports"][0]["members"][0]["weight"] = 0
+    assert wakes(serving), "wanted again while draining"
+
+
+def test_a_group_status_change_wakes_only_a_load_balancer_that_waits_for_it() -> None:
+    """readyReplicas moves with every member: a Ready LoadBalancer learns of members
+    from their own events, so the group's status writes do not make it pass again."""
+    world = new_world(vms=2)
+    converge(world)
+    actuator = LoadBalancerActuator()
+    web = [Key("LoadBalancer", "default", "web")]
+    group = copy.deepcopy(stored(world, "VirtualMachineGroup", GROUP))
+    group["status"] = {"readyReplicas": 2}
+    assert actuator.dependents("VirtualMachineGroup", group, world.store) == []
+    going = copy.deepcopy(group)
+    going["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    assert actuator.dependents("VirtualMachineGroup", going, world.store) == web
+    stored(world, "LoadBalancer", "web")["status"]["conditions"][0]["status"] = "False"
+    assert actuator.dependents("VirtualMachineGroup", group, world.store) == web

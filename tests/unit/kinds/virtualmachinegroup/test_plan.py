@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
 from kumo.kinds.virtualmachinegroup.plan import (
     Imported,
@@ -225,3 +227,21 @@ def test_imported_members_outside_the_server_group_are_named() -> None:
     assert outside_group(current, imported, ["srv-b"]) == ["m0"]
     note = import_notes(spec(3), [], ["m0"], "sg-1")
     assert "imported member(s) m0 outside server group sg-1" in note
+
+
+def test_a_pass_with_many_members_leaving_stays_linear(monkeypatch: Any) -> None:
+    """Scaling 300 in to 150: every pass while the 150 go compared each member with
+    each leaving one (45,000 comparisons a pass, a pass per member event)."""
+    compared = []
+    real_eq = MemberView.__eq__
+
+    def counting_eq(self: MemberView, other: object) -> bool:
+        compared.append(1)
+        return real_eq(self, other)
+
+    monkeypatch.setattr(MemberView, "__eq__", counting_eq)
+    staying = [MemberView(f"s{i}", "h1", True) for i in range(150)]
+    going = [MemberView(f"g{i}", "h1", True) for i in range(150)]
+    decision = plan_members(spec(150), "h1", staying, going=going)
+    assert decision == MemberPlan([], [])
+    assert len(compared) <= 10 * len(staying + going)
