@@ -133,13 +133,17 @@ def test_snapshot_create_delete(demo_conn: Any, demo_volume: dict[str, Any]) -> 
         return None if r.status_code == 404 else r.json()["snapshot"]
 
     try:
-        wait_until("snapshot available", lambda: (s := snapshot()) and s["status"] == "available", TIMEOUT)
+        wait_until(
+            "snapshot available", lambda: (s := snapshot()) and s["status"] == "available", TIMEOUT
+        )
     finally:
         call(demo_conn, "delete", f"/snapshots/{snap_id}")
         wait_until("snapshot deleted", lambda: snapshot() is None, TIMEOUT)
 
 
-def test_updated_since_listing(demo_conn: Any, other_conn: Any, demo_volume: dict[str, Any]) -> None:
+def test_updated_since_listing(
+    demo_conn: Any, other_conn: Any, demo_volume: dict[str, Any]
+) -> None:
     """What the Volume kind's watch can poll: `updated_at=gte:<time>` at 3.60."""
     updated = datetime.fromisoformat(demo_volume["updated_at"]).replace(tzinfo=UTC)
     before = (updated - timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%S")
