@@ -5,7 +5,7 @@ script and with Heat, and must count what each *service* saw — including what 
 Neutron and Glance on a contender's behalf. Every service of the lab writes one line per
 request, in one of two shapes:
 
-* oslo/eventlet (nova-api, neutron-server, designate-api, glance, heat-api, ): ``2026-11-23 00:04:26.393 14925 INFO nova.osapi_compute.wsgi.server
+* oslo/eventlet (nova-api, neutron-server, designate-api, glance, heat-api, cinder-api): ``2026-11-23 00:04:26.393 14925 INFO nova.osapi_compute.wsgi.server
   [None req-… USER PROJECT - - default default] 127.0.0.1 "GET /v2.1/servers/detail
   HTTP/1.1" status: 200 len: 5702 time: 0.245`` (glance and heat put ``- - [date]``
   before the quoted request line and leave out ``status:``/``len:``);
@@ -92,6 +92,7 @@ SERVICES: tuple[Service, ...] = (
     Service("keystone", "keystone.log", False, "uwsgi"),
     Service("designate", "designate-api.log", True),
     Service("heat", "heat-api.log", False),  # logs the user *name*, no project
+    Service("cinder", "cinder-api.log", True),
 )
 
 

@@ -15,7 +15,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/common.sh"
 
 # Dependency order; a service whose file does not exist (yet) is skipped.
-LAB_ORDER=(mariadb rabbitmq keystone placement glance neutron nova octavia designate manila)
+LAB_ORDER=(mariadb rabbitmq keystone placement glance neutron nova octavia designate manila cinder)
 # Services every later bootstrap needs running before it starts.
 LAB_CORE=(mariadb rabbitmq keystone)
 # Optional services, never started by a plain `up` (so `make up` stays as fast): named in

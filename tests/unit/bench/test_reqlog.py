@@ -149,3 +149,20 @@ def test_merged_tallies_add_up() -> None:
     merged = a.merged(b)
     assert merged.requests == {"nova": 3} and merged.bytes == {"nova": 3 * 5702}
     assert merged.calls["nova"]["GET /v2.1/servers/detail?tags"] == 3
+
+
+CINDER = (
+    "2026-11-25 01:18:47.261 24403 INFO eventlet.wsgi.server [None req-6e194896-d5cf-4a07-8b4e-"
+    f"4cced363d785 5e0be2329b384efaac0c76233a1b4123 {PROJECT} - - default default] 127.0.0.1 "
+    f'"GET /v3/{PROJECT}/volumes/detail?updated_at=gte:2026-11-25T01:18:00 HTTP/1.1" '
+    "status: 200  len: 369 time: 0.2537031\x1b[00m"
+)
+
+
+def test_cinder_api_lines_name_the_project() -> None:
+    req = parse_line(CINDER)
+    assert req is not None
+    assert (req.method, req.status, req.length, req.project) == ("GET", 200, 369, PROJECT)
+    assert req.path.startswith(f"/v3/{PROJECT}/volumes/detail")
+    cinder = next(s for s in SERVICES if s.name == "cinder")
+    assert (cinder.log, cinder.by_project) == ("cinder-api.log", True)
