@@ -159,3 +159,36 @@ def deletion_steps(
     if network:
         steps.append(("delete_network", network))
     return steps
+
+
+#: Ports Neutron or the Network itself makes: they do not keep a subnet or the network in use.
+OWN_DEVICE_OWNERS = frozenset(
+    {"network:router_interface", "network:router_gateway", "network:dhcp"}
+)
+
+
+@dataclass(frozen=True)
+class ObservedPort:
+    id: str
+    device_owner: str
+    subnet_ids: tuple[str, ...]
+
+
+def users(ports: list[ObservedPort]) -> list[ObservedPort]:
+    """The ports that use the network: all but the router's and DHCP's."""
+    return [p for p in ports if p.device_owner not in OWN_DEVICE_OWNERS]
+
+
+def subnets_in_use(ports: list[ObservedPort]) -> set[str]:
+    """IDs of the subnets some user's port has an address on."""
+    return {s for p in users(ports) for s in p.subnet_ids}
+
+
+def deletion_wait(ports: list[ObservedPort]) -> str | None:
+    """Why the network cannot be deleted yet (Neutron refuses a network with ports), as a
+    condition's message; None when nothing but its own ports remain."""
+    left = users(ports)
+    if not left:
+        return None
+    owners = sorted({p.device_owner or "unbound" for p in left})
+    return f"{len(left)} port(s) still use the network ({', '.join(owners)}); deleted once they are gone"

@@ -12,11 +12,14 @@ from pydantic import ValidationError
 from kumo.api.network import NetworkSpec
 from kumo.kinds.network.plan import (
     ObservedNetwork,
+    ObservedPort,
     ObservedSubnet,
     deletion_steps,
+    deletion_wait,
     network_updates,
     plan_interfaces,
     plan_subnets,
+    subnets_in_use,
 )
 
 
@@ -147,3 +150,15 @@ def test_deletion_takes_apart_in_order() -> None:
         ("delete_network", "n"),
     ]
     assert deletion_steps(None, set(), [], None) == []
+
+
+def test_only_users_ports_keep_subnets_and_the_network() -> None:
+    ports = [
+        ObservedPort("r", "network:router_interface", ("a",)),
+        ObservedPort("d", "network:dhcp", ("a", "b")),
+        ObservedPort("vm", "compute:nova", ("b",)),
+    ]
+    assert subnets_in_use(ports) == {"b"}
+    message = deletion_wait(ports)
+    assert message is not None and "1 port(s)" in message and "compute:nova" in message
+    assert deletion_wait(ports[:2]) is None
