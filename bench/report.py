@@ -41,6 +41,8 @@ class Row:
     cpu_s: float | None = None
     restart_full_pass_s: float | None = None
     error: str | None = None
+    #: (seconds since the converge started, VMs Ready/ACTIVE), at each of the harness's polls
+    ready_timeline: list[tuple[float, int]] = field(default_factory=list)
 
     @property
     def total_requests(self) -> int:
@@ -212,3 +214,59 @@ def fleet_cells(row: Row) -> list[str]:
 
 def fleet_table(rows: Sequence[Row]) -> str:
     return format_table(FLEET_HEADER, [fleet_cells(r) for r in rows], [])
+
+
+def median(values: Sequence[float]) -> float:
+    """The median (the mean of the middle two for an even count); NaN when empty."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def spread(values: Sequence[float]) -> str:
+    """``median (min-max)`` of ``values``, 2 decimals; "—" when empty."""
+    if not values:
+        return "—"
+    return f"{median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def pair_ratios(rows: Sequence[Row], attr: str, base: str = "direct") -> dict[str, list[float]]:
+    """Per contender other than ``base``: the ratios ``row/base`` of ``attr`` over the
+    repeats, pairing the k-th row of a contender at an N with the k-th ``base`` row at
+    that N. Failed or unmeasured pairs are left out."""
+    out: dict[str, list[float]] = {}
+    for contender in dict.fromkeys(r.contender for r in rows if r.contender != base):
+        for n in dict.fromkeys(r.n for r in rows):
+            mine = [r for r in rows if r.contender == contender and r.n == n]
+            theirs = [r for r in rows if r.contender == base and r.n == n]
+            for a, b in zip(mine, theirs, strict=False):
+                x, y = getattr(a, attr), getattr(b, attr)
+                if a.error or b.error or x is None or not y:
+                    continue
+                out.setdefault(f"{contender}/{base} N={n}", []).append(x / y)
+    return out
+
+
+def repeat_summary(rows: Sequence[Row], base: str = "direct") -> str:
+    """The median and the spread (min-max) of each contender's converge and delete
+    seconds, and of its paired ratios to ``base``, over the repeated runs."""
+    lines = [["N", "contender", "runs", "converge s", "delete s"]]
+    for key in dict.fromkeys((r.n, r.contender) for r in rows):
+        ok = [r for r in rows if (r.n, r.contender) == key and not r.error]
+        conv = [r.converge_s for r in ok if r.converge_s is not None]
+        dele = [r.delete_s for r in ok if r.delete_s is not None]
+        lines.append([str(key[0]), key[1], str(len(ok)), spread(conv), spread(dele)])
+    conv_r, del_r = pair_ratios(rows, "converge_s", base), pair_ratios(rows, "delete_s", base)
+    for name in dict.fromkeys([*conv_r, *del_r]):
+        n = name.rsplit("N=", 1)[1]
+        label = name.rsplit(" ", 1)[0]
+        runs = str(max(len(conv_r.get(name, [])), len(del_r.get(name, []))))
+        lines.append([n, label, runs, spread(conv_r.get(name, [])), spread(del_r.get(name, []))])
+    return "Median (min-max) over the repeats:\n" + format_table(lines[0], lines[1:], [])
+
+
+def latency_line(name: str, values: Sequence[float]) -> str:
+    """``name: p50/p95 s (count)``."""
+    return f"{name}: {_pair(list(values))} s p50/p95 ({len(values)} VMs)"
