@@ -33,9 +33,10 @@ def service_pids(pids_dir: Path = PIDS, skip: Sequence[str] = ("kumo",)) -> dict
         if service in skip:  # make up's operator is paused during a run
             continue
         try:
-            out[service].append(int(f.read_text().split()[0]))
+            pid = int(f.read_text().split()[0])
         except (ValueError, IndexError, OSError):
             continue
+        out[service].append(pid)
     return dict(out)
 
 
