@@ -368,6 +368,8 @@ class KumoRun:
         self.timeline: list[tuple[float, int]] = []
         """(seconds since converge() started, VMs Ready) at each poll while converging."""
         self._converge_t0: float | None = None
+        self.first_ready: dict[str, float] = {}
+        """VM name → seconds since converge() started when a poll first saw it Ready."""
 
     @property
     def objects(self) -> int:
@@ -475,7 +477,11 @@ class KumoRun:
         vms = self.kube.items("virtualmachines", self.namespace)
         ready = sum(1 for v in vms if lab.is_ready(v))
         if self._converge_t0 is not None:
-            self.timeline.append((time.monotonic() - self._converge_t0, ready))
+            now = time.monotonic() - self._converge_t0
+            self.timeline.append((now, ready))
+            for v in vms:
+                if lab.is_ready(v):
+                    self.first_ready.setdefault(_name(v), now)
         if len(vms) != self.n or ready != len(vms):
             return False
         lbs = {_name(lb): lb for lb in self.kube.items("loadbalancers", self.namespace)}

@@ -43,6 +43,12 @@ class Row:
     error: str | None = None
     #: (seconds since the converge started, VMs Ready/ACTIVE), at each of the harness's polls
     ready_timeline: list[tuple[float, int]] = field(default_factory=list)
+    #: Kumo's critical path, per VM (s): objects created → Nova answered its POST /servers;
+    #: Nova's launched_at (ACTIVE) → the harness first saw the VM Ready (1-s polls);
+    #: Ready seen → its member created in Octavia's pool (created_at, 1-s resolution)
+    create_to_post_s: list[float] = field(default_factory=list)
+    active_to_ready_s: list[float] = field(default_factory=list)
+    ready_to_member_s: list[float] = field(default_factory=list)
 
     @property
     def total_requests(self) -> int:
@@ -128,8 +134,14 @@ def table(rows: Sequence[Row], base: str = "direct") -> str:
     body = [cells(r) for r in rows]
     ratios = []
     for row in rows:
-        ref = next((b for b in rows if b.contender == base and b.n == row.n), None)
-        if ref is None or row is ref:
+        if row.contender == base:
+            continue
+        # with --repeat, the k-th run of a contender at N beside the k-th base run at N
+        same = [r for r in rows if (r.contender, r.n) == (row.contender, row.n)]
+        k = next(i for i, r in enumerate(same) if r is row)  # rows compare equal by value
+        refs = [b for b in rows if b.contender == base and b.n == row.n]
+        ref = refs[k] if k < len(refs) else None
+        if ref is None:
             continue
         line = ratio_cells(row, ref)
         if line is not None:
@@ -270,3 +282,34 @@ def repeat_summary(rows: Sequence[Row], base: str = "direct") -> str:
 def latency_line(name: str, values: Sequence[float]) -> str:
     """``name: p50/p95 s (count)``."""
     return f"{name}: {_pair(list(values))} s p50/p95 ({len(values)} VMs)"
+
+
+def deltas(start: dict[str, float], end: dict[str, float]) -> list[float]:
+    """``end[k] - start[k]`` for every key in both, in key order."""
+    return [end[k] - start[k] for k in sorted(start) if k in end]
+
+
+def utc_seconds(stamp: str | None) -> float | None:
+    """An OpenStack timestamp (``2026-11-25T01:23:05.000000``, ``…Z`` or ``+00:00``;
+    UTC when it names no zone) as seconds since the epoch; None for None or junk."""
+    import datetime as _dt
+
+    if not stamp:
+        return None
+    try:
+        parsed = _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=_dt.UTC)
+    return parsed.timestamp()
+
+
+def critical_path(row: Row) -> list[str]:
+    """The p50/p95 lines of Kumo's critical path (empty when not measured)."""
+    parts = [
+        ("objects created → POST /servers", row.create_to_post_s),
+        ("ACTIVE (launched_at) → Ready seen", row.active_to_ready_s),
+        ("Ready seen → member in the pool", row.ready_to_member_s),
+    ]
+    return [f"N={row.n} {row.contender}: " + latency_line(n, v) for n, v in parts if v]

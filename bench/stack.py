@@ -29,7 +29,7 @@ from typing import Any
 from bench import lab, report
 from bench.contenders import Direct, Heat, KumoRun, split
 from bench.lab import say, wait_for
-from bench.reqlog import LogWindow, Tally
+from bench.reqlog import LogWindow, Tally, server_create_times
 from bench.sampler import Sampler
 
 LOCK = Path("/tmp/kumo-lab.lock")
@@ -156,6 +156,7 @@ class Harness:
         self.stamp = stamp
         self.kumo: KumoRun | None = None  # the running Kumo, for the sampler
         self.profiles: list[Path] = []
+        self.run_no = 0  # the repeat being run (--repeat), for the profiles' names
         self.kube = lab.Kube()
         self.hconn = lab.CountingConnection()
         self.project = self.hconn.conn.current_project_id
@@ -202,11 +203,15 @@ class Harness:
             kumo.setup()
             kumo.start()
             w = self.window()
-            t0 = time.monotonic()
+            t0, t0_wall = time.monotonic(), time.time()
             with self.profile(kumo, f"{name}-{n}-converge"):
                 kumo.converge()
             row.converge_s = time.monotonic() - t0
             row.ready_timeline = list(kumo.timeline)
+            try:
+                self.critical_path(kumo, row, w[0], t0_wall)
+            except Exception as error:  # a measurement aid: never fail the run for it
+                say(f"kumo: critical path not measured: {type(error).__name__}: {error}")
             created = self.requests(w, f"{name}-{n}-converge")
             say(
                 f"kumo: converged in {row.converge_s:.1f}s; settling {self.args.settle_seconds:.0f}s"
@@ -235,7 +240,7 @@ class Harness:
         if not self.args.profile:
             yield
             return
-        out = RESULTS / f"profile-{self.stamp}-{phase}.svg"
+        out = RESULTS / f"profile-{self.stamp}-{phase}-{self.run_no}.svg"
         spy = subprocess.Popen(
             [
                 str(Path(sys.executable).parent / "py-spy"),
@@ -267,6 +272,42 @@ class Harness:
                 say(f"py-spy: {out}")
             else:
                 say(f"py-spy wrote no profile: {err.decode(errors='replace')[-300:]}")
+
+    def critical_path(
+        self, kumo: KumoRun, row: report.Row, window: LogWindow, t0_wall: float
+    ) -> None:
+        """Per VM: objects created → Nova's POST /servers (nova-api's log), Nova's
+        launched_at → first seen Ready, Ready → its member's created_at in Octavia. One
+        server listing and one member listing per LB (the harness's, not counted)."""
+        posts = server_create_times(window.lines(), self.project)
+        row.create_to_post_s = [t - t0_wall for t in posts]
+        ready_wall = {vm: t0_wall + t for vm, t in kumo.first_ready.items()}
+        vms = self.kube.items("virtualmachines", kumo.namespace)
+        server_of = {_name(v): (v.get("status") or {}).get("id") for v in vms}
+        launched = {
+            s.id: report.utc_seconds(getattr(s, "launched_at", None))
+            for s in self.hconn.conn.compute.servers(details=True)
+        }
+        active = {
+            vm: t for vm, sid in server_of.items() if (t := launched.get(sid or "")) is not None
+        }
+        row.active_to_ready_s = report.deltas(active, ready_wall)
+        vm_of_addr = {
+            a.get("ip"): _name(v)
+            for v in vms
+            for a in (v.get("status") or {}).get("addresses") or []
+        }
+        member_at: dict[str, float] = {}
+        for lb in self.kube.items("loadbalancers", kumo.namespace):
+            ports = (lb.get("status") or {}).get("ports") or []
+            pool = ports[0].get("poolId") if ports else None
+            for m in self.hconn.conn.load_balancer.members(pool) if pool else []:
+                created = report.utc_seconds(getattr(m, "created_at", None))
+                if m.address in vm_of_addr and created is not None:
+                    member_at[vm_of_addr[m.address]] = created
+        row.ready_to_member_s = report.deltas(ready_wall, member_at)
+        for line in report.critical_path(row):
+            say(line)
 
     def idle(self, kumo: KumoRun, row: report.Row) -> None:
         seconds = self.args.idle_seconds
@@ -318,6 +359,10 @@ class Harness:
         return kumo
 
 
+def _name(body: dict[str, Any]) -> str:
+    return str(body["metadata"]["name"])
+
+
 def run(args: argparse.Namespace, fleet: bool) -> None:
     sizes = [int(x) for x in str(args.n).split(",") if x.strip()]
     contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
@@ -356,6 +401,7 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
                         run_no = f" (run {k + 1}/{args.repeat})" if args.repeat > 1 else ""
                         say(f"=== N={n}: {name}{run_no}")
                         sampler.phase(f"{name} N={n}{run_no}")
+                        h.run_no = k + 1
                         try:
                             if name == "kumo":
                                 row = h.run_kumo(n, fleet=fleet)
@@ -396,6 +442,9 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
     print(report.fleet_table(rows) if fleet else report.table(rows))
     if fleet and len({r.contender for r in rows}) > 1:
         print(report.table(rows))  # converge, delete and requests per service side by side
+    for r in rows:
+        for line in report.critical_path(r):
+            print(line)
     if args.repeat > 1:
         print(report.repeat_summary(rows))
     if args.plots:

@@ -92,3 +92,18 @@ def test_plots_are_written_small(tmp_path: Path) -> None:
         data = path.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
         assert len(data) < 200_000  # small: dpi 80
+
+
+def test_table_pairs_the_kth_run_with_the_kth_direct_run() -> None:
+    from bench.report import table
+
+    rows = [
+        Row("kumo", 3, converge_s=30.0, delete_s=10.0),
+        Row("direct", 3, converge_s=20.0, delete_s=10.0),
+        Row("kumo", 3, converge_s=22.0, delete_s=9.0),
+        Row("direct", 3, converge_s=10.0, delete_s=10.0),
+    ]
+    ratios = [line for line in table(rows).splitlines() if "/direct" in line]
+    assert len(ratios) == 2  # no direct/direct line
+    assert "1.50x" in ratios[0]
+    assert "2.20x" in ratios[1]
