@@ -31,11 +31,14 @@ def _pyplot():  # type: ignore[no-untyped-def]
 def ready_over_time(rows: Sequence[Row], path: Path) -> Path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=SIZE)
-    for i, row in enumerate(rows):
+    seen: dict[tuple[str, int], int] = {}
+    repeated = len({(r.contender, r.n) for r in rows}) < len(rows)
+    for row in rows:
+        k = seen[(row.contender, row.n)] = seen.get((row.contender, row.n), 0) + 1
         if not row.ready_timeline:
             continue
         t, n = zip(*row.ready_timeline, strict=True)
-        label = row.contender if len(rows) < 3 else f"{row.contender} #{i + 1} (N={row.n})"
+        label = f"{row.contender} N={row.n}" + (f" run {k}" if repeated else "")
         ax.step(t, n, where="post", label=label)
     ax.set_xlabel("seconds since the objects / creates were submitted")
     ax.set_ylabel("VMs Ready (Kumo) / ACTIVE (direct)")
