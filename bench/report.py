@@ -45,10 +45,11 @@ class Row:
     ready_timeline: list[tuple[float, int]] = field(default_factory=list)
     #: Kumo's critical path, per VM (s): objects created → Nova answered its POST /servers;
     #: Nova's launched_at (ACTIVE) → the harness first saw the VM Ready (1-s polls);
-    #: Ready seen → its member created in Octavia's pool (created_at, 1-s resolution)
+    #: launched_at → its member created in Octavia's pool (created_at; both cloud-side
+    #: stamps in whole seconds, no poll lag)
     create_to_post_s: list[float] = field(default_factory=list)
     active_to_ready_s: list[float] = field(default_factory=list)
-    ready_to_member_s: list[float] = field(default_factory=list)
+    active_to_member_s: list[float] = field(default_factory=list)
 
     @property
     def total_requests(self) -> int:
@@ -310,6 +311,6 @@ def critical_path(row: Row) -> list[str]:
     parts = [
         ("objects created → POST /servers", row.create_to_post_s),
         ("ACTIVE (launched_at) → Ready seen", row.active_to_ready_s),
-        ("Ready seen → member in the pool", row.ready_to_member_s),
+        ("ACTIVE (launched_at) → member in the pool", row.active_to_member_s),
     ]
     return [f"N={row.n} {row.contender}: " + latency_line(n, v) for n, v in parts if v]

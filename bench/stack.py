@@ -277,7 +277,7 @@ class Harness:
         self, kumo: KumoRun, row: report.Row, window: LogWindow, t0_wall: float
     ) -> None:
         """Per VM: objects created → Nova's POST /servers (nova-api's log), Nova's
-        launched_at → first seen Ready, Ready → its member's created_at in Octavia. One
+        launched_at → first seen Ready, launched_at → its member's created_at in Octavia. One
         server listing and one member listing per LB (the harness's, not counted)."""
         posts = server_create_times(window.lines(), self.project)
         row.create_to_post_s = [t - t0_wall for t in posts]
@@ -305,7 +305,7 @@ class Harness:
                 created = report.utc_seconds(getattr(m, "created_at", None))
                 if m.address in vm_of_addr and created is not None:
                     member_at[vm_of_addr[m.address]] = created
-        row.ready_to_member_s = report.deltas(ready_wall, member_at)
+        row.active_to_member_s = report.deltas(active, member_at)
         for line in report.critical_path(row):
             say(line)
 
@@ -409,6 +409,7 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
                                 row = h.run_kumo(n, fleet, name, variants[name])
                             elif name == "direct":
                                 row = h.run_simple(Direct(n, args.groups if fleet else 1), n)
+                                row.groups = args.groups if fleet else 1
                             elif name == "heat":
                                 row = h.run_simple(Heat(n), n)
                             else:
