@@ -84,7 +84,7 @@ def cpu_over_time(samples: Mapping[str, object], path: Path, top: int = 6) -> Pa
         for s, v in samples["services_cpu_s"].items()  # type: ignore[attr-defined]
     }
     busiest = sorted(services, key=lambda s: -sum(services[s]))[:top]
-    fig, (ax, ax_rss) = plt.subplots(2, 1, figsize=(8, 6), sharex=True, height_ratios=[3, 1])
+    fig, (ax, ax_rss) = plt.subplots(2, 1, figsize=(9, 6), sharex=True, height_ratios=[3, 1])
     mid = t[1:]
     ax.plot(mid, kumo, label="kumo", color="black", linewidth=1.5)
     for s in busiest:
@@ -95,7 +95,7 @@ def cpu_over_time(samples: Mapping[str, object], path: Path, top: int = 6) -> Pa
     ax.set_ylabel("CPU (cores)")
     ax.set_title("Kumo's CPU against the lab's services")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small", ncol=4, loc="upper right")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))  # off the plot
     ax_rss.plot(t, samples["kumo_rss_mib"], color="black")  # type: ignore[arg-type]
     ax_rss.set_ylabel("Kumo RSS MiB")
     ax_rss.set_xlabel("seconds since the run started")
