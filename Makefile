@@ -42,18 +42,22 @@ image: venv
 
 # Benchmarks (not part of `make test`; docs/performance.md). They take the lab lock
 # (/tmp/kumo-lab.lock) themselves and run this checkout's Kumo (PYTHONPATH=src).
-# make bench BENCH_N=20 · make bench-fleet FLEET_N=300 FLEET_GROUPS=3 · BENCH_ARGS="--repairs 20"
+# make bench BENCH_N=20 · make bench-fleet FLEET_N=1000 FLEET_GROUPS=10 FLEET_CONTENDERS=kumo
+# · BENCH_ARGS="--repairs 20 --repeat 3 --profile"
 BENCH_N ?= 20,100
-FLEET_N ?= 1000
-FLEET_GROUPS ?= 10
+FLEET_N ?= 300
+FLEET_GROUPS ?= 3
+FLEET_CONTENDERS ?= kumo,direct
 # Real stack: Kumo vs. a direct openstacksdk script vs. Heat (installed into the lab if missing).
 bench: venv
 	PYTHONPATH=src $(VENV)/bin/python -m bench stack --n $(BENCH_N) $(BENCH_ARGS)
 
-# Kumo alone on a big fleet once converged: idle requests, repairs, RSS, restart. The N
-# VMs are split over FLEET_GROUPS groups, each with its own LB and DNS record.
+# A big fleet: by default the N = 300 (3 × 100) pair, Kumo then the direct script doing the
+# same groups (converge, delete, requests per service, Kumo's CPU against the lab's); Kumo
+# once converged: idle requests, repairs, RSS, restart. Each group has its own LB (and, for
+# Kumo, a DNS record).
 bench-fleet: venv
-	PYTHONPATH=src $(VENV)/bin/python -m bench fleet --n $(FLEET_N) --groups $(FLEET_GROUPS) $(BENCH_ARGS)
+	PYTHONPATH=src $(VENV)/bin/python -m bench fleet --n $(FLEET_N) --groups $(FLEET_GROUPS) --contenders $(FLEET_CONTENDERS) $(BENCH_ARGS)
 
 # The in-memory drift benchmark (no lab needed).
 bench-memory: venv

@@ -3,7 +3,7 @@
 python -m bench memory [--vms 1000]      drift detection on an in-memory cloud
 python -m bench group [--sizes 20,100]   Kumo's CPU per VM by group size, in memory
 python -m bench stack [--n 20,100]       Kumo vs. direct openstacksdk vs. Heat on the lab
-python -m bench fleet [--n 1000]         Kumo alone on a big fleet, once converged
+python -m bench fleet [--n 300 --groups 3 --contenders kumo,direct]   a big fleet; Kumo once converged
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ def main() -> None:
     from bench import stack  # needs only the venv; the lab is touched when it runs
 
     stack.add_arguments(sub.add_parser("stack", help="real-stack: kumo, direct, heat"), False)
-    stack.add_arguments(sub.add_parser("fleet", help="real-stack: Kumo on a big fleet"), True)
+    stack.add_arguments(
+        sub.add_parser("fleet", help="real-stack: a big fleet (Kumo, and the direct script)"), True
+    )
     args = parser.parse_args()
     if args.command == "memory":
         memory.run(args)

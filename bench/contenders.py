@@ -48,49 +48,63 @@ def _lb_active(conn: Any, lb_id: str) -> bool:
 
 
 class Direct:
+    """The direct script; with ``groups`` > 1 (the fleet), the N servers are split over G
+    groups as Kumo's are (``split``), each with its own server group and LB chain, and
+    each pool gets its members in one batch once its group is ACTIVE."""
+
     name = "direct"
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, groups: int = 1) -> None:
         self.n = n
         self.conn = lab.connect()
         self.prefix = f"{PREFIX}-direct"
+        self.sizes = split(n, groups)
+        self.timeline: list[tuple[float, int]] = []
+
+    def _group_prefix(self, g: int) -> str:
+        """The stack benchmark's single group keeps its names (`kbench-direct-0001`)."""
+        return self.prefix if len(self.sizes) == 1 else f"{self.prefix}-g{g}"
 
     def _servers(self) -> list[Any]:
         return list(self.conn.compute.servers(details=True, name=f"^{self.prefix}-"))
 
     def converge(self) -> None:
         c = self.conn
+        t0 = time.monotonic()
         image = c.image.find_image(IMAGE, ignore_missing=False)
         flavor = c.compute.find_flavor(FLAVOR, ignore_missing=False)
         net = c.network.find_network(NETWORK, ignore_missing=False)
         subnet = c.network.find_subnet(SUBNET, ignore_missing=False)
-        group = c.compute.create_server_group(
-            name=f"{self.prefix}-group", policy="soft-anti-affinity"
-        )
+        server_groups = [
+            c.compute.create_server_group(
+                name=f"{self._group_prefix(g)}-group", policy="soft-anti-affinity"
+            )
+            for g in range(len(self.sizes))
+        ]
 
-        def create(i: int) -> None:
+        def create(gi: tuple[int, int]) -> None:
+            g, i = gi
             c.compute.create_server(
-                name=f"{self.prefix}-{i:04d}",
+                name=f"{self._group_prefix(g)}-{i:04d}",
                 image_id=image.id,
                 flavor_id=flavor.id,
                 networks=[{"uuid": net.id}],
-                scheduler_hints={"group": group.id},
+                scheduler_hints={"group": server_groups[g].id},
             )
 
-        def lb_chain() -> tuple[str, str]:
-            lb = c.load_balancer.create_load_balancer(
-                name=f"{self.prefix}-lb", vip_subnet_id=subnet.id
-            )
+        def lb_chain(g: int) -> tuple[str, str]:
+            name = self._group_prefix(g)
+            lb = c.load_balancer.create_load_balancer(name=f"{name}-lb", vip_subnet_id=subnet.id)
             wait_for("LB ACTIVE", lambda: _lb_active(c, lb.id), 600)
             listener = c.load_balancer.create_listener(
-                name=f"{self.prefix}-80",
+                name=f"{name}-80",
                 protocol="HTTP",
                 protocol_port=80,
                 load_balancer_id=lb.id,
             )
             wait_for("LB ACTIVE", lambda: _lb_active(c, lb.id), 600)
             pool = c.load_balancer.create_pool(
-                name=f"{self.prefix}-80",
+                name=f"{name}-80",
                 lb_algorithm="ROUND_ROBIN",
                 protocol="HTTP",
                 listener_id=listener.id,
@@ -107,9 +121,11 @@ class Direct:
             wait_for("LB ACTIVE", lambda: _lb_active(c, lb.id), 600)
             return lb.id, pool.id
 
-        with ThreadPoolExecutor(THREADS) as pool_ex:
-            lb_future = pool_ex.submit(lb_chain)
-            list(pool_ex.map(create, range(self.n)))
+        work = [(g, i) for g, size in enumerate(self.sizes) for i in range(size)]
+        with ThreadPoolExecutor(THREADS + len(self.sizes)) as pool_ex:
+            lb_futures = [pool_ex.submit(lb_chain, g) for g in range(len(self.sizes))]
+            with ThreadPoolExecutor(THREADS) as create_ex:
+                list(create_ex.map(create, work))
 
             def all_active() -> list[Any] | None:
                 servers = self._servers()
@@ -117,38 +133,50 @@ class Direct:
                 if errors:
                     raise RuntimeError(f"servers went ERROR: {errors[:5]}")
                 active = [s for s in servers if s.status == "ACTIVE" and s.addresses]
+                self.timeline.append((time.monotonic() - t0, len(active)))
                 return active if len(active) == self.n else None
 
             servers = wait_for("servers ACTIVE", all_active, budget(self.n), interval=2)
-            lb_id, pool_id = lb_future.result()
-        members = [
-            {
-                "name": s.name,
-                "address": s.addresses[NETWORK][0]["addr"],
-                "protocol_port": 8080,
-                "subnet_id": subnet.id,
-            }
-            for s in servers
+            chains = [f.result() for f in lb_futures]
+        for g, (_, pool_id) in enumerate(chains):
+            mine = f"{self._group_prefix(g)}-"
+            members = [
+                {
+                    "name": s.name,
+                    "address": s.addresses[NETWORK][0]["addr"],
+                    "protocol_port": 8080,
+                    "subnet_id": subnet.id,
+                }
+                for s in servers
+                if s.name.startswith(mine) and s.name[len(mine) :].isdigit()
+            ]
+            c.load_balancer.put(f"/lbaas/pools/{pool_id}/members", json={"members": members})
+        for lb_id, _ in chains:
+            wait_for(
+                "LB ACTIVE after the member update",
+                lambda lb=lb_id: _lb_active(c, lb),  # type: ignore[misc]
+                600,
+            )
+
+    def _lbs(self) -> list[Any]:
+        return [
+            lb
+            for lb in self.conn.load_balancer.load_balancers()
+            if lb.name.startswith(f"{self.prefix}-") and lb.name.endswith("-lb")
         ]
-        c.load_balancer.put(f"/lbaas/pools/{pool_id}/members", json={"members": members})
-        wait_for("LB ACTIVE after the member update", lambda: _lb_active(c, lb_id), 600)
 
     def delete(self) -> None:
         c = self.conn
-        for lb in c.load_balancer.load_balancers(name=f"{self.prefix}-lb"):
+        for lb in self._lbs():
             c.load_balancer.delete_load_balancer(lb, cascade=True)
         servers = self._servers()
         with ThreadPoolExecutor(THREADS) as ex:
             list(ex.map(lambda s: c.compute.delete_server(s, ignore_missing=True), servers))
         wait_for("servers deleted", lambda: not self._servers(), budget(self.n), interval=2)
         for group in c.compute.server_groups():
-            if group.name == f"{self.prefix}-group":
+            if group.name.startswith(f"{self.prefix}-") and group.name.endswith("-group"):
                 c.compute.delete_server_group(group)
-        wait_for(
-            "LB deleted",
-            lambda: not list(c.load_balancer.load_balancers(name=f"{self.prefix}-lb")),
-            600,
-        )
+        wait_for("LB deleted", lambda: not self._lbs(), 600)
 
 
 class Heat:
@@ -337,6 +365,11 @@ class KumoRun:
         # Repair timing resolution; coarser on big fleets, where each check lists every
         # VM (Kubernetes) and every member (Octavia).
         self.poll = 0.25 if n <= 100 else 1.0
+        self.timeline: list[tuple[float, int]] = []
+        """(seconds since converge() started, VMs Ready) at each poll while converging."""
+        self._converge_t0: float | None = None
+        self.first_ready: dict[str, float] = {}
+        """VM name → seconds since converge() started when a poll first saw it Ready."""
 
     @property
     def objects(self) -> int:
@@ -442,7 +475,14 @@ class KumoRun:
         member list per LB)."""
         self._alive()
         vms = self.kube.items("virtualmachines", self.namespace)
-        if len(vms) != self.n or not all(lab.is_ready(v) for v in vms):
+        ready = sum(1 for v in vms if lab.is_ready(v))
+        if self._converge_t0 is not None:
+            now = time.monotonic() - self._converge_t0
+            self.timeline.append((now, ready))
+            for v in vms:
+                if lab.is_ready(v):
+                    self.first_ready.setdefault(_name(v), now)
+        if len(vms) != self.n or ready != len(vms):
             return False
         lbs = {_name(lb): lb for lb in self.kube.items("loadbalancers", self.namespace)}
         for group in self.groups:
@@ -461,6 +501,7 @@ class KumoRun:
         )
 
     def converge(self) -> None:
+        self._converge_t0 = time.monotonic()
         for group in self.groups:
             self.kube.create("virtualmachinegroups", self.namespace, vmg_body(group))
             self.kube.create("loadbalancers", self.namespace, lb_body(group))
@@ -470,6 +511,7 @@ class KumoRun:
         wait_for(
             "Kumo converged", self.converged, budget(self.n), interval=1 if self.n <= 100 else 3
         )
+        self._converge_t0 = None  # repairs' polls are not the converge's
 
     def repair(self, index: int) -> tuple[float, float, float]:
         """Delete one server out of band (round-robin over the groups); seconds until

@@ -41,6 +41,15 @@ class Row:
     cpu_s: float | None = None
     restart_full_pass_s: float | None = None
     error: str | None = None
+    #: (seconds since the converge started, VMs Ready/ACTIVE), at each of the harness's polls
+    ready_timeline: list[tuple[float, int]] = field(default_factory=list)
+    #: Kumo's critical path, per VM (s): objects created → Nova answered its POST /servers;
+    #: Nova's launched_at (ACTIVE) → the harness first saw the VM Ready (1-s polls);
+    #: launched_at → its member created in Octavia's pool (created_at; both cloud-side
+    #: stamps in whole seconds, no poll lag)
+    create_to_post_s: list[float] = field(default_factory=list)
+    active_to_ready_s: list[float] = field(default_factory=list)
+    active_to_member_s: list[float] = field(default_factory=list)
 
     @property
     def total_requests(self) -> int:
@@ -126,8 +135,14 @@ def table(rows: Sequence[Row], base: str = "direct") -> str:
     body = [cells(r) for r in rows]
     ratios = []
     for row in rows:
-        ref = next((b for b in rows if b.contender == base and b.n == row.n), None)
-        if ref is None or row is ref:
+        if row.contender == base:
+            continue
+        # with --repeat, the k-th run of a contender at N beside the k-th base run at N
+        same = [r for r in rows if (r.contender, r.n) == (row.contender, row.n)]
+        k = next(i for i, r in enumerate(same) if r is row)  # rows compare equal by value
+        refs = [b for b in rows if b.contender == base and b.n == row.n]
+        ref = refs[k] if k < len(refs) else None
+        if ref is None:
             continue
         line = ratio_cells(row, ref)
         if line is not None:
@@ -212,3 +227,90 @@ def fleet_cells(row: Row) -> list[str]:
 
 def fleet_table(rows: Sequence[Row]) -> str:
     return format_table(FLEET_HEADER, [fleet_cells(r) for r in rows], [])
+
+
+def median(values: Sequence[float]) -> float:
+    """The median (the mean of the middle two for an even count); NaN when empty."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def spread(values: Sequence[float]) -> str:
+    """``median (min-max)`` of ``values``, 2 decimals; "—" when empty."""
+    if not values:
+        return "—"
+    return f"{median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def pair_ratios(rows: Sequence[Row], attr: str, base: str = "direct") -> dict[str, list[float]]:
+    """Per contender other than ``base``: the ratios ``row/base`` of ``attr`` over the
+    repeats, pairing the k-th row of a contender at an N with the k-th ``base`` row at
+    that N. Failed or unmeasured pairs are left out."""
+    out: dict[str, list[float]] = {}
+    for contender in dict.fromkeys(r.contender for r in rows if r.contender != base):
+        for n in dict.fromkeys(r.n for r in rows):
+            mine = [r for r in rows if r.contender == contender and r.n == n]
+            theirs = [r for r in rows if r.contender == base and r.n == n]
+            for a, b in zip(mine, theirs, strict=False):
+                x, y = getattr(a, attr), getattr(b, attr)
+                if a.error or b.error or x is None or not y:
+                    continue
+                out.setdefault(f"{contender}/{base} N={n}", []).append(x / y)
+    return out
+
+
+def repeat_summary(rows: Sequence[Row], base: str = "direct") -> str:
+    """The median and the spread (min-max) of each contender's converge and delete
+    seconds, and of its paired ratios to ``base``, over the repeated runs."""
+    lines = [["N", "contender", "runs", "converge s", "delete s"]]
+    for key in dict.fromkeys((r.n, r.contender) for r in rows):
+        ok = [r for r in rows if (r.n, r.contender) == key and not r.error]
+        conv = [r.converge_s for r in ok if r.converge_s is not None]
+        dele = [r.delete_s for r in ok if r.delete_s is not None]
+        lines.append([str(key[0]), key[1], str(len(ok)), spread(conv), spread(dele)])
+    conv_r, del_r = pair_ratios(rows, "converge_s", base), pair_ratios(rows, "delete_s", base)
+    for name in dict.fromkeys([*conv_r, *del_r]):
+        n = name.rsplit("N=", 1)[1]
+        label = name.rsplit(" ", 1)[0]
+        runs = str(max(len(conv_r.get(name, [])), len(del_r.get(name, []))))
+        lines.append([n, label, runs, spread(conv_r.get(name, [])), spread(del_r.get(name, []))])
+    return "Median (min-max) over the repeats:\n" + format_table(lines[0], lines[1:], [])
+
+
+def latency_line(name: str, values: Sequence[float]) -> str:
+    """``name: p50/p95 s (count)``."""
+    return f"{name}: {_pair(list(values))} s p50/p95 ({len(values)} VMs)"
+
+
+def deltas(start: dict[str, float], end: dict[str, float]) -> list[float]:
+    """``end[k] - start[k]`` for every key in both, in key order."""
+    return [end[k] - start[k] for k in sorted(start) if k in end]
+
+
+def utc_seconds(stamp: str | None) -> float | None:
+    """An OpenStack timestamp (``2026-11-25T01:23:05.000000``, ``…Z`` or ``+00:00``;
+    UTC when it names no zone) as seconds since the epoch; None for None or junk."""
+    import datetime as _dt
+
+    if not stamp:
+        return None
+    try:
+        parsed = _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=_dt.UTC)
+    return parsed.timestamp()
+
+
+def critical_path(row: Row) -> list[str]:
+    """The p50/p95 lines of Kumo's critical path (empty when not measured)."""
+    parts = [
+        ("objects created → POST /servers", row.create_to_post_s),
+        ("ACTIVE (launched_at) → Ready seen", row.active_to_ready_s),
+        ("ACTIVE (launched_at) → member in the pool", row.active_to_member_s),
+    ]
+    return [f"N={row.n} {row.contender}: " + latency_line(n, v) for n, v in parts if v]

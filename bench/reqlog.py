@@ -201,3 +201,32 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+_OSLO_TIME = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) ")
+_ELAPSED = re.compile(r" time: (?P<s>\d+(?:\.\d+)?)")
+_SERVERS = re.compile(r"^/v2(?:\.1)?(?:/[0-9a-f]{32})?/servers/?$")
+
+
+def server_create_times(lines: Iterable[tuple[Service, str]], project: str | None) -> list[float]:
+    """The wall-clock times (seconds since the epoch, the log's local time) at which
+    nova-api received each ``POST /servers`` of ``project``, in log order: the line's
+    time is when it answered, less the ``time:`` it took."""
+    import datetime as _dt
+
+    out = []
+    for service, line in lines:
+        if service.name != "nova":
+            continue
+        req = parse_line(line)
+        if req is None or req.method != "POST" or not _SERVERS.match(req.path.split("?")[0]):
+            continue
+        if project is not None and req.project != project:
+            continue
+        m = _OSLO_TIME.match(line)
+        if m:
+            stamp = _dt.datetime.strptime(m["ts"], "%Y-%m-%d %H:%M:%S.%f")
+            took = _ELAPSED.search(line)
+            # naive = local time, as the lab's logs write it
+            out.append(stamp.timestamp() - (float(took["s"]) if took else 0.0))
+    return out

@@ -17,7 +17,9 @@ import contextlib
 import fcntl
 import json
 import shlex
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -27,7 +29,8 @@ from typing import Any
 from bench import lab, report
 from bench.contenders import Direct, Heat, KumoRun, split
 from bench.lab import say, wait_for
-from bench.reqlog import LogWindow, Tally
+from bench.reqlog import LogWindow, Tally, server_create_times
+from bench.sampler import Sampler
 
 LOCK = Path("/tmp/kumo-lab.lock")
 RESULTS = lab.STATE / "bench"
@@ -49,10 +52,32 @@ def add_arguments(parser: argparse.ArgumentParser, fleet: bool) -> None:
             default=True,
             help=f"a DNSRecord per LoadBalancer, in the lab's zone {lab.ZONE}",
         )
-    else:
-        parser.add_argument(
-            "--contenders", default="kumo,direct,heat", help="subset/order, comma-separated"
-        )
+    parser.add_argument(
+        "--contenders",
+        default="kumo" if fleet else "kumo,direct,heat",
+        help="subset/order, comma-separated"
+        + (" (kumo, direct: the same G groups by a direct script)" if fleet else ""),
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="K",
+        help="run the contenders K times alternately (kumo, direct, kumo, direct, …) and "
+        "print the median and the spread (min-max) of converge, delete and their ratios",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="record Kumo with py-spy: a flame graph (SVG) of the converge and of the "
+        "delete in .kumo-dev/bench/",
+    )
+    parser.add_argument(
+        "--plots",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write PNG plots into .kumo-dev/bench/ (matplotlib, the bench extra)",
+    )
     parser.add_argument("--repairs", type=int, default=10, help="out-of-band deletes timed")
     parser.add_argument("--idle-seconds", type=float, default=60.0, help="idle window length")
     parser.add_argument("--settle-seconds", type=float, default=10.0, help="pause before idle")
@@ -126,8 +151,12 @@ def add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
 
 
 class Harness:
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, stamp: str = "") -> None:
         self.args = args
+        self.stamp = stamp
+        self.kumo: KumoRun | None = None  # the running Kumo, for the sampler
+        self.profiles: list[Path] = []
+        self.run_no = 0  # the repeat being run (--repeat), for the profiles' names
         self.kube = lab.Kube()
         self.hconn = lab.CountingConnection()
         self.project = self.hconn.conn.current_project_id
@@ -153,6 +182,7 @@ class Harness:
             row.converge_s = time.monotonic() - t0
             created = self.requests(w, f"{contender.name}-{n}-converge")
         finally:
+            row.ready_timeline = list(getattr(contender, "timeline", []))
             w = self.window()
             t0 = time.monotonic()
             contender.delete()
@@ -168,13 +198,20 @@ class Harness:
         groups, dns = (self.args.groups, self.args.dns) if fleet else (1, False)
         row = report.Row(name, n, groups=groups, dns_records=groups if dns else 0)
         kumo = KumoRun(n, self.kube, self.hconn, self.args.drift_seconds, groups, dns, extra)
+        self.kumo = kumo
         try:
             kumo.setup()
             kumo.start()
             w = self.window()
-            t0 = time.monotonic()
-            kumo.converge()
+            t0, t0_wall = time.monotonic(), time.time()
+            with self.profile(kumo, f"{name}-{n}-converge"):
+                kumo.converge()
             row.converge_s = time.monotonic() - t0
+            row.ready_timeline = list(kumo.timeline)
+            try:
+                self.critical_path(kumo, row, w[0], t0_wall)
+            except Exception as error:  # a measurement aid: never fail the run for it
+                say(f"kumo: critical path not measured: {type(error).__name__}: {error}")
             created = self.requests(w, f"{name}-{n}-converge")
             say(
                 f"kumo: converged in {row.converge_s:.1f}s; settling {self.args.settle_seconds:.0f}s"
@@ -187,12 +224,90 @@ class Harness:
             row.peak_rss_mib, row.cpu_s = kumo.usage()
             w = self.window()
             t0 = time.monotonic()
-            kumo.delete()
+            with self.profile(kumo, f"{name}-{n}-delete"):
+                kumo.delete()
             row.delete_s = time.monotonic() - t0
             row.requests = add(created, self.requests(w, f"{name}-{n}-delete"))
             return row
         finally:
             kumo.teardown()
+            self.kumo = None
+
+    @contextlib.contextmanager
+    def profile(self, kumo: KumoRun, phase: str) -> Iterator[None]:
+        """With --profile: `py-spy record` of Kumo's process for the phase, an SVG flame
+        graph in .kumo-dev/bench/ (py-spy needs ptrace: root, or CAP_SYS_PTRACE)."""
+        if not self.args.profile:
+            yield
+            return
+        out = RESULTS / f"profile-{self.stamp}-{phase}-{self.run_no}.svg"
+        spy = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "py-spy"),
+                "record",
+                "--pid",
+                str(kumo.pid),
+                "--output",
+                str(out),
+                "--format",
+                "flamegraph",
+                "--rate",
+                "50",
+                "--nonblocking",  # do not pause Kumo to sample it: the timing stays honest
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            yield
+        finally:
+            spy.send_signal(signal.SIGINT)  # py-spy writes the SVG on SIGINT
+            try:
+                _, err = spy.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+                _, err = spy.communicate()
+            if out.exists():
+                self.profiles.append(out)
+                say(f"py-spy: {out}")
+            else:
+                say(f"py-spy wrote no profile: {err.decode(errors='replace')[-300:]}")
+
+    def critical_path(
+        self, kumo: KumoRun, row: report.Row, window: LogWindow, t0_wall: float
+    ) -> None:
+        """Per VM: objects created → Nova's POST /servers (nova-api's log), Nova's
+        launched_at → first seen Ready, launched_at → its member's created_at in Octavia. One
+        server listing and one member listing per LB (the harness's, not counted)."""
+        posts = server_create_times(window.lines(), self.project)
+        row.create_to_post_s = [t - t0_wall for t in posts]
+        ready_wall = {vm: t0_wall + t for vm, t in kumo.first_ready.items()}
+        vms = self.kube.items("virtualmachines", kumo.namespace)
+        server_of = {_name(v): (v.get("status") or {}).get("id") for v in vms}
+        launched = {
+            s.id: report.utc_seconds(getattr(s, "launched_at", None))
+            for s in self.hconn.conn.compute.servers(details=True)
+        }
+        active = {
+            vm: t for vm, sid in server_of.items() if (t := launched.get(sid or "")) is not None
+        }
+        row.active_to_ready_s = report.deltas(active, ready_wall)
+        vm_of_addr = {
+            a.get("ip"): _name(v)
+            for v in vms
+            for a in (v.get("status") or {}).get("addresses") or []
+        }
+        member_at: dict[str, float] = {}
+        for lb in self.kube.items("loadbalancers", kumo.namespace):
+            ports = (lb.get("status") or {}).get("ports") or []
+            pool = ports[0].get("poolId") if ports else None
+            for m in self.hconn.conn.load_balancer.members(pool) if pool else []:
+                created = report.utc_seconds(getattr(m, "created_at", None))
+                if m.address in vm_of_addr and created is not None:
+                    member_at[vm_of_addr[m.address]] = created
+        row.active_to_member_s = report.deltas(active, member_at)
+        for line in report.critical_path(row):
+            say(line)
 
     def idle(self, kumo: KumoRun, row: report.Row) -> None:
         seconds = self.args.idle_seconds
@@ -244,9 +359,15 @@ class Harness:
         return kumo
 
 
+def _name(body: dict[str, Any]) -> str:
+    return str(body["metadata"]["name"])
+
+
 def run(args: argparse.Namespace, fleet: bool) -> None:
     sizes = [int(x) for x in str(args.n).split(",") if x.strip()]
-    contenders = ["kumo"] if fleet else [c.strip() for c in args.contenders.split(",")]
+    contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    if fleet and "heat" in contenders:
+        raise SystemExit("--contenders: the fleet has kumo and direct (no Heat template)")
     variants = {
         name: shlex.split(extra) for name, _, extra in (v.partition("=") for v in args.variant)
     }
@@ -258,6 +379,7 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
     rows: list[report.Row] = []
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    kind = "fleet" if fleet else "stack"
     commit = subprocess.run(
         ["git", "-C", str(lab.ROOT), "rev-parse", "--short", "HEAD"],
         capture_output=True,
@@ -267,22 +389,27 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
     with lab_lock(args.no_lock):
         if "heat" in contenders:
             ensure_heat()
-        h = Harness(args)
+        h = Harness(args, stamp)
         lab.sweep(h.hconn.conn)  # a previous run's leftovers
+        sampler = Sampler(lambda: h.kumo.pid if h.kumo and h.kumo.proc else None)
         # Always: octavia-api and keystone log no project, so another operator's polls
         # would be counted as the contender's.
-        with single_operator(h.kube):
+        with single_operator(h.kube), sampler:
             try:
                 for n in sizes:
-                    for name in contenders:
-                        say(f"=== N={n}: {name}")
+                    for k, name in ((k, c) for k in range(args.repeat) for c in contenders):
+                        run_no = f" (run {k + 1}/{args.repeat})" if args.repeat > 1 else ""
+                        say(f"=== N={n}: {name}{run_no}")
+                        sampler.phase(f"{name} N={n}{run_no}")
+                        h.run_no = k + 1
                         try:
                             if name == "kumo":
                                 row = h.run_kumo(n, fleet=fleet)
                             elif name in variants:
                                 row = h.run_kumo(n, fleet, name, variants[name])
                             elif name == "direct":
-                                row = h.run_simple(Direct(n), n)
+                                row = h.run_simple(Direct(n, args.groups if fleet else 1), n)
+                                row.groups = args.groups if fleet else 1
                             elif name == "heat":
                                 row = h.run_simple(Heat(n), n)
                             else:
@@ -297,7 +424,7 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
                         say(report.table([row]).splitlines()[-1])
             finally:
                 lab.sweep(h.hconn.conn)
-    out = RESULTS / f"{'fleet' if fleet else 'stack'}-{stamp}.json"
+    out = RESULTS / f"{kind}-{stamp}.json"
     out.write_text(
         json.dumps(
             {
@@ -305,6 +432,8 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
                 "args": vars(args),
                 "rows": [asdict(r) for r in rows],
                 "request_shapes": h.calls,
+                "samples": sampler.as_dict(),
+                "profiles": [str(p) for p in h.profiles],
             },
             indent=1,
         )
@@ -312,6 +441,16 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
     print()
     print(f"Kumo commit {commit}; {time.strftime('%Y-%m-%d %H:%M')}; details: {out}")
     print(report.fleet_table(rows) if fleet else report.table(rows))
+    if fleet and len({r.contender for r in rows}) > 1:
+        print(report.table(rows))  # converge, delete and requests per service side by side
+    for r in rows:
+        for line in report.critical_path(r):
+            print(line)
+    if args.repeat > 1:
+        print(report.repeat_summary(rows))
+    if args.plots:
+        for path in write_plots(rows, sampler.as_dict(), f"{kind}-{stamp}", fleet):
+            print(f"plot: {path}")
     for r in rows:
         if (
             r.contender.startswith("kumo")
@@ -324,3 +463,21 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
                 f"({r.full_listing_bytes} B); idle req/min by service: "
                 + ", ".join(f"{s} {v:.1f}" for s, v in sorted((r.idle_per_min or {}).items()))
             )
+
+
+def write_plots(
+    rows: list[report.Row], samples: dict[str, Any], stem: str, fleet: bool
+) -> list[Path]:
+    """The run's PNGs in .kumo-dev/bench/ (a missing matplotlib skips them, saying so)."""
+    try:
+        from bench import plots
+    except ImportError as error:  # pragma: no cover - the bench extra is not installed
+        say(f"no plots ({error}): pip install -e '.[bench]'")
+        return []
+    out = [
+        plots.ready_over_time(rows, RESULTS / f"{stem}-ready.png"),
+        plots.requests_per_service(rows, RESULTS / f"{stem}-requests.png"),
+    ]
+    if fleet or samples.get("t"):
+        out.append(plots.cpu_over_time(samples, RESULTS / f"{stem}-cpu.png"))
+    return out

@@ -24,7 +24,7 @@ fi
 if [ "${1:-}" = --relock ]; then
   log "re-resolving Kumo's dependencies into $CONSTRAINTS"
   tmp="$(mktemp -d)"
-  "$PYTHON" -m venv "$tmp/venv" && "$tmp/venv/bin/pip" install -q --disable-pip-version-check -e '.[test]' \
+  "$PYTHON" -m venv "$tmp/venv" && "$tmp/venv/bin/pip" install -q --disable-pip-version-check -e '.[test,bench]' \
     || die "resolving failed"
   { sed -n '1,/^# deploy\/image/p' "$CONSTRAINTS"; "$tmp/venv/bin/pip" freeze --exclude-editable | grep -v '^kumo'; } >"$tmp/c.txt"
   mv "$tmp/c.txt" "$CONSTRAINTS" && rm -rf "$tmp"
@@ -35,7 +35,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   log "installing Kumo and test dependencies into .venv (pinned by $CONSTRAINTS)"
   rm -f "$stamp"
   log_file="$KUMO_STATE/logs/venv.log"
-  if ! .venv/bin/pip install --disable-pip-version-check -c "$CONSTRAINTS" -e '.[test]' >"$log_file" 2>&1; then
+  if ! .venv/bin/pip install --disable-pip-version-check -c "$CONSTRAINTS" -e '.[test,bench]' >"$log_file" 2>&1; then
     tail -n 30 "$log_file" >&2
     die "pip install failed (log: $log_file)"
   fi
