@@ -73,9 +73,28 @@ def cleanup(conn: Any, made: list[str]) -> None:
     made.clear()
 
 
-async def _idle(cloud: Any, intervals: int, interval_s: float) -> tuple[dict[str, int], float]:
+def _quiet(logdir: Path) -> LogWindow:
+    """A window opened once the logs stopped growing for 0.5 s (the start-up listing's
+    last lines written), so it holds only the idle intervals."""
+    last: list[LogWindow] = [LogWindow(logdir)]
+
+    def settled() -> LogWindow | None:
+        time.sleep(0.5)  # the quiet period this waits for, not a synchronisation
+        now = LogWindow(logdir)
+        still = now.offsets == last[0].offsets
+        last[0] = now
+        return now if still else None
+
+    return lab.wait_for("the request logs to settle", settled, timeout=30, interval=0)
+
+
+async def _idle(
+    cloud: Any, intervals: int, interval_s: float, logdir: Path
+) -> tuple[LogWindow, dict[str, int], float]:
+    """The start-up listing (outside the window), then ``intervals`` idle refreshes."""
     watch = cloud.watch
     await watch.sync()
+    window = _quiet(logdir)
     before = dict(watch.stats.lists)
     took = 0.0
     for i in range(intervals):
@@ -87,7 +106,7 @@ async def _idle(cloud: Any, intervals: int, interval_s: float) -> tuple[dict[str
             await asyncio.sleep(max(0.0, interval_s - spent))  # pacing, not synchronisation
     after = watch.stats.lists
     delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
-    return delta, took / intervals
+    return window, delta, took / intervals
 
 
 def _neutron_calls(tally: Tally) -> dict[str, int]:
@@ -116,9 +135,8 @@ def measure(
         for n in sizes:
             grow_to(conn, made, n)
             cloud = OpenStackCloud(conn)
-            asyncio.run(cloud.watch.sync())  # the start-up listing, outside the window
-            window = LogWindow(logdir)
-            adapter, took = asyncio.run(_idle(cloud, intervals, interval_s if paced else 0.0))
+            pace = interval_s if paced else 0.0
+            window, adapter, took = asyncio.run(_idle(cloud, intervals, pace, logdir))
             expected = sum(adapter.values())
 
             def seen(w: LogWindow = window, want: int = expected) -> Tally | None:
