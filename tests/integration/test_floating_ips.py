@@ -296,7 +296,11 @@ def test_following_a_load_balancers_vip_published_in_dns_then_the_lb_goes(
         found = neutron_fip(demo_conn, fip_id) if fip_id else None
         return found if found and found.get("port_id") == vip_port else None
 
-    fip = wait_until("the address on the LB's VIP port", on_vip, 120)
+    try:
+        fip = wait_until("the address on the LB's VIP port", on_vip, 120)
+    except AssertionError as error:  # say what the FloatingIP reported
+        status = (get_obj("fip", "api-ip", ns) or {}).get("status")
+        raise AssertionError(f"{error}; VIP port {vip_port}; FloatingIP status {status}") from None
     obj = wait_ready("fip", "api-ip", ns)
     fip_id, address = obj["status"]["id"], obj["status"]["address"]
     assert fip["floating_ip_address"] == address and obj["status"]["phase"] == "Associated"
