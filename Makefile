@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: up down test chaos unit lint crds rbac venv bench bench-fleet bench-memory bench-group clean image
+.PHONY: up down test chaos unit lint crds rbac venv bench bench-fleet bench-memory bench-group bench-idle clean image
 
 up: venv
 	bash dev/up.sh
@@ -67,6 +67,11 @@ bench-memory: venv
 # "--profile .kumo-dev/bench/group").
 bench-group: venv
 	PYTHONPATH=src $(VENV)/bin/python -m bench group $(BENCH_ARGS)
+
+# Idle Neutron requests/min with 10 and 100 security groups (issue 22; lab, ~3 min).
+IDLE_GROUPS ?= 10,100
+bench-idle: venv
+	PYTHONPATH=src $(VENV)/bin/python -m bench idle-neutron --groups $(IDLE_GROUPS) $(BENCH_ARGS)
 
 clean: down
 	rm -rf .kumo-dev $(VENV)

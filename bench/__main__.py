@@ -4,6 +4,7 @@ python -m bench memory [--vms 1000]      drift detection on an in-memory cloud
 python -m bench group [--sizes 20,100]   Kumo's CPU per VM by group size, in memory
 python -m bench stack [--n 20,100]       Kumo vs. direct openstacksdk vs. Heat on the lab
 python -m bench fleet [--n 300 --groups 3 --contenders kumo,direct]   a big fleet; Kumo once converged
+python -m bench idle-neutron [--groups 10,100]  idle Neutron requests/min by security groups
 """
 
 from __future__ import annotations
@@ -28,11 +29,16 @@ def main() -> None:
     stack.add_arguments(
         sub.add_parser("fleet", help="real-stack: a big fleet (Kumo, and the direct script)"), True
     )
+    from bench import idle
+
+    idle.add_arguments(sub.add_parser("idle-neutron", help="lab: idle Neutron req/min by groups"))
     args = parser.parse_args()
     if args.command == "memory":
         memory.run(args)
     elif args.command == "group":
         group.run(args)
+    elif args.command == "idle-neutron":
+        idle.run(args)
     else:
         stack.run(args, fleet=args.command == "fleet")
 

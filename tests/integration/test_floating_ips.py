@@ -255,3 +255,80 @@ def _replace_and_follow(conn: Any, ns: str, server: str, on: Any) -> tuple[str, 
     done = time.monotonic()
     build = seen.get("active", done) - seen["new"]
     return current, done - deleted - build
+
+
+def test_following_a_load_balancers_vip_published_in_dns_then_the_lb_goes(
+    namespace: str, kumo_operator: Any, demo_conn: Any, demo_router: None
+) -> None:
+    """`loadBalancerRef` on the real Octavia and Neutron: the address lands on the LB's
+    VIP port and DNS publishes it. Deleting the LoadBalancer does not wait for the
+    FloatingIP (kinds/references.py: it follows its target, it does not hold it): Octavia
+    deletes the VIP port, Neutron disassociates the address, and the FloatingIP keeps it
+    with Ready=False TargetNotFound naming `loadBalancerRef`. Deleting everything then
+    releases the address and leaves nothing."""
+    ns = namespace
+    apply(ns, {
+        "apiVersion": "kumo.dev/v1alpha1", "kind": "VirtualMachineGroup",
+        "metadata": {"name": "pool"},
+        "spec": {"replicas": 1, "haPolicy": "none",
+                 "template": {"image": "centos79", "flavor": "n3-1vcpu-2gb"}},
+    })  # fmt: skip
+    apply(ns, {
+        "apiVersion": "kumo.dev/v1alpha1", "kind": "LoadBalancer", "metadata": {"name": "api"},
+        "spec": {"region": "tokyo1", "ports": [{
+            "port": 80, "protocol": "http",
+            "realServers": {"protocol": "http", "port": 80, "virtualMachineGroupRef": "pool"},
+        }]},
+    })  # fmt: skip
+    apply(ns, fip_manifest("api-ip", loadBalancerRef="api"))
+    apply(ns, {
+        "apiVersion": "kumo.dev/v1alpha1", "kind": "DNSRecord", "metadata": {"name": "api"},
+        "spec": {"zone": "kumo-demo.test.", "name": f"api-{ns}", "floatingIPRef": "api-ip"},
+    })  # fmt: skip
+    lb = wait_ready("lb", "api", ns, timeout=240)
+    lb_id = lb["status"]["id"]
+    vip_port = demo_conn.load_balancer.get_load_balancer(lb_id).vip_port_id
+    assert vip_port
+
+    def on_vip() -> dict[str, Any] | None:
+        obj = get_obj("fip", "api-ip", ns) or {}
+        fip_id = (obj.get("status") or {}).get("id")
+        found = neutron_fip(demo_conn, fip_id) if fip_id else None
+        return found if found and found.get("port_id") == vip_port else None
+
+    try:
+        fip = wait_until("the address on the LB's VIP port", on_vip, 120)
+    except AssertionError as error:  # say what the FloatingIP reported
+        status = (get_obj("fip", "api-ip", ns) or {}).get("status")
+        raise AssertionError(f"{error}; VIP port {vip_port}; FloatingIP status {status}") from None
+    obj = wait_ready("fip", "api-ip", ns)
+    fip_id, address = obj["status"]["id"], obj["status"]["address"]
+    assert fip["floating_ip_address"] == address and obj["status"]["phase"] == "Associated"
+    assert fip["fixed_ip_address"] == lb["status"]["vip"], (fip, lb["status"])
+    assert wait_ready("dns", "api", ns, timeout=60)["status"]["records"] == [address]
+
+    # The LoadBalancer goes first: it does not wait for the FloatingIP, which keeps the
+    # address, no longer associated, and says why on the field.
+    kubectl("delete", "lb", "api", "-n", ns, "--wait=false")
+    wait_gone("lb", "api", ns, 240)
+
+    def says_target_not_found() -> dict[str, Any] | None:
+        obj = get_obj("fip", "api-ip", ns) or {}
+        ready = [
+            c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"
+        ]
+        return obj if ready and ready[0]["reason"] == "TargetNotFound" else None
+
+    obj = wait_until("Ready=False TargetNotFound", says_target_not_found, 60)
+    ready = next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False" and "loadBalancerRef" in ready["message"], ready
+    kept = neutron_fip(demo_conn, fip_id)
+    assert kept is not None and kept["floating_ip_address"] == address and not kept["port_id"]
+
+    # Deleting everything leaves nothing: the record, the address, the group's servers.
+    for kind, name in (("dns", "api"), ("fip", "api-ip"), ("vmg", "pool")):
+        kubectl("delete", kind, name, "-n", ns, "--wait=false")
+    for kind, name in (("dns", "api"), ("fip", "api-ip"), ("vmg", "pool")):
+        wait_gone(kind, name, ns, 180)
+    wait_until("address released", lambda: neutron_fip(demo_conn, fip_id) is None, 30)
+    assert demo_conn.load_balancer.find_load_balancer(lb_id, ignore_missing=True) is None

@@ -152,3 +152,29 @@ def test_catalog_is_local_and_in_tokyo1(demo_conn):
     assert demo_conn.compute.find_flavor("n3-1vcpu-2gb") is not None
     public = demo_conn.network.find_network("public")
     assert public is not None and public.is_router_external
+
+
+def test_networking_kinds_have_what_they_need(admin_conn):
+    """Issue 22's lab part: Neutron's router and port-security extensions, the external
+    network's floating-IP range in TEST-NET-3 (203.0.113.0/24, documentation space, never
+    routed), and the big projects' quotas for groups, rules, floating IPs and routers."""
+    import ipaddress
+
+    aliases = {e.alias for e in admin_conn.network.extensions()}
+    assert {"router", "port-security", "security-group"} <= aliases, aliases
+    public = admin_conn.network.find_network("public", ignore_missing=False)
+    assert public.is_router_external
+    subnets = list(admin_conn.network.subnets(network_id=public.id))
+    assert subnets, "the external network has no subnet"
+    testnet = [
+        ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")
+    ]
+    for subnet in subnets:
+        assert any(ipaddress.ip_network(subnet.cidr).subnet_of(t) for t in testnet), subnet.cidr
+        for pool in subnet.allocation_pools:
+            assert ipaddress.ip_address(pool["start"]) in ipaddress.ip_network(subnet.cidr)
+    for project in ("kumo-demo", "kumo-bench"):
+        pid = admin_conn.identity.find_project(project, ignore_missing=False).id
+        q = admin_conn.network.get_quota(pid)
+        assert q.security_groups >= 200 and q.security_group_rules >= 2000, project
+        assert q.floating_ips >= 200 and q.routers >= 50, project

@@ -38,6 +38,7 @@ from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds.labels import GROUP_LABEL
+from kumo.kinds.references import referenced_names
 from kumo.kinds.securitygroup import plan
 
 #: Safety net while waiting for a target (its events enqueue the group anyway).
@@ -167,7 +168,7 @@ class SecurityGroupActuator:
             hit = [
                 g
                 for g in groups
-                if (group and ("virtualMachineGroupRef", group) in _refs(g))
+                if (group and group in _refs(g, "virtualMachineGroupRef"))
                 or (g.get("metadata") or {}).get("deletionTimestamp")
             ]
         elif kind in REF_FIELDS.values():
@@ -175,7 +176,7 @@ class SecurityGroupActuator:
             hit = [
                 g
                 for g in groups
-                if any((f, name) in _refs(g) for f in fields)
+                if any(name in _refs(g, f) for f in fields)
                 and (kind, g["metadata"]["name"]) != (self.info.kind, name)
             ]
         else:
@@ -183,13 +184,8 @@ class SecurityGroupActuator:
         return [Key(self.info.kind, namespace, g["metadata"]["name"]) for g in hit]
 
 
-def _refs(group: Body) -> set[tuple[str, str]]:
-    return {
-        (key, value)
-        for rule in (group.get("spec") or {}).get("rules") or []
-        for key, value in rule.items()
-        if key in REF_FIELDS
-    }
+def _refs(group: Body, field: str) -> list[str]:
+    return referenced_names(group.get("spec") or {}, f"rules[].{field}")
 
 
 # -- observe / act ---------------------------------------------------------------------------

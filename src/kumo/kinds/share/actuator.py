@@ -31,6 +31,7 @@ from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds.labels import GROUP_LABEL
+from kumo.kinds.references import referenced_names
 from kumo.kinds.share import plan
 
 #: Seconds between passes while Manila works (a share or a rule takes about a second).
@@ -162,12 +163,12 @@ class ShareActuator:
             hit = [
                 s
                 for s in shares
-                if ("virtualMachineRef", name) in _refs(s)
-                or (group and ("virtualMachineGroupRef", group) in _refs(s))
+                if name in _refs(s, "virtualMachineRef")
+                or (group and group in _refs(s, "virtualMachineGroupRef"))
                 or name in _rule_vms(s)
             ]
         elif kind == "VirtualMachineGroup":
-            hit = [s for s in shares if ("virtualMachineGroupRef", name) in _refs(s)]
+            hit = [s for s in shares if name in _refs(s, "virtualMachineGroupRef")]
         elif kind == "LoadBalancer":
             deleting = {
                 vm["metadata"]["name"]
@@ -180,13 +181,8 @@ class ShareActuator:
         return [Key(self.info.kind, namespace, s["metadata"]["name"]) for s in hit]
 
 
-def _refs(share: Body) -> set[tuple[str, str]]:
-    return {
-        (key, value)
-        for entry in (share.get("spec") or {}).get("access") or []
-        for key, value in entry.items()
-        if key in ("virtualMachineRef", "virtualMachineGroupRef")
-    }
+def _refs(share: Body, field: str) -> list[str]:
+    return referenced_names(share.get("spec") or {}, f"access[].{field}")
 
 
 def _rule_vms(share: Body) -> set[str]:
