@@ -32,7 +32,7 @@ from kumo.cloud.model import (
 from kumo.engine import lifecycle, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
-from kumo.engine.objects import Context, Obj
+from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds.volume import plan
 
@@ -142,6 +142,10 @@ class VolumeActuator:
     async def release(self, ctx: Context, obj: Obj, spec: VolumeSpec | None) -> None:
         """The volume stays, attached or not, with the orphan mark instead of the marker."""
         await ownership.release_owned(ctx, obj, owned_volumes(ctx, obj.uid))
+
+    def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
+        """No other kind's event changes a Volume's decisions."""
+        return []
 
 
 # -- reusable: what another kind making volumes calls too -----------------------------------
