@@ -15,6 +15,7 @@ from kumo.ports import (
     LoadBalancingPort,
     NetworkingPort,
     SharesPort,
+    VolumesPort,
 )
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
@@ -23,6 +24,7 @@ from tests.unit.kinds.keypair.fake_keypairs import FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
 from tests.unit.kinds.share.fake_manila import FakeManila
+from tests.unit.kinds.volume.fake_cinder import FakeCinder
 
 
 def conforms(
@@ -33,6 +35,7 @@ def conforms(
     neutron: FakeNeutron,
     keypairs: FakeKeyPairs,
     floating: FakeFloatingIPs,
+    cinder: FakeCinder,
 ) -> None:
     compute: ComputePort = nova
     load_balancing: LoadBalancingPort = octavia
@@ -41,4 +44,5 @@ def conforms(
     networking: NetworkingPort = neutron
     keypair: KeyPairsPort = keypairs
     floating_ips: FloatingIPPort = floating
-    del compute, load_balancing, dns, shares, networking, keypair, floating_ips
+    volumes: VolumesPort = cinder
+    del compute, load_balancing, dns, shares, networking, keypair, floating_ips, volumes

@@ -19,6 +19,7 @@ from kumo.cloud.keypairs import KeyPairCalls
 from kumo.cloud.neutron import NeutronCalls
 from kumo.cloud.octavia import OctaviaCalls
 from kumo.cloud.shares import ManilaCalls
+from kumo.cloud.volumes import CinderCalls
 from kumo.engine.errors import TransientError
 from kumo.kinds import registry
 from tests.unit.fakes import FakeNova, World
@@ -28,6 +29,7 @@ from tests.unit.kinds.keypair.fake_keypairs import FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
 from tests.unit.kinds.share.fake_manila import FakeManila
+from tests.unit.kinds.volume.fake_cinder import FakeCinder
 
 #: Fake-only helpers that tests call to play the cloud or a user; everything else a fake
 #: defines must exist on the adapter class with the same signature (or, for a read a
@@ -55,6 +57,7 @@ FAKES = [
             "delete_out_of_band",
         },
     ),
+    (FakeCinder, CinderCalls, {"only_volume", "add_volume", "delete_volume_out_of_band"}),
 ]
 
 

@@ -19,6 +19,7 @@ from kumo.api import (
     share,
     virtualmachine,
     virtualmachinegroup,
+    volume,
 )
 from kumo.api.common import GROUP
 
@@ -212,6 +213,24 @@ KEY_PAIR = KindInfo(
     ),
 )
 
+VOLUME = KindInfo(
+    kind="Volume",
+    plural="volumes",
+    short_names=("vol",),
+    spec_model=volume.VolumeSpec,
+    status_model=volume.VolumeStatus,
+    description="A Cinder volume: empty or from an image or snapshot; grows in place.",
+    printer_columns=(
+        PrinterColumn("Size", ".status.size", "integer", "GiB"),
+        PrinterColumn("Status", ".status.volumeStatus"),
+        PrinterColumn("Ready", READY),
+        PrinterColumn("Attached", ".status.attachments", priority=1),
+        PrinterColumn("ID", ".status.id", priority=1),
+        STALLED_COLUMN,
+        AGE,
+    ),
+)
+
 #: Kinds others use first: where no reference orders two kinds, the fixtures and the bench
 #: delete the later one first (``registry.deletion_order``), so security groups and
 #: KeyPairs, which VMs name, come before them here (deleting everything takes them last).
@@ -224,4 +243,5 @@ KINDS: tuple[KindInfo, ...] = (
     FLOATING_IP,
     DNS_RECORD,
     SHARE,
+    VOLUME,
 )

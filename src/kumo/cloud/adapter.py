@@ -16,6 +16,7 @@ from kumo.cloud.keypairs import KeyPairCalls
 from kumo.cloud.neutron import NeutronCalls
 from kumo.cloud.octavia import LISTENER_PROTOCOL, MONITOR_TYPE, OctaviaCalls
 from kumo.cloud.shares import ManilaCalls
+from kumo.cloud.volumes import CinderCalls
 from kumo.ports import Cloud
 
 __all__ = ["LISTENER_PROTOCOL", "MONITOR_TYPE", "OpenStackCloud"]
@@ -29,6 +30,7 @@ class OpenStackCloud(
     NeutronCalls,
     KeyPairCalls,
     FloatingIPCalls,
+    CinderCalls,
 ):
     """The adapter the kinds are given: one per cloud (credentials), shared by the
     namespaces that use it. See base.py for how calls are made."""

@@ -468,6 +468,62 @@ class DryRunCloud:
     async def delete_floating_ip(self, fip_id: str) -> None:
         self._record("delete", "floating IP", fip_id)
 
+    # -- Cinder ------------------------------------------------------------------------
+
+    async def create_volume(self, **attrs: Any) -> model.Volume:
+        self._record(
+            "create",
+            "volume",
+            attrs["name"],
+            Change("spec.size", None, attrs.get("size")),
+            Change("spec.volumeType", None, attrs.get("volume_type")),
+        )
+        return model.Volume(
+            id=NEW_ID,
+            name=attrs["name"],
+            status="creating",
+            size=attrs.get("size", 0),
+            volume_type=attrs.get("volume_type"),
+            metadata=dict(attrs.get("metadata") or {}),
+        )
+
+    async def extend_volume(self, volume_id: str, new_size: int) -> None:
+        old = await self._inner.get_volume(volume_id)
+        self._record(
+            "update", "volume", volume_id, Change("spec.size", old.size if old else None, new_size)
+        )
+
+    async def update_volume(self, volume_id: str, *, description: str | None) -> None:
+        old = await self._inner.get_volume(volume_id)
+        self._record(
+            "update",
+            "volume",
+            volume_id,
+            Change("spec.description", old.description if old else None, description),
+        )
+
+    async def set_volume_metadata(self, volume_id: str, metadata: dict[str, str]) -> None:
+        old = await self._inner.get_volume(volume_id)
+        self._record(
+            "update",
+            "volume",
+            volume_id,
+            Change("metadata", old.metadata if old else None, metadata),
+        )
+
+    async def delete_volume(self, volume_id: str) -> None:
+        self._record("delete", "volume", volume_id)
+
+    async def attach_volume(self, server_id: str, volume_id: str, device: str | None) -> None:
+        self._record(
+            "update", "server", server_id, Change("spec.volumes", None, f"attach {volume_id}")
+        )
+
+    async def detach_volume(self, server_id: str, volume_id: str) -> None:
+        self._record(
+            "update", "server", server_id, Change("spec.volumes", f"attach {volume_id}", None)
+        )
+
 
 def _port_text(port_id: str | None) -> str:
     """How a floating IP's association reads in a plan and in ``status.drift``."""

@@ -74,6 +74,7 @@ from kumo.ports import (
     LoadBalancingPort,
     NetworkingPort,
     SharesPort,
+    VolumesPort,
 )
 
 log = logging.getLogger("kumo.cloud.watch")
@@ -609,6 +610,45 @@ class ShareWatcher(Watcher):
         )
 
 
+#: Cinder volume states in which Cinder is still working on it.
+TRANSITIONAL_VOLUME = {
+    "creating", "extending", "deleting", "attaching", "detaching", "downloading",
+    "reserved", "maintenance", "uploading", "retyping",
+}  # fmt: skip
+
+
+class VolumeWatcher(Watcher):
+    """Cinder: Kumo's volumes, one listing filtered by Kumo's metadata per interval —
+    the idle cost is one call whatever the number of volumes, and no per-volume GET
+    (attachments come with the listing)."""
+
+    service = "cinder"
+
+    def __init__(self, cloud: VolumesPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
+        self.volumes: ResourceCache[model.Volume] = ResourceCache(
+            "volumes",
+            lambda v: v.id,
+            lambda v: model.metadata_owner(v.metadata),
+            live=lambda v: v.status != "deleting",
+        )
+        self.caches = self.singles = (self.volumes,)
+        self.marks = (("volume", self.volumes),)
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_volume(resource.id)
+
+    async def refresh(self, full: bool) -> Changes:
+        token = self.volumes.begin()
+        self.env.stats.count("cinder-volumes")
+        listed = await self.cloud.list_managed_volumes()
+        return [(self.volumes, c) for c in self.volumes.replace(token, listed)]
+
+    def transitional(self) -> bool:
+        return any(v.status in TRANSITIONAL_VOLUME for v in self.volumes.items())
+
+
 class SecurityGroupWatcher(Watcher):
     """Neutron: Kumo's security groups without their rules (one call), then the rules
     of each group whose ``revision_number`` moved — so while nothing changes, the cost
@@ -721,6 +761,7 @@ WATCHERS: tuple[Callable[[Cloud, WatchEnv], Watcher], ...] = (
     SecurityGroupWatcher,
     KeyPairWatcher,
     FloatingIPWatcher,
+    VolumeWatcher,
 )
 
 W = TypeVar("W", bound=Watcher)
@@ -781,6 +822,7 @@ class CloudWatch:
         self._neutron = self._one(SecurityGroupWatcher)
         self._keypairs = self._one(KeyPairWatcher)
         self._floating_ips = self._one(FloatingIPWatcher)
+        self._cinder = self._one(VolumeWatcher)
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
         self._closed = False
@@ -843,6 +885,10 @@ class CloudWatch:
     @property
     def export_locations(self) -> dict[str, list[model.ExportLocation]]:
         return self._manila.export_locations
+
+    @property
+    def volumes(self) -> ResourceCache[model.Volume]:
+        return self._cinder.volumes
 
     @property
     def security_groups(self) -> ResourceCache[model.SecurityGroup]:
@@ -1030,5 +1076,5 @@ def _busy(resource: Any) -> bool:
     provisioning = getattr(resource, "provisioning_status", None) or ""
     status = str(getattr(resource, "status", "") or "")
     return provisioning.startswith("PENDING_") or (
-        isinstance(resource, model.Share) and status.endswith("ing")
+        isinstance(resource, model.Share | model.Volume) and status.endswith("ing")
     )

@@ -25,6 +25,7 @@ from kumo.kinds.securitygroup.actuator import SecurityGroupActuator
 from kumo.kinds.share.actuator import ShareActuator
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
+from kumo.kinds.volume.actuator import VolumeActuator
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ RECORDS: tuple[KindRecord, ...] = (
     KindRecord(kinds.FLOATING_IP, FloatingIPActuator, ("floatingips", "loadbalancing")),
     KindRecord(kinds.DNS_RECORD, DNSRecordActuator, ("dns",)),
     KindRecord(kinds.SHARE, ShareActuator, ("shares",)),
+    # Compute too: an image source, and whether an attached server is Kumo's.
+    KindRecord(kinds.VOLUME, VolumeActuator, ("volumes", "compute")),
 )
 
 

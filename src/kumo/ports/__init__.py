@@ -487,6 +487,59 @@ class FloatingIPPort(CloudPort, Protocol):
     async def delete_floating_ip(self, fip_id: str) -> None: ...
 
 
+class VolumesPort(CloudPort, Protocol):
+    """Cinder: volumes (block storage v3) and their attachments to Nova servers."""
+
+    @read
+    async def volume_type_name(self, ref: str, field: str = "spec.volumeType") -> str: ...
+
+    @read
+    async def get_volume(self, volume_id: str) -> model.Volume | None: ...
+
+    @read
+    async def list_owned_volumes(self, uid: str) -> list[model.Volume]: ...
+
+    @read
+    async def list_managed_volumes(self) -> list[model.Volume]: ...
+
+    @read
+    async def find_volumes_by_name(self, name: str) -> list[model.Volume]: ...
+
+    @write
+    async def create_volume(
+        self,
+        *,
+        name: str,
+        size: int,
+        volume_type: str | None,
+        availability_zone: str | None,
+        image_id: str | None,
+        snapshot_id: str | None,
+        description: str | None,
+        metadata: dict[str, str],
+    ) -> model.Volume: ...
+
+    @write
+    async def extend_volume(self, volume_id: str, new_size: int) -> None: ...
+
+    @write
+    async def update_volume(self, volume_id: str, *, description: str | None) -> None: ...
+
+    @write
+    async def set_volume_metadata(self, volume_id: str, metadata: dict[str, str]) -> None:
+        """Make ``metadata`` the volume's whole metadata (Orphan releases the marker)."""
+
+    @write
+    async def delete_volume(self, volume_id: str) -> None: ...
+
+    @write
+    async def attach_volume(self, server_id: str, volume_id: str, device: str | None) -> None:
+        """Attach through Nova (``os-volume_attachments``): the server stays."""
+
+    @write
+    async def detach_volume(self, server_id: str, volume_id: str) -> None: ...
+
+
 class Cloud(
     ComputePort,
     LoadBalancingPort,
@@ -495,6 +548,7 @@ class Cloud(
     NetworkingPort,
     KeyPairsPort,
     FloatingIPPort,
+    VolumesPort,
     Protocol,
 ):
     """Every service: what ``Context.cloud`` is. A kind names the narrowest port it uses."""
@@ -510,6 +564,7 @@ PORTS: tuple[type, ...] = (
     NetworkingPort,
     KeyPairsPort,
     FloatingIPPort,
+    VolumesPort,
 )
 
 #: Each service's port by the name a kind gives it in ``KindRecord.services``.
@@ -521,6 +576,7 @@ SERVICES: dict[str, type] = {
     "networking": NetworkingPort,
     "keypairs": KeyPairsPort,
     "floatingips": FloatingIPPort,
+    "volumes": VolumesPort,
 }
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "Server",
     "ServerGroup",
     "Share",
+    "Volume",
     "floating_ip_owner",
     "keypair_owner",
     "marker_metadata",
@@ -103,7 +104,7 @@ def owner_of(tags: list[str] | None) -> str | None:
 class Marked:
     """A live cloud resource carrying Kumo's owner marker, as the cloud watch lists it for
     the orphan sweep. ``kind`` is "server", "server_group", "loadbalancer", "recordset",
-    "share", "security_group", "keypair" or "floatingip"; ``zone_id`` locates a recordset;
+    "share", "security_group", "keypair", "floatingip" or "volume"; ``zone_id`` locates a recordset;
     ``busy``: the cloud is deleting it
     already, or working on it (not to be touched now); ``in_use``: a server group that
     still holds servers (deleting it would lose their grouping, nothing else)."""
@@ -399,3 +400,22 @@ class Port:
     device_owner: str = ""
     fixed_addresses: list[str] = field(default_factory=list)
     status: str = ""
+
+
+# -- Cinder: volumes carry metadata (no tags): the same marker keys as Manila's shares ------
+
+
+@dataclass(frozen=True)
+class Volume:
+    id: str
+    name: str
+    status: str
+    size: int
+    volume_type: str | None = None
+    availability_zone: str | None = None
+    description: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    #: IDs of the servers it is attached to (Cinder's ``attachments[].server_id``).
+    attachments: tuple[str, ...] = ()
+    source_image: str | None = None
+    snapshot_id: str | None = None

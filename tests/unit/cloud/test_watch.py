@@ -38,8 +38,9 @@ class Lists:
         neutron: Any = None,
         keypairs: Any = None,
         floating_ips: Any = None,
+        cinder: Any = None,
     ) -> None:
-        parts = (nova, octavia, dns, manila, neutron, keypairs, floating_ips)
+        parts = (nova, octavia, dns, manila, neutron, keypairs, floating_ips, cinder)
         self.parts = [p for p in parts if p is not None]
 
     def __getattr__(self, name: str) -> Any:

@@ -25,6 +25,7 @@ from tests.unit.kinds.keypair.fake_keypairs import KEY, FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
 from tests.unit.kinds.share.fake_manila import FakeManila
+from tests.unit.kinds.volume.fake_cinder import FakeCinder
 
 
 class Gadgets(Watcher):
@@ -68,6 +69,7 @@ def every_service() -> Lists:
         FakeNeutron(),
         FakeKeyPairs(),
         FakeFloatingIPs(),
+        FakeCinder(),
     )
 
 
@@ -89,6 +91,7 @@ def test_every_registered_watcher_is_listed_at_start() -> None:
         "security-groups",
         "keypairs-list",
         "floating-ips",
+        "cinder-volumes",
     } <= set(watch.stats.lists), "each service's first listing"
 
 
@@ -253,3 +256,23 @@ async def make_share(manila: FakeManila, name: str, metadata: dict[str, str]) ->
         availability_zone=None,
         metadata=metadata,
     )
+
+
+def test_cinder_is_one_filtered_listing_per_interval_whatever_the_volumes() -> None:
+    """Idle cost constant in the number of volumes: one listing (by Kumo's metadata),
+    no per-volume GET; a volume deleted out of band is seen as gone."""
+    cinder = FakeCinder()
+    mine = [
+        cinder.add_volume(f"v{i}", metadata=model.marker_metadata(f"uid-{i}")) for i in range(5)
+    ]
+    cinder.add_volume("theirs")  # no marker: never in Kumo's cache
+    watch, _ = synced(Lists(FakeNova(), cinder=cinder))
+    lists_before = watch.stats.lists.get("cinder-volumes", 0)
+    refresh(watch, "cinder")
+    assert watch.stats.lists.get("cinder-volumes", 0) == lists_before + 1
+    assert "get_volume" not in cinder.calls
+    assert sorted(v.id for v in watch.volumes.items()) == sorted(v.id for v in mine)
+    cinder.delete_volume_out_of_band(mine[0].id)
+    refresh(watch, "cinder")
+    assert mine[0].id not in {v.id for v in watch.volumes.items()}
+    assert Marked("volume", mine[1].id, "v1", "uid-1") in watch.marked()

@@ -1,0 +1,235 @@
+"""Cinder calls: volumes, and their attachments to servers (through Nova).
+
+Everything goes through the block-storage (v3) proxy's REST methods at one fixed
+microversion, :data:`MICROVERSION` (3.0 is enough: metadata filter on the listing,
+``os-extend`` while available). Attach and detach go through Nova's
+``os-volume_attachments``, so Nova and Cinder agree on the attachment and the server
+is never rebuilt.
+
+Ownership: volumes have no tags, but have metadata: Kumo writes ``kumo: managed`` and
+``kumo-owner: <uid>`` on what it creates (the same keys as on Manila shares). A volume
+is listed by its owner with Cinder's metadata filter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from openstack import exceptions as os_exc
+
+from kumo.cloud import model
+from kumo.cloud.base import CloudBase
+from kumo.cloud.cache import GONE
+from kumo.cloud.watch import VolumeWatcher
+from kumo.engine.errors import TerminalError
+
+MICROVERSION = "3.0"
+
+
+class CinderCalls(CloudBase):
+    def _cinder(self, method: str, path: str, **kw: Any) -> Any:
+        """One request at MICROVERSION; errors raised as the SDK's HttpExceptions; the
+        JSON body or None."""
+        proxy = self.conn.block_storage
+        response = getattr(proxy, method)(path, microversion=MICROVERSION, **kw)
+        os_exc.raise_from_response(response)
+        return response.json() if response.content else None
+
+    def _nova_rest(self, method: str, path: str, **kw: Any) -> Any:
+        response = getattr(self.conn.compute, method)(path, **kw)
+        os_exc.raise_from_response(response)
+        return response.json() if response.content else None
+
+    async def volume_type_name(self, ref: str, field: str = "spec.volumeType") -> str:
+        """Name of a volume type given by name or ID (Cinder accepts either on create;
+        the name is what a volume reports)."""
+
+        def find() -> str | None:
+            types = self._cinder("get", "/types")["volume_types"]
+            found = [t for t in types if ref in (t["id"], t["name"])]
+            return str(found[0]["name"]) if found else None
+
+        key = ("volume type", ref)
+        cached: str | None = self._names.get(key)
+        if cached is None:
+            cached = await self._call(f"look up volume type {ref!r}", find, field=field)
+            if cached is None:
+                raise TerminalError(
+                    "VolumeTypeNotFound", f"volume type {ref!r} not found", field=field
+                )
+            self._names.put(key, cached)
+        return cached
+
+    async def get_volume(self, volume_id: str) -> model.Volume | None:
+        hit = self.watch.volumes.lookup(volume_id)
+        if isinstance(hit, model.Volume):
+            return hit
+        if hit is GONE:
+            return None
+        found = await self._get("get volume", self._cinder, "get", f"/volumes/{volume_id}")
+        return volume_from(found["volume"]) if found is not None else None
+
+    async def list_owned_volumes(self, uid: str) -> list[model.Volume]:
+        cache = self.watch.volumes
+        if cache.answers_for(uid):
+            return cache.owned_by(uid)
+        return await self._relist(
+            cache, uid, lambda: self._list_volumes({"metadata": {model.SHARE_OWNER_KEY: uid}})
+        )
+
+    async def list_managed_volumes(self) -> list[model.Volume]:
+        """Every volume Kumo created in the project (one filtered listing, for drift)."""
+        return await self._list_volumes(
+            {"metadata": {model.SHARE_MANAGED_KEY: model.SHARE_MANAGED_VALUE}}
+        )
+
+    async def find_volumes_by_name(self, name: str) -> list[model.Volume]:
+        return [v for v in await self._list_volumes({"name": name}) if v.name == name]
+
+    async def _list_volumes(self, filters: dict[str, Any]) -> list[model.Volume]:
+        params = {k: json.dumps(v) if isinstance(v, dict) else v for k, v in filters.items()}
+        found = await self._call(
+            "list volumes", self._cinder, "get", "/volumes/detail", params=params
+        )
+        return [volume_from(x) for x in found["volumes"]]
+
+    async def create_volume(
+        self,
+        *,
+        name: str,
+        size: int,
+        volume_type: str | None,
+        availability_zone: str | None,
+        image_id: str | None,
+        snapshot_id: str | None,
+        description: str | None,
+        metadata: dict[str, str],
+    ) -> model.Volume:
+        body: dict[str, Any] = {
+            "name": name,
+            "size": size,
+            "description": description,
+            "metadata": metadata,
+        }
+        for key, value in (
+            ("volume_type", volume_type),
+            ("availability_zone", availability_zone),
+            ("imageRef", image_id),
+            ("snapshot_id", snapshot_id),
+        ):
+            if value:
+                body[key] = value
+        created = await self._create(
+            "create volume",
+            self._cinder,
+            "post",
+            "/volumes",
+            resolved=[volume_type, image_id, snapshot_id],
+            in_doubt=(self.watch.volumes, model.metadata_owner(metadata) or ""),
+            json={"volume": body},
+            field="spec",
+        )
+        volume = volume_from(created["volume"])
+        self.watch.volumes.put(volume)
+        self.watch.nudge(VolumeWatcher.service)
+        return volume
+
+    async def extend_volume(self, volume_id: str, new_size: int) -> None:
+        await self._call(
+            "extend volume",
+            self._cinder,
+            "post",
+            f"/volumes/{volume_id}/action",
+            json={"os-extend": {"new_size": new_size}},
+            field="spec.size",
+        )
+        self._volume_changing(volume_id, "extending")
+
+    async def update_volume(self, volume_id: str, *, description: str | None) -> None:
+        await self._call(
+            "update volume",
+            self._cinder,
+            "put",
+            f"/volumes/{volume_id}",
+            json={"volume": {"description": description}},
+            field="spec.description",
+        )
+        self.watch.volumes.update(
+            volume_id, lambda v: dataclasses.replace(v, description=description)
+        )
+
+    async def set_volume_metadata(self, volume_id: str, metadata: dict[str, str]) -> None:
+        """Replace the whole metadata (PUT): the released marker's keys go."""
+        await self._call(
+            "set volume metadata",
+            self._cinder,
+            "put",
+            f"/volumes/{volume_id}/metadata",
+            json={"metadata": metadata},
+        )
+        self.watch.volumes.update(volume_id, lambda v: dataclasses.replace(v, metadata=metadata))
+        self.watch.nudge(VolumeWatcher.service)
+
+    async def delete_volume(self, volume_id: str) -> None:
+        """Delete; a volume already gone is fine."""
+        try:
+            await self._call("delete volume", self._cinder, "delete", f"/volumes/{volume_id}")
+        except TerminalError as error:
+            if not isinstance(error.__cause__, os_exc.NotFoundException):
+                raise
+        self._volume_changing(volume_id, "deleting")
+
+    async def attach_volume(self, server_id: str, volume_id: str, device: str | None) -> None:
+        attachment: dict[str, Any] = {"volumeId": volume_id}
+        if device:
+            attachment["device"] = device
+        try:
+            await self._call(
+                "attach volume",
+                self._nova_rest,
+                "post",
+                f"/servers/{server_id}/os-volume_attachments",
+                json={"volumeAttachment": attachment},
+                field="spec.volumes",
+            )
+        finally:  # even an error: the attachment may have begun
+            self._volume_changing(volume_id, "attaching")
+
+    async def detach_volume(self, server_id: str, volume_id: str) -> None:
+        """Detach; an attachment already gone is fine."""
+        try:
+            await self._call(
+                "detach volume",
+                self._nova_rest,
+                "delete",
+                f"/servers/{server_id}/os-volume_attachments/{volume_id}",
+            )
+        except TerminalError as error:
+            if not isinstance(error.__cause__, os_exc.NotFoundException):
+                raise
+        self._volume_changing(volume_id, "detaching")
+
+    def _volume_changing(self, volume_id: str, status: str) -> None:
+        self.watch.volumes.update(volume_id, lambda v: dataclasses.replace(v, status=status))
+        self.watch.nudge(VolumeWatcher.service)
+
+
+def volume_from(x: dict[str, Any]) -> model.Volume:
+    image = x.get("volume_image_metadata") or {}
+    return model.Volume(
+        id=x["id"],
+        name=x.get("name") or "",
+        status=x.get("status") or "",
+        size=int(x.get("size") or 0),
+        volume_type=x.get("volume_type"),
+        availability_zone=x.get("availability_zone"),
+        description=x.get("description"),
+        metadata=dict(x.get("metadata") or {}),
+        attachments=tuple(
+            sorted({a["server_id"] for a in x.get("attachments") or [] if a.get("server_id")})
+        ),
+        source_image=image.get("image_id"),
+        snapshot_id=x.get("snapshot_id"),
+    )

@@ -1,0 +1,1 @@
+"""The Volume kind: a Cinder volume."""

@@ -1,0 +1,176 @@
+"""An in-memory Cinder (with Nova's attach calls) with the manners that matter to Kumo.
+
+* A created volume is ``creating``, an extended one ``extending``, an attaching one
+  ``attaching``, a detaching one ``detaching``, a deleted one ``deleting``; the next
+  ``get_volume`` or listing settles it (``available``/``in-use``, or gone).
+* Volumes have metadata, no tags; attachments name servers.
+* Cinder refuses to delete a volume that is attached (400), and to extend one that is
+  not available.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+from kumo.cloud import model
+from kumo.engine.errors import TerminalError
+
+_ids = itertools.count(1)
+
+TYPES = {"type-lvm": "lvmdriver-1"}
+
+
+class FakeCinder:
+    region: str | None = "tokyo1"
+
+    async def project_id(self) -> str | None:
+        return "project-tokyo1"
+
+    def __init__(self) -> None:
+        self.volumes: dict[str, model.Volume] = {}
+        self._settle: dict[str, model.Volume | None] = {}  # what the next read shows
+        self.calls: list[str] = []
+
+    # -- helpers for tests ----------------------------------------------------------------
+
+    def only_volume(self) -> model.Volume:
+        (volume,) = self.volumes.values()
+        return volume
+
+    def add_volume(
+        self,
+        name: str,
+        size: int = 1,
+        attachments: tuple[str, ...] = (),
+        metadata: dict[str, str] | None = None,
+    ) -> model.Volume:
+        """Out of band: a volume someone made (settled)."""
+        volume = model.Volume(
+            f"vol-{next(_ids):04d}",
+            name,
+            "in-use" if attachments else "available",
+            size,
+            "lvmdriver-1",
+            "nova",
+            metadata=metadata or {},
+            attachments=attachments,
+        )
+        self.volumes[volume.id] = volume
+        return volume
+
+    def delete_volume_out_of_band(self, volume_id: str) -> None:
+        self.volumes.pop(volume_id, None)
+        self._settle.pop(volume_id, None)
+
+    def _read(self, volume_id: str) -> model.Volume | None:
+        if volume_id in self._settle:
+            after = self._settle.pop(volume_id)
+            if after is None:
+                self.volumes.pop(volume_id, None)
+            else:
+                self.volumes[volume_id] = after
+        return self.volumes.get(volume_id)
+
+    def _settled(self, volume: model.Volume) -> model.Volume:
+        return replace(volume, status="in-use" if volume.attachments else "available")
+
+    # -- the adapter's surface ------------------------------------------------------------
+
+    async def volume_type_name(self, ref: str, field: str = "spec.volumeType") -> str:
+        for type_id, name in TYPES.items():
+            if ref in (type_id, name):
+                return name
+        raise TerminalError("VolumeTypeNotFound", f"volume type {ref!r} not found", field=field)
+
+    async def get_volume(self, volume_id: str) -> model.Volume | None:
+        self.calls.append("get_volume")
+        return self._read(volume_id)
+
+    async def list_owned_volumes(self, uid: str) -> list[model.Volume]:
+        self.calls.append("list_owned_volumes")
+        for volume_id in list(self.volumes):
+            self._read(volume_id)
+        return [v for v in self.volumes.values() if model.metadata_owner(v.metadata) == uid]
+
+    async def list_managed_volumes(self) -> list[model.Volume]:
+        for volume_id in list(self.volumes):
+            self._read(volume_id)
+        return [
+            v
+            for v in self.volumes.values()
+            if v.metadata.get(model.SHARE_MANAGED_KEY) == model.SHARE_MANAGED_VALUE
+        ]
+
+    async def find_volumes_by_name(self, name: str) -> list[model.Volume]:
+        return [v for v in self.volumes.values() if v.name == name]
+
+    async def create_volume(
+        self,
+        *,
+        name: str,
+        size: int,
+        volume_type: str | None,
+        availability_zone: str | None,
+        image_id: str | None,
+        snapshot_id: str | None,
+        description: str | None,
+        metadata: dict[str, str],
+    ) -> model.Volume:
+        self.calls.append("create_volume")
+        volume = model.Volume(
+            f"vol-{next(_ids):04d}",
+            name,
+            "creating",
+            size,
+            volume_type or "lvmdriver-1",
+            availability_zone or "nova",
+            description,
+            dict(metadata),
+            source_image=image_id,
+            snapshot_id=snapshot_id,
+        )
+        self.volumes[volume.id] = volume
+        self._settle[volume.id] = self._settled(volume)
+        return volume
+
+    async def extend_volume(self, volume_id: str, new_size: int) -> None:
+        self.calls.append("extend_volume")
+        volume = self.volumes[volume_id]
+        if volume.status != "available":
+            raise TerminalError("InvalidVolume", "volume must be available to extend")
+        self.volumes[volume_id] = replace(volume, status="extending")
+        self._settle[volume_id] = replace(volume, size=new_size)
+
+    async def update_volume(self, volume_id: str, *, description: str | None) -> None:
+        self.volumes[volume_id] = replace(self.volumes[volume_id], description=description)
+
+    async def set_volume_metadata(self, volume_id: str, metadata: dict[str, str]) -> None:
+        self.calls.append("set_volume_metadata")
+        self.volumes[volume_id] = replace(self.volumes[volume_id], metadata=dict(metadata))
+
+    async def delete_volume(self, volume_id: str) -> None:
+        self.calls.append("delete_volume")
+        volume = self.volumes.get(volume_id)
+        if volume is None:
+            return
+        if volume.attachments:
+            raise TerminalError("InvalidVolume", f"volume {volume_id} is attached")
+        self.volumes[volume_id] = replace(volume, status="deleting")
+        self._settle[volume_id] = None
+
+    async def attach_volume(self, server_id: str, volume_id: str, device: str | None) -> None:
+        self.calls.append("attach_volume")
+        volume = self.volumes[volume_id]
+        attached = replace(volume, attachments=tuple(sorted({*volume.attachments, server_id})))
+        self.volumes[volume_id] = replace(volume, status="attaching")
+        self._settle[volume_id] = self._settled(attached)
+
+    async def detach_volume(self, server_id: str, volume_id: str) -> None:
+        self.calls.append("detach_volume")
+        volume = self.volumes.get(volume_id)
+        if volume is None:
+            return
+        kept = tuple(s for s in volume.attachments if s != server_id)
+        self.volumes[volume_id] = replace(volume, status="detaching")
+        self._settle[volume_id] = self._settled(replace(volume, attachments=kept))
