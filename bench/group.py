@@ -81,9 +81,11 @@ class IndexedNova(FakeNova):
             self._by_owner[owner].append(server.id)
         return self._server(self.servers[server.id])
 
-    async def list_owned_servers(self, uid: str) -> list[model.Server]:
+    async def list_owned_servers(self, uid: str, *, going: bool = False) -> list[model.Server]:
         found = (self.servers.get(sid) for sid in self._by_owner.get(uid, ()))
-        return [self._server(s) for s in found if s is not None and s["status"] != "DELETING"]
+        return [
+            self._server(s) for s in found if s is not None and (going or s["status"] != "DELETING")
+        ]
 
 
 class FleetCloud:

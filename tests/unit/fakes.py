@@ -170,7 +170,7 @@ class FakeNova:
     ``settle()``; a deleted server stays listed as DELETING (Nova's task_state
     ``deleting``) until the next ``settle()``, and only then disappears. As in the real
     adapter, ``get_server`` returns a DELETING server and ``list_owned_servers`` does
-    not. ``list_servers_since`` answers like ``changes-since``: every server changed at
+    not unless asked (``going``). ``list_servers_since`` answers like ``changes-since``: every server changed at
     or after the time given, deleted ones as DELETED, with Nova's clock (``now``, moved
     by ``tick``; a compute node's clock may lag it by ``node_lag`` seconds).
     """
@@ -289,9 +289,10 @@ class FakeNova:
         self.calls.append("fetch_server")
         return await self.get_server(server_id)
 
-    async def list_owned_servers(self, uid: str) -> list[model.Server]:
+    async def list_owned_servers(self, uid: str, *, going: bool = False) -> list[model.Server]:
         owner = model.owner_tag(uid)
-        return [self._server(s) for s in self.live().values() if owner in s["tags"]]
+        servers = self.servers if going else self.live()
+        return [self._server(s) for s in servers.values() if owner in s["tags"]]
 
     def add_server(
         self,

@@ -34,8 +34,9 @@ class ComputeCalls(CloudBase):
         found = await self._get("get server", self.conn.compute.get_server, server_id)
         return _server(found) if found is not None and found.status != "DELETED" else None
 
-    async def list_owned_servers(self, uid: str) -> list[model.Server]:
-        """Servers carrying the ownership marker of ``uid`` and not on their way out."""
+    async def list_owned_servers(self, uid: str, *, going: bool = False) -> list[model.Server]:
+        """Servers carrying the ownership marker of ``uid`` and not on their way out;
+        ``going``: those being deleted too (a finalizer stays until Nova has none left)."""
         cache = self.watch.servers
         if cache.answers_for(uid):
             found = cache.owned_by(uid)
@@ -49,7 +50,8 @@ class ComputeCalls(CloudBase):
                 return [_server(s) for s in listed]
 
             found = await self._relist(cache, uid, fetch)
-        return [s for s in found if s.status not in ("DELETED", "DELETING")]
+        out = ("DELETED",) if going else ("DELETED", "DELETING")
+        return [s for s in found if s.status not in out]
 
     def list_live_server_addresses(self) -> frozenset[str] | None:
         """Every address of Kumo's servers the watch holds alive, from the cache (no

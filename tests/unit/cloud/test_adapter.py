@@ -510,6 +510,25 @@ def test_a_create_whose_answer_was_lost_is_found_by_listing_the_api_not_the_cach
     assert listing.call_count == 1
 
 
+def test_a_server_nova_is_deleting_stays_in_the_finalizers_view(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """Once Nova accepted the DELETE the server is on its way out: reconcile no longer
+    counts it, but the finalizer does (``going``) until Nova has no server left, so a
+    delete Nova then fails is asked again instead of leaking the server."""
+    body = {"server": _one_owned_server()["servers"][0]}
+    requests_mock.get(f"{NOVA}/servers/{SERVER_ID}", json=body)
+    fresh = run(cloud.fetch_server(SERVER_ID))
+    assert fresh is not None
+    cloud.watch.servers.replace(cloud.watch.servers.begin(), [fresh])  # the watch's view
+    assert [s.id for s in run(cloud.list_owned_servers("uid-web-1"))] == [SERVER_ID]
+    requests_mock.delete(f"{NOVA}/servers/{SERVER_ID}", status_code=204)
+    run(cloud.delete_server(SERVER_ID))
+    assert run(cloud.list_owned_servers("uid-web-1")) == []
+    going = run(cloud.list_owned_servers("uid-web-1", going=True))
+    assert [(s.id, s.status) for s in going] == [(SERVER_ID, "DELETING")]
+
+
 def test_a_create_the_cloud_refused_leaves_the_cache_trusted(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:

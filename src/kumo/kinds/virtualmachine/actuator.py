@@ -192,7 +192,7 @@ class VirtualMachineActuator:
                 f"Share(s) {', '.join(shares)} revoke its access first",
             )
         await ctx.cloud.withdraw_build(obj.uid)  # if it waited for a turn to build
-        return await ownership.finalize_owned(ctx, obj, _servers(ctx, obj))
+        return await ownership.finalize_owned(ctx, obj, _servers(ctx, obj, going=True))
 
     async def release(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec | None) -> None:
         await ctx.cloud.withdraw_build(obj.uid)
@@ -254,10 +254,13 @@ async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | 
 
 
 def _servers(
-    ctx: Context, obj: Obj, spec: VirtualMachineSpec | None = None
+    ctx: Context, obj: Obj, spec: VirtualMachineSpec | None = None, *, going: bool = False
 ) -> ownership.Owned[Server]:
     """The VM's server as the ownership routine sees it: marked by tag ``kumo-owner=<uid>``;
-    ``spec.import`` checks its image and flavor (see :func:`plan.import_mismatches`)."""
+    ``spec.import`` checks its image and flavor (see :func:`plan.import_mismatches`).
+    ``going`` (the finalizer's view): servers Nova is deleting count too, so the finalizer
+    stays until none is left and a delete Nova fails (back in ACTIVE or ERROR) is asked
+    again."""
     cloud = ctx.cloud
 
     async def delete(server: Server) -> None:
@@ -284,7 +287,7 @@ def _servers(
         id_of=lambda server: server.id,
         owner_of=lambda server: owner_of(server.tags),
         get_by_id=cloud.get_server,
-        list_owned=lambda: cloud.list_owned_servers(obj.uid),
+        list_owned=lambda: cloud.list_owned_servers(obj.uid, going=going),
         delete=delete,
         find_by_name=lambda name: cloud.find_servers_by_name(name),
         verify=verify,

@@ -246,11 +246,6 @@ def test_a_delete_nova_fails_is_asked_again_and_the_finalizer_waits() -> None:
     assert server_id not in world.cloud.servers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 24 item 7, open: list_owned_servers drops DELETING servers, so a server "
-    "the status never recorded releases the finalizer before it is gone",
-)
 def test_an_unrecorded_server_holds_the_finalizer_until_it_is_gone() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
