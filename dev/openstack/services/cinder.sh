@@ -83,7 +83,8 @@ region_name = $LAB_REGION
 interface = public
 [fake]
 volume_backend_name = fake
-volume_driver = cinder.tests.fake_driver.FakeLoggingVolumeDriver
+# Cinder's fake logging driver plus a no-op extend (dev/openstack/cinder_fake/).
+volume_driver = kumo_cinder_fake.KumoFakeVolumeDriver
 # The fake driver's pool is infinite; LVM's default (thin) provisioning is irrelevant.
 target_helper = fake
 CONF
@@ -107,7 +108,8 @@ cinder_bootstrap() {
 cinder_start() {
   local p
   for p in "${CINDER_PROCS[@]}"; do
-    start_daemon "cinder-$p" "/usr/bin/cinder-$p" --config-file "$CINDER_CONF"
+    start_daemon "cinder-$p" env "PYTHONPATH=$LAB_DIR/cinder_fake" \
+      "/usr/bin/cinder-$p" --config-file "$CINDER_CONF"
   done
 }
 
