@@ -40,6 +40,17 @@ def ports_of(conn: Any, server_id: str) -> list[str]:
     return [p.id for p in conn.network.ports(device_id=server_id)]
 
 
+def reports(ns: str, name: str, server: str) -> dict[str, Any] | None:
+    """The FloatingIP once its status says Ready and associated with ``server``."""
+    obj = get_obj("fip", name, ns) or {}
+    status = obj.get("status") or {}
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    return obj if ready and status.get("deviceId") == server else None
+
+
 @pytest.fixture(scope="module")
 def demo_router(openstack_lab: str, admin_conn: Any) -> None:
     """The lab's `kumo-demo-router` (dev/openstack/cloud.py makes it; a lab brought up
@@ -86,8 +97,10 @@ def test_held_then_following_a_vm_through_replacement_then_released(
         return found if port and port in ports_of(demo_conn, server) else None
 
     wait_until("the address on the VM's port", lambda: points_at(server_id), 60)
-    obj = wait_ready("fip", "web-ip", ns)
-    assert (obj["status"]["phase"], obj["status"]["deviceId"]) == ("Associated", server_id)
+    # The status is written at the end of the pass that associated it (Ready was already
+    # True while held): wait for it to say so, with a deadline.
+    obj = wait_until("status: associated", lambda: reports(ns, "web-ip", server_id), 30)
+    assert obj["status"]["phase"] == "Associated"
 
     # Disassociated by hand: put back within an interval.
     demo_conn.network.put(f"/floatingips/{fip_id}", json={"floatingip": {"port_id": None}})
@@ -127,8 +140,8 @@ def test_held_then_following_a_vm_through_replacement_then_released(
     assert done - deleted <= DRIFT_SECONDS + build + 2 + 1, marks  # + 1: this poll's own lag
     after = neutron_fip(demo_conn, fip_id)
     assert after is not None and after["floating_ip_address"] == address, "the same address"
-    obj = wait_ready("fip", "web-ip", ns)
-    assert obj["status"]["id"] == fip_id and obj["status"]["deviceId"] == new_server
+    obj = wait_until("status: the new server", lambda: reports(ns, "web-ip", new_server), 30)
+    assert obj["status"]["id"] == fip_id
 
     # The VM's spec changes in a way that replaces its server (a roll): the address follows.
     kubectl("patch", "vm", "web", "-n", ns, "--type=merge",

@@ -36,8 +36,10 @@ log = logging.getLogger("kumo.controller")
 
 INFO_BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
 EVENT_DEDUP_SECONDS = 60.0
-#: A pass that changed nothing in Kubernetes and asks for the same delay as the pass
-#: before it is a poll (a server building or being deleted, a load balancer pending).
+#: A deletion pass that changed nothing in Kubernetes and asks for the same delay as the
+#: pass before it is a poll (a server or a load balancer Nova or Octavia is deleting).
+#: Only deletions back off: a live object's wait may be for something no watch reports
+#: (a new server's port, for a FloatingIP), and its repair time is promised.
 #: After this many such passes in a row the delay doubles, up to POLL_CAP_SECONDS: the
 #: cloud's watch wakes the object when its resource changes, so a long wait costs a
 #: few passes, not one every 2 s (at 1,000 VMs deleting, 500 passes a second).
@@ -245,7 +247,10 @@ class Controller:
         self._audit.discard(key)
         version = obj.meta.get("resourceVersion")
         delay = await self.engine.run(actuator, ctx, obj)
-        delay = self._poll_delay(key, delay, obj.meta.get("resourceVersion") != version)
+        if obj.meta.get("deletionTimestamp"):
+            delay = self._poll_delay(key, delay, obj.meta.get("resourceVersion") != version)
+        else:
+            self._polls.pop(key, None)
         meta = obj.body.get("metadata", {})
         gone = meta.get("deletionTimestamp") and not meta.get("finalizers")
         still_cached = self.store.get(key.kind, key.namespace, key.name) is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import time
 from typing import Any
 
@@ -416,11 +417,16 @@ class Waiter:
     async def reconcile(self, ctx: Any, obj: Any, spec: Any) -> Any:
         return Result.waiting("Building", "Building", "server is building", after=2.0)
 
+    async def finalize(self, ctx: Any, obj: Any, spec: Any) -> Any:
+        return Result.waiting("Deleting", "Deleting", "server is being deleted", after=2.0)
+
     def dependents(self, kind: str, body: Any, store: Any) -> list[Key]:
         return []
 
 
-def test_a_poll_that_changes_nothing_backs_off_and_any_event_resets_it() -> None:
+def test_a_deletion_poll_that_changes_nothing_backs_off_and_any_event_resets_it() -> None:
+    """Only deletions back off; a live object's wait keeps the delay it asks for (what it
+    waits for may be something no watch reports, e.g. a new server's port)."""
     ctl = Controller([Waiter()], None, OneCloud())
     ctl.kube = FakeKube(ctl.store)
     key = Key("VirtualMachine", "default", "vm")
@@ -437,6 +443,12 @@ def test_a_poll_that_changes_nothing_backs_off_and_any_event_resets_it() -> None
             found.append(round(due - time.monotonic()))
         return found
 
+    assert delays(8) == [2] * 8, "a live object does not back off"
+    body = json.loads(json.dumps(ctl.store.get("VirtualMachine", "default", "vm")))
+    body["metadata"]["deletionTimestamp"] = "2026-11-25T00:00:00Z"
+    body["metadata"]["finalizers"] = ["virtualmachine.kumo.dev/finalizer"]
+    body["metadata"]["resourceVersion"] = str(int(body["metadata"]["resourceVersion"]) + 1)
+    ctl.observe("VirtualMachine", "MODIFIED", body)
     assert delays(8) == [2, 2, 2, 4, 8, 16, 16, 16]
     uid = body["metadata"]["uid"]
     ctl.cloud_changed({uid}, set())  # the watch saw its server change
