@@ -14,6 +14,7 @@ from kumo.ports import (
     KeyPairsPort,
     LoadBalancingPort,
     NetworkingPort,
+    NetworksPort,
     SharesPort,
     VolumesPort,
 )
@@ -22,6 +23,7 @@ from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
 from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
 from tests.unit.kinds.keypair.fake_keypairs import FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+from tests.unit.kinds.network.fake_networks import FakeNetworks
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
 from tests.unit.kinds.share.fake_manila import FakeManila
 from tests.unit.kinds.volume.fake_cinder import FakeCinder
@@ -36,6 +38,7 @@ def conforms(
     keypairs: FakeKeyPairs,
     floating: FakeFloatingIPs,
     cinder: FakeCinder,
+    network: FakeNetworks,
 ) -> None:
     compute: ComputePort = nova
     load_balancing: LoadBalancingPort = octavia
@@ -45,4 +48,5 @@ def conforms(
     keypair: KeyPairsPort = keypairs
     floating_ips: FloatingIPPort = floating
     volumes: VolumesPort = cinder
-    del compute, load_balancing, dns, shares, networking, keypair, floating_ips, volumes
+    networks: NetworksPort = network
+    del compute, load_balancing, dns, shares, networking, keypair, floating_ips, volumes, networks

@@ -16,6 +16,7 @@ from kumo.cloud.compute import ComputeCalls
 from kumo.cloud.designate import DesignateCalls
 from kumo.cloud.floatingips import FloatingIPCalls
 from kumo.cloud.keypairs import KeyPairCalls
+from kumo.cloud.networks import NetworkCalls
 from kumo.cloud.neutron import NeutronCalls
 from kumo.cloud.octavia import OctaviaCalls
 from kumo.cloud.shares import ManilaCalls
@@ -27,6 +28,7 @@ from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
 from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
 from tests.unit.kinds.keypair.fake_keypairs import FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+from tests.unit.kinds.network.fake_networks import FakeNetworks
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
 from tests.unit.kinds.share.fake_manila import FakeManila
 from tests.unit.kinds.volume.fake_cinder import FakeCinder
@@ -58,6 +60,11 @@ FAKES = [
         },
     ),
     (FakeCinder, CinderCalls, {"only_volume", "add_volume", "delete_volume_out_of_band"}),
+    (
+        FakeNetworks,
+        NetworkCalls,
+        {"only_network", "add_port", "add_network", "delete_subnet_out_of_band"},
+    ),
 ]
 
 

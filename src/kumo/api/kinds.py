@@ -15,6 +15,7 @@ from kumo.api import (
     floatingip,
     keypair,
     loadbalancer,
+    network,
     securitygroup,
     share,
     virtualmachine,
@@ -231,10 +232,29 @@ VOLUME = KindInfo(
     ),
 )
 
+NETWORK = KindInfo(
+    kind="Network",
+    plural="networks",
+    short_names=("net",),
+    spec_model=network.NetworkSpec,
+    status_model=network.NetworkStatus,
+    description="A Neutron network, its subnets and, optionally, a router to the outside.",
+    printer_columns=(
+        PrinterColumn("Name", ".status.name"),
+        PrinterColumn("Subnets", ".status.subnets[*].cidr"),
+        PrinterColumn("External", ".status.externalAddress"),
+        PrinterColumn("Ready", READY),
+        PrinterColumn("ID", ".status.id", priority=1),
+        STALLED_COLUMN,
+        AGE,
+    ),
+)
+
 #: Kinds others use first: where no reference orders two kinds, the fixtures and the bench
 #: delete the later one first (``registry.deletion_order``), so security groups and
 #: KeyPairs, which VMs name, come before them here (deleting everything takes them last).
 KINDS: tuple[KindInfo, ...] = (
+    NETWORK,
     SECURITY_GROUP,
     KEY_PAIR,
     VIRTUAL_MACHINE,

@@ -13,6 +13,7 @@ from kumo.cloud.compute import ComputeCalls
 from kumo.cloud.designate import DesignateCalls
 from kumo.cloud.floatingips import FloatingIPCalls
 from kumo.cloud.keypairs import KeyPairCalls
+from kumo.cloud.networks import NetworkCalls
 from kumo.cloud.neutron import NeutronCalls
 from kumo.cloud.octavia import LISTENER_PROTOCOL, MONITOR_TYPE, OctaviaCalls
 from kumo.cloud.shares import ManilaCalls
@@ -31,6 +32,7 @@ class OpenStackCloud(
     KeyPairCalls,
     FloatingIPCalls,
     CinderCalls,
+    NetworkCalls,
 ):
     """The adapter the kinds are given: one per cloud (credentials), shared by the
     namespaces that use it. See base.py for how calls are made."""

@@ -25,6 +25,7 @@ from openstack import exceptions as os_exc
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.cache import ResourceCache
 from kumo.cloud.errors import classify, missing_ids, refused
+from kumo.cloud.model import MANAGED_TAG
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
 from kumo.cloud.watch import SKEW_SECONDS, WATCH_LANE, CloudWatch
@@ -193,7 +194,12 @@ class CloudBase:
                 for net in sorted(self.conn.network.networks(), key=lambda n: n.name or ""):
                     if external and net.is_router_external:
                         return str(net.id)
-                    if not external and not net.is_router_external and net.project_id == project:
+                    if (
+                        not external
+                        and not net.is_router_external
+                        and net.project_id == project
+                        and MANAGED_TAG not in (net.tags or [])  # a Network object's
+                    ):
                         return str(net.id)
                 return None
 

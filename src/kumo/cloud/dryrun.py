@@ -524,6 +524,117 @@ class DryRunCloud:
             "update", "server", server_id, Change("spec.volumes", f"attach {volume_id}", None)
         )
 
+    # -- Neutron networks, subnets and routers -----------------------------------------------
+
+    async def create_network(
+        self,
+        *,
+        name: str,
+        description: str | None,
+        mtu: int | None,
+        port_security: bool,
+        tags: list[str],
+    ) -> model.Network:
+        changes = [Change("spec.portSecurity", None, port_security)]
+        if mtu is not None:
+            changes.append(Change("spec.mtu", None, mtu))
+        self._record("create", "network", name, *changes)
+        return model.Network(NEW_ID, name, "ACTIVE", mtu, port_security, description, list(tags))
+
+    async def update_network(self, network_id: str, changes: dict[str, Any]) -> None:
+        old = await self._inner.get_network(network_id)
+        fields = {"mtu": "spec.mtu", "port_security_enabled": "spec.portSecurity"}
+        have = {
+            "mtu": old.mtu if old else None,
+            "port_security_enabled": old.port_security if old else None,
+            "description": old.description if old else None,
+        }
+        self._record(
+            "update",
+            "network",
+            network_id,
+            *(Change(fields.get(k, f"spec.{k}"), have.get(k), v) for k, v in changes.items()),
+        )
+
+    async def set_network_tags(self, network_id: str, tags: list[str]) -> None:
+        old = await self._inner.get_network(network_id)
+        self._record("update", "network", network_id, Change("tags", old.tags if old else [], tags))
+
+    async def delete_network(self, network_id: str) -> None:
+        self._record("delete", "network", network_id, note="with its subnets")
+
+    async def create_subnet(
+        self,
+        network_id: str,
+        *,
+        name: str,
+        cidr: str,
+        ip_version: int,
+        gateway: str | None,
+        dns_nameservers: list[str],
+        allocation_pools: list[tuple[str, str]],
+        enable_dhcp: bool,
+    ) -> model.Subnet:
+        self._record("create", "subnet", cidr, Change("spec.subnets[].cidr", None, cidr))
+        return model.Subnet(
+            NEW_ID, network_id, cidr, ip_version, None if gateway == "none" else gateway
+        )
+
+    async def update_subnet(self, network_id: str, subnet_id: str, changes: dict[str, Any]) -> None:
+        self._record(
+            "update",
+            "subnet",
+            subnet_id,
+            *(Change(f"spec.subnets[].{k}", None, v) for k, v in changes.items()),
+        )
+
+    async def delete_subnet(self, network_id: str, subnet_id: str) -> None:
+        self._record("delete", "subnet", subnet_id)
+
+    async def create_router(
+        self, *, name: str, external_network_id: str, enable_snat: bool, tags: list[str]
+    ) -> model.Router:
+        self._record(
+            "create",
+            "router",
+            name,
+            Change("spec.router.externalNetwork", None, external_network_id),
+        )
+        return model.Router(NEW_ID, name, "ACTIVE", list(tags), external_network_id, enable_snat)
+
+    async def set_router_gateway(
+        self, router_id: str, external_network_id: str, enable_snat: bool
+    ) -> None:
+        old = await self._inner.get_router(router_id)
+        self._record(
+            "update",
+            "router",
+            router_id,
+            Change(
+                "spec.router.externalNetwork",
+                old.external_network_id if old else None,
+                external_network_id,
+            ),
+            Change("spec.router.enableSnat", old.enable_snat if old else None, enable_snat),
+        )
+
+    async def set_router_tags(self, router_id: str, tags: list[str]) -> None:
+        old = await self._inner.get_router(router_id)
+        self._record("update", "router", router_id, Change("tags", old.tags if old else [], tags))
+
+    async def add_router_interface(self, router_id: str, subnet_id: str) -> None:
+        self._record(
+            "update", "router", router_id, Change("interfaces", None, f"subnet {subnet_id}")
+        )
+
+    async def remove_router_interface(self, router_id: str, subnet_id: str) -> None:
+        self._record(
+            "update", "router", router_id, Change("interfaces", f"subnet {subnet_id}", None)
+        )
+
+    async def delete_router(self, router_id: str) -> None:
+        self._record("delete", "router", router_id)
+
 
 def _port_text(port_id: str | None) -> str:
     """How a floating IP's association reads in a plan and in ``status.drift``."""

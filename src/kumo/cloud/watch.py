@@ -73,6 +73,7 @@ from kumo.ports import (
     KeyPairsPort,
     LoadBalancingPort,
     NetworkingPort,
+    NetworksPort,
     SharesPort,
     VolumesPort,
 )
@@ -743,6 +744,54 @@ class FloatingIPWatcher(Watcher):
         return [(self.floating_ips, c) for c in self.floating_ips.replace(token, listed)]
 
 
+class NetworkWatcher(Watcher):
+    """Neutron networks and routers: Kumo's networks (tag ``kumo``) and their subnets,
+    Kumo's routers and their interface ports — at most four calls per interval whatever
+    the number of networks, subnets and routers, and no per-object GET. A subnet or an
+    interface removed by hand, or a router's gateway changed, shows in the next listing."""
+
+    service = "networks"
+
+    def __init__(self, cloud: NetworksPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
+        self.networks: ResourceCache[model.Network] = ResourceCache(
+            "networks", lambda n: n.id, lambda n: model.owner_of(n.tags)
+        )
+        self.routers: ResourceCache[model.Router] = ResourceCache(
+            "routers", lambda r: r.id, lambda r: model.owner_of(r.tags)
+        )
+        self.caches = self.singles = (self.networks, self.routers)
+        # Routers first: the orphan sweep deletes a leaked router before its network.
+        self.marks = (("router", self.routers), ("network", self.networks))
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        if resource.kind == "router":
+            router = await self.cloud.get_router(resource.id)
+            for subnet_id in router.interfaces if router is not None else ():
+                await self.cloud.remove_router_interface(resource.id, subnet_id)
+            await self.cloud.delete_router(resource.id)
+        else:
+            await self.cloud.delete_network(resource.id)
+
+    async def refresh(self, full: bool) -> Changes:
+        stats = self.env.stats
+        networks_token = self.networks.begin()
+        stats.count("networks-list")
+        networks = await self.cloud.fetch_networks()
+        routers_token = self.routers.begin()
+        stats.count("routers-list")
+        routers = await self.cloud.fetch_routers()
+        changes: Changes = [
+            (self.networks, c) for c in self.networks.replace(networks_token, networks)
+        ]
+        changes += [(self.routers, c) for c in self.routers.replace(routers_token, routers)]
+        return changes
+
+    def transitional(self) -> bool:
+        return any(n.status not in ("ACTIVE", "DOWN") for n in self.networks.items())
+
+
 def _marked_server(server: model.Server) -> bool:
     return model.MANAGED_TAG in server.tags
 
@@ -762,6 +811,7 @@ WATCHERS: tuple[Callable[[Cloud, WatchEnv], Watcher], ...] = (
     KeyPairWatcher,
     FloatingIPWatcher,
     VolumeWatcher,
+    NetworkWatcher,
 )
 
 W = TypeVar("W", bound=Watcher)
@@ -823,6 +873,7 @@ class CloudWatch:
         self._keypairs = self._one(KeyPairWatcher)
         self._floating_ips = self._one(FloatingIPWatcher)
         self._cinder = self._one(VolumeWatcher)
+        self._networks = self._one(NetworkWatcher)
         self._wake = asyncio.Event()
         self._ready = asyncio.Event()
         self._closed = False
@@ -901,6 +952,14 @@ class CloudWatch:
     @property
     def floating_ips(self) -> ResourceCache[model.FloatingIP]:
         return self._floating_ips.floating_ips
+
+    @property
+    def networks(self) -> ResourceCache[model.Network]:
+        return self._networks.networks
+
+    @property
+    def routers(self) -> ResourceCache[model.Router]:
+        return self._networks.routers
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -50,6 +50,11 @@ REFERENCES: tuple[Reference, ...] = (
     # boot, so deleting a keypair a server was booted with harms nothing; the fixtures
     # and the bench still delete VMs first (registry.deletion_order).
     Reference("VirtualMachine", "keyName", "KeyPair"),
+    # Objects on a Network wait for it to be Ready and hold its deletion while they name
+    # it (Neutron refuses to delete a network with ports); they go first.
+    Reference("VirtualMachine", "networks[]", "Network"),
+    Reference("VirtualMachineGroup", "template.networks[]", "Network"),
+    Reference("LoadBalancer", "vipNetwork", "Network"),
     # Objects Kumo does not own: a change to one re-queues the objects that read it.
     Reference("VirtualMachine", "initScript.configMapRef", "ConfigMap"),
     Reference("VirtualMachine", "initScript.secretRef", "Secret"),

@@ -20,6 +20,7 @@ from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.floatingip.actuator import FloatingIPActuator
 from kumo.kinds.keypair.actuator import KeyPairActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
+from kumo.kinds.network.actuator import NetworkActuator
 from kumo.kinds.references import REFERENCES
 from kumo.kinds.securitygroup.actuator import SecurityGroupActuator
 from kumo.kinds.share.actuator import ShareActuator
@@ -43,6 +44,8 @@ class KindRecord:
 
 
 RECORDS: tuple[KindRecord, ...] = (
+    # Floating IPs too: the router's external network is found like a floating IP's.
+    KindRecord(kinds.NETWORK, NetworkActuator, ("networks", "floatingips")),
     KindRecord(kinds.SECURITY_GROUP, SecurityGroupActuator, ("networking",)),
     KindRecord(kinds.KEY_PAIR, KeyPairActuator, ("keypairs",)),
     KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute",)),

@@ -540,6 +540,107 @@ class VolumesPort(CloudPort, Protocol):
     async def detach_volume(self, server_id: str, volume_id: str) -> None: ...
 
 
+class NetworksPort(CloudPort, Protocol):
+    """Neutron networks, their subnets, and routers to the outside with their interfaces."""
+
+    @read
+    async def get_network(self, network_id: str) -> model.Network | None: ...
+
+    @read
+    async def list_owned_networks(self, uid: str) -> list[model.Network]: ...
+
+    @read
+    async def find_networks_by_name(self, name: str) -> list[model.Network]: ...
+
+    @read
+    async def fetch_networks(self) -> list[model.Network]:
+        """Kumo's networks (tag ``kumo``) with their subnets: the watch's listing."""
+        ...
+
+    @read
+    async def network_ports(self, network_id: str) -> list[model.Port]:
+        """Every port on the network, from the API (what keeps it or a subnet in use)."""
+        ...
+
+    @read
+    async def get_router(self, router_id: str) -> model.Router | None: ...
+
+    @read
+    async def list_owned_routers(self, uid: str) -> list[model.Router]: ...
+
+    @read
+    async def fetch_routers(self) -> list[model.Router]:
+        """Kumo's routers (tag ``kumo``) with their interfaces: the watch's listing."""
+        ...
+
+    @write
+    async def create_network(
+        self,
+        *,
+        name: str,
+        description: str | None,
+        mtu: int | None,
+        port_security: bool,
+        tags: list[str],
+    ) -> model.Network: ...
+
+    @write
+    async def update_network(self, network_id: str, changes: dict[str, Any]) -> None:
+        """Change the network's own attributes (Neutron's names: ``mtu``, …)."""
+
+    @write
+    async def set_network_tags(self, network_id: str, tags: list[str]) -> None: ...
+
+    @write
+    async def delete_network(self, network_id: str) -> None: ...
+
+    @write
+    async def create_subnet(
+        self,
+        network_id: str,
+        *,
+        name: str,
+        cidr: str,
+        ip_version: int,
+        gateway: str | None,
+        dns_nameservers: list[str],
+        allocation_pools: list[tuple[str, str]],
+        enable_dhcp: bool,
+    ) -> model.Subnet:
+        """``gateway``: None for Neutron's default, ``"none"`` for no gateway."""
+        ...
+
+    @write
+    async def update_subnet(
+        self, network_id: str, subnet_id: str, changes: dict[str, Any]
+    ) -> None: ...
+
+    @write
+    async def delete_subnet(self, network_id: str, subnet_id: str) -> None: ...
+
+    @write
+    async def create_router(
+        self, *, name: str, external_network_id: str, enable_snat: bool, tags: list[str]
+    ) -> model.Router: ...
+
+    @write
+    async def set_router_gateway(
+        self, router_id: str, external_network_id: str, enable_snat: bool
+    ) -> None: ...
+
+    @write
+    async def set_router_tags(self, router_id: str, tags: list[str]) -> None: ...
+
+    @write
+    async def add_router_interface(self, router_id: str, subnet_id: str) -> None: ...
+
+    @write
+    async def remove_router_interface(self, router_id: str, subnet_id: str) -> None: ...
+
+    @write
+    async def delete_router(self, router_id: str) -> None: ...
+
+
 class Cloud(
     ComputePort,
     LoadBalancingPort,
@@ -549,6 +650,7 @@ class Cloud(
     KeyPairsPort,
     FloatingIPPort,
     VolumesPort,
+    NetworksPort,
     Protocol,
 ):
     """Every service: what ``Context.cloud`` is. A kind names the narrowest port it uses."""
@@ -565,6 +667,7 @@ PORTS: tuple[type, ...] = (
     KeyPairsPort,
     FloatingIPPort,
     VolumesPort,
+    NetworksPort,
 )
 
 #: Each service's port by the name a kind gives it in ``KindRecord.services``.
@@ -577,6 +680,7 @@ SERVICES: dict[str, type] = {
     "keypairs": KeyPairsPort,
     "floatingips": FloatingIPPort,
     "volumes": VolumesPort,
+    "networks": NetworksPort,
 }
 
 

@@ -34,14 +34,17 @@ __all__ = [
     "Marked",
     "Member",
     "MemberSpec",
+    "Network",
     "Pool",
     "Port",
     "Recordset",
+    "Router",
     "SecurityGroup",
     "SecurityGroupRule",
     "Server",
     "ServerGroup",
     "Share",
+    "Subnet",
     "Volume",
     "floating_ip_owner",
     "keypair_owner",
@@ -104,7 +107,7 @@ def owner_of(tags: list[str] | None) -> str | None:
 class Marked:
     """A live cloud resource carrying Kumo's owner marker, as the cloud watch lists it for
     the orphan sweep. ``kind`` is "server", "server_group", "loadbalancer", "recordset",
-    "share", "security_group", "keypair", "floatingip" or "volume"; ``zone_id`` locates a recordset;
+    "share", "security_group", "keypair", "floatingip", "volume", "router" or "network"; ``zone_id`` locates a recordset;
     ``busy``: the cloud is deleting it
     already, or working on it (not to be touched now); ``in_use``: a server group that
     still holds servers (deleting it would lose their grouping, nothing else)."""
@@ -400,6 +403,57 @@ class Port:
     device_owner: str = ""
     fixed_addresses: list[str] = field(default_factory=list)
     status: str = ""
+    #: The subnets its fixed addresses are on (what keeps a subnet in use).
+    subnet_ids: tuple[str, ...] = ()
+
+
+# -- Neutron networks: a Network object's network, its subnets and its router ---------------
+
+
+@dataclass(frozen=True)
+class Subnet:
+    """A subnet of a network. Subnets carry no marker: a subnet on Kumo's network is
+    Kumo's (as a rule in Kumo's security group is)."""
+
+    id: str
+    network_id: str
+    cidr: str
+    ip_version: int = 4
+    gateway: str | None = None
+    dns_nameservers: tuple[str, ...] = ()
+    allocation_pools: tuple[tuple[str, str], ...] = ()
+    enable_dhcp: bool = True
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Network:
+    """A Neutron network with its subnets (the watch lists both)."""
+
+    id: str
+    name: str
+    status: str = "ACTIVE"
+    mtu: int | None = None
+    port_security: bool = True
+    description: str | None = None
+    tags: list[str] = field(default_factory=list)
+    subnets: tuple[Subnet, ...] = ()
+
+
+@dataclass(frozen=True)
+class Router:
+    """A Neutron router: its gateway on an external network and the subnets it has an
+    interface on."""
+
+    id: str
+    name: str
+    status: str = "ACTIVE"
+    tags: list[str] = field(default_factory=list)
+    external_network_id: str | None = None
+    enable_snat: bool | None = None
+    external_addresses: tuple[str, ...] = ()
+    #: IDs of the subnets it has an interface on.
+    interfaces: tuple[str, ...] = ()
 
 
 # -- Cinder: volumes carry metadata (no tags): the same marker keys as Manila's shares ------

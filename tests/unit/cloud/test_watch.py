@@ -39,8 +39,19 @@ class Lists:
         keypairs: Any = None,
         floating_ips: Any = None,
         cinder: Any = None,
+        neutron_networks: Any = None,
     ) -> None:
-        parts = (nova, octavia, dns, manila, neutron, keypairs, floating_ips, cinder)
+        parts = (
+            nova,
+            octavia,
+            dns,
+            manila,
+            neutron,
+            keypairs,
+            floating_ips,
+            cinder,
+            neutron_networks,
+        )
         self.parts = [p for p in parts if p is not None]
 
     def __getattr__(self, name: str) -> Any:

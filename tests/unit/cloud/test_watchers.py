@@ -23,6 +23,7 @@ from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
 from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
 from tests.unit.kinds.keypair.fake_keypairs import KEY, FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+from tests.unit.kinds.network.fake_networks import FakeNetworks
 from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
 from tests.unit.kinds.share.fake_manila import FakeManila
 from tests.unit.kinds.volume.fake_cinder import FakeCinder
@@ -70,6 +71,7 @@ def every_service() -> Lists:
         FakeKeyPairs(),
         FakeFloatingIPs(),
         FakeCinder(),
+        FakeNetworks(),
     )
 
 
@@ -92,6 +94,8 @@ def test_every_registered_watcher_is_listed_at_start() -> None:
         "keypairs-list",
         "floating-ips",
         "cinder-volumes",
+        "networks-list",
+        "routers-list",
     } <= set(watch.stats.lists), "each service's first listing"
 
 
@@ -276,3 +280,40 @@ def test_cinder_is_one_filtered_listing_per_interval_whatever_the_volumes() -> N
     refresh(watch, "cinder")
     assert mine[0].id not in {v.id for v in watch.volumes.items()}
     assert Marked("volume", mine[1].id, "v1", "uid-1") in watch.marked()
+
+
+def test_networks_cost_two_listings_per_interval_whatever_their_number() -> None:
+    """Idle cost constant in the number of networks and routers (the adapter makes each
+    listing two calls: networks + their subnets, routers + their interface ports); a
+    subnet deleted out of band reaches the owner as a change; the orphan sweep lists a
+    marked router before its network."""
+    neutron = FakeNetworks()
+    for i in range(20):
+        neutron.add_network(f"n{i}", tags=model.marker_tags(f"uid-{i}"))
+    neutron.add_network("theirs")  # no marker: never in Kumo's cache
+    mine = neutron.add_network("mine", tags=model.marker_tags("uid-mine"))
+    asyncio.run(
+        neutron.create_subnet(
+            mine.id, name="s", cidr="10.9.0.0/24", ip_version=4, gateway=None,
+            dns_nameservers=[], allocation_pools=[], enable_dhcp=True,
+        )
+    )  # fmt: skip
+    router = asyncio.run(
+        neutron.create_router(
+            name="r",
+            external_network_id="ext",
+            enable_snat=True,
+            tags=model.marker_tags("uid-mine"),
+        )
+    )
+    watch, seen = synced(Lists(FakeNova(), neutron_networks=neutron))
+    neutron.calls.clear()
+    refresh(watch, "networks")
+    assert sorted(neutron.calls) == ["fetch_networks", "fetch_routers"]
+    assert len(watch.networks.items()) == 21
+    (subnet,) = neutron.networks[mine.id].subnets
+    neutron.delete_subnet_out_of_band(subnet.id)
+    refresh(watch, "networks")
+    assert {"uid-mine"} in seen.owners
+    kinds = [(m.kind, m.id) for m in watch.marked() if m.owner == "uid-mine"]
+    assert kinds == [("router", router.id), ("network", mine.id)]

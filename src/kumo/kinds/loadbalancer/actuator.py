@@ -26,7 +26,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError, TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import ordering
+from kumo.kinds import ordering, references
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.loadbalancer import members, plan
 
@@ -34,6 +34,8 @@ from kumo.kinds.loadbalancer import members, plan
 STEP_SECONDS = 1.0
 #: Seconds between finalize passes while Octavia deletes.
 DELETE_SECONDS = 2.0
+#: Safety net while the VIP's Network is not Ready (its status change wakes the LB).
+NETWORK_SECONDS = 30.0
 
 
 def utc_now() -> datetime.datetime:
@@ -50,6 +52,16 @@ class LoadBalancerActuator:
     async def reconcile(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> Result:
         _check_region(ctx.cloud, spec)
         plan.validate(spec)
+        vip = references.resolve(ctx.store, obj.namespace, "Network", spec.vip_network, "id")
+        if vip.waiting and not obj.status.get("id"):
+            return Result.waiting(
+                "Pending",
+                "WaitingForNetwork",
+                f"spec.vipNetwork: {vip.waiting}",
+                after=NETWORK_SECONDS,
+            )
+        if vip.value and vip.value != spec.vip_network:  # a Network object's: its ID
+            spec = spec.model_copy(update={"vip_network": vip.value})
         wanted = _wanted_members(ctx.store, obj.namespace, spec)
         owned = _load_balancers(ctx, obj, spec)
         lb = await ownership.find_owned(ctx, obj, owned)
@@ -105,6 +117,8 @@ class LoadBalancerActuator:
         meta = body.get("metadata") or {}
         if unblocked := ordering.unblocked_by(kind, body, self.info.kind):
             return unblocked  # a referrer that goes first (a DNSRecord) may unblock deletion
+        if kind == "Network":  # Ready now: LoadBalancers waiting for it may be created
+            return references.unbuilt_referrers(store, self.info.kind, kind, body)
         if kind == "VirtualMachine":
             group = (meta.get("labels") or {}).get(GROUP_LABEL)
         elif kind == "VirtualMachineGroup":

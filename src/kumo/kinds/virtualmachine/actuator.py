@@ -57,15 +57,22 @@ class VirtualMachineActuator:
             return _status(obj, server, spec, hash_)
 
         groups, unready = plan.security_groups(spec, obj.namespace, ctx.store)
+        networks = [
+            references.resolve(ctx.store, obj.namespace, "Network", name, "id")
+            for name in spec.networks
+        ]
+        unready_networks = [
+            f"spec.networks[{i}]: {n.waiting}" for i, n in enumerate(networks) if n.waiting
+        ]
 
         async def replace(server: Server) -> lifecycle.Replacement | None:
             why = plan.replacement(server, hash_, legacy)
-            if why == "spec" and unready:
-                return None  # the server stays until its new security groups are Ready
+            if why == "spec" and (unready or unready_networks):
+                return None  # the server stays until its new groups and networks are Ready
             if why == "spec":
                 # Resolve every reference first: bad input must fail before anything
                 # is deleted.
-                await _resolve(ctx, spec)
+                await _resolve(ctx, spec, networks)
                 return lifecycle.Replacement(
                     "spec changed",
                     wait=_replacing("old server deleted, creating new one"),
@@ -87,7 +94,15 @@ class VirtualMachineActuator:
 
         async def before_create() -> lifecycle.Wait | None:
             nonlocal refs, key_name
-            refs = await _resolve(ctx, spec)  # bad input fails before taking a turn
+            if unready_networks:
+                return lifecycle.Wait(
+                    "; ".join(unready_networks),
+                    reason="WaitingForNetwork",
+                    phase="Pending",
+                    after=KEY_PAIR_SECONDS,
+                    status={k: obj.status[k] for k in ERROR_COUNTERS if obj.status.get(k)},
+                )
+            refs = await _resolve(ctx, spec, networks)  # bad input fails before taking a turn
             if unready:
                 return lifecycle.Wait(
                     f"SecurityGroup(s) {', '.join(unready)} not Ready yet (spec.securityGroups)",
@@ -296,13 +311,19 @@ def _servers(
     )
 
 
-async def _resolve(ctx: Context, spec: VirtualMachineSpec) -> tuple[str, str, list[str]]:
-    """Image, flavor and network IDs; raises TerminalError naming the field if unknown."""
+async def _resolve(
+    ctx: Context, spec: VirtualMachineSpec, networks: list[references.Resolved]
+) -> tuple[str, str, list[str]]:
+    """Image, flavor and network IDs (``networks``: the spec's, a Network object's
+    resolved to its ID); raises TerminalError naming the field if unknown."""
     cloud = ctx.cloud
     image_id = await cloud.image_id(spec.image)
     flavor_id = await cloud.flavor_id(spec.flavor)
-    if spec.networks:
-        network_ids = [await cloud.network_id(n) for n in spec.networks]
+    if networks:
+        network_ids = [
+            await cloud.network_id(n.value or name, field=f"spec.networks[{i}]")
+            for i, (name, n) in enumerate(zip(spec.networks, networks, strict=True))
+        ]
     else:
         network_ids = [await cloud.default_network_id(external=False, field="spec.networks")]
     return image_id, flavor_id, network_ids

@@ -1,0 +1,469 @@
+"""Neutron calls: networks, their subnets, routers and router interfaces.
+
+Plain REST on the network proxy (``/v2.0`` is the proxy's), like the security groups.
+
+Ownership: a network and a router carry Neutron tags ``kumo`` and ``kumo-owner=<uid>``.
+Neutron (Zed) refuses tags in a create's body, so the create sets them at once after
+the POST and deletes the new resource again when that fails: one without the marker is
+never left behind knowingly. Subnets carry no marker: a subnet on Kumo's network is
+Kumo's, as a rule in Kumo's security group is.
+
+Reads come from the watch's listings (:class:`~kumo.cloud.watch.NetworkWatcher`): the
+tagged networks, their subnets, the tagged routers and their interface ports — four
+calls per interval whatever the number of networks. Ports on a network are read from
+the API, and only when a subnet or the network is about to be deleted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from openstack import exceptions as os_exc
+
+from kumo.cloud import model
+from kumo.cloud.base import CloudBase
+from kumo.cloud.cache import GONE
+from kumo.cloud.watch import NetworkWatcher
+from kumo.engine.errors import TerminalError
+
+NETWORK_FIELDS = ["id", "name", "status", "mtu", "port_security_enabled", "description", "tags"]
+INTERFACE_OWNER = "network:router_interface"
+
+
+class NetworkCalls(CloudBase):
+    # -- networks --------------------------------------------------------------------------
+
+    async def get_network(self, network_id: str) -> model.Network | None:
+        hit = self.watch.networks.lookup(network_id)
+        if isinstance(hit, model.Network):
+            return hit
+        if hit is GONE:
+            return None
+        found = await self._get("get network", self._neutron, "get", f"/networks/{network_id}")
+        if found is None:
+            return None
+        (network,) = await self._with_subnets([_network(found["network"])])
+        return network
+
+    async def list_owned_networks(self, uid: str) -> list[model.Network]:
+        cache = self.watch.networks
+        if cache.answers_for(uid):
+            return cache.owned_by(uid)
+        return await self._relist(
+            cache, uid, lambda: self._list_networks({"tags": model.owner_tag(uid)})
+        )
+
+    async def find_networks_by_name(self, name: str) -> list[model.Network]:
+        return await self._list_networks({"name": name})
+
+    async def fetch_networks(self) -> list[model.Network]:
+        return await self._list_networks({"tags": model.MANAGED_TAG})
+
+    async def _list_networks(self, params: dict[str, Any]) -> list[model.Network]:
+        found = await self._call(
+            "list networks",
+            self._neutron,
+            "get",
+            "/networks",
+            params={**params, "fields": NETWORK_FIELDS},
+        )
+        return await self._with_subnets([_network(x) for x in found["networks"]])
+
+    async def _with_subnets(self, networks: list[model.Network]) -> list[model.Network]:
+        """The networks with their subnets: one listing for all of them."""
+        if not networks:
+            return []
+        found = await self._call(
+            "list subnets",
+            self._neutron,
+            "get",
+            "/subnets",
+            params={"network_id": [n.id for n in networks]},
+        )
+        by_network: dict[str, list[model.Subnet]] = {}
+        for x in found["subnets"]:
+            by_network.setdefault(x.get("network_id") or "", []).append(_subnet(x))
+        return [
+            dataclasses.replace(n, subnets=tuple(sorted(by_network.get(n.id, []), key=_cidr)))
+            for n in networks
+        ]
+
+    async def network_ports(self, network_id: str) -> list[model.Port]:
+        found = await self._call(
+            "list ports on network",
+            self._neutron,
+            "get",
+            "/ports",
+            params={
+                "network_id": network_id,
+                "fields": ["id", "network_id", "device_id", "device_owner", "fixed_ips", "status"],
+            },
+        )
+        return [_port(x) for x in found["ports"]]
+
+    async def create_network(
+        self,
+        *,
+        name: str,
+        description: str | None,
+        mtu: int | None,
+        port_security: bool,
+        tags: list[str],
+    ) -> model.Network:
+        body: dict[str, Any] = {
+            "name": name,
+            "description": description or "",
+            "port_security_enabled": port_security,
+            "admin_state_up": True,
+        }
+        if mtu is not None:
+            body["mtu"] = mtu
+        created = await self._create(
+            "create network",
+            self._neutron,
+            "post",
+            "/networks",
+            resolved=[],
+            in_doubt=(self.watch.networks, model.owner_of(tags) or ""),
+            json={"network": body},
+            field="spec",
+        )
+        network = _network(created["network"])
+        await self._tag_or_undo("network", f"/networks/{network.id}", tags)
+        network = dataclasses.replace(network, tags=list(tags))
+        self.watch.networks.put(network)
+        self.watch.nudge(NetworkWatcher.service)
+        return network
+
+    async def update_network(self, network_id: str, changes: dict[str, Any]) -> None:
+        await self._call(
+            "update network",
+            self._neutron,
+            "put",
+            f"/networks/{network_id}",
+            json={"network": changes},
+            field=_spec_field(changes),
+        )
+        self._network_changed(network_id)
+
+    async def set_network_tags(self, network_id: str, tags: list[str]) -> None:
+        await self._put_tags(f"/networks/{network_id}", tags)
+        self.watch.networks.update(network_id, lambda n: dataclasses.replace(n, tags=list(tags)))
+        self._network_changed(network_id)
+
+    async def delete_network(self, network_id: str) -> None:
+        """Delete (Neutron deletes its subnets with it); one already gone is fine.
+        Neutron answers 409 while ports use it (raised as CloudBusy: the caller waits)."""
+        await self._delete("delete network", f"/networks/{network_id}")
+        self.watch.networks.forget(network_id)
+        self.watch.nudge(NetworkWatcher.service)
+
+    # -- subnets ---------------------------------------------------------------------------
+
+    async def create_subnet(
+        self,
+        network_id: str,
+        *,
+        name: str,
+        cidr: str,
+        ip_version: int,
+        gateway: str | None,
+        dns_nameservers: list[str],
+        allocation_pools: list[tuple[str, str]],
+        enable_dhcp: bool,
+    ) -> model.Subnet:
+        body: dict[str, Any] = {
+            "network_id": network_id,
+            "name": name,
+            "cidr": cidr,
+            "ip_version": ip_version,
+            "enable_dhcp": enable_dhcp,
+        }
+        if gateway == "none":
+            body["gateway_ip"] = None
+        elif gateway:
+            body["gateway_ip"] = gateway
+        if dns_nameservers:
+            body["dns_nameservers"] = dns_nameservers
+        if allocation_pools:
+            body["allocation_pools"] = [{"start": s, "end": e} for s, e in allocation_pools]
+        created = await self._call(
+            "create subnet",
+            self._neutron,
+            "post",
+            "/subnets",
+            json={"subnet": body},
+            field="spec.subnets",
+        )
+        subnet = _subnet(created["subnet"])
+        self.watch.networks.update(
+            network_id,
+            lambda n: dataclasses.replace(
+                n, subnets=tuple(sorted((*n.subnets, subnet), key=_cidr))
+            ),
+        )
+        self._network_changed(network_id)
+        return subnet
+
+    async def update_subnet(self, network_id: str, subnet_id: str, changes: dict[str, Any]) -> None:
+        await self._call(
+            "update subnet",
+            self._neutron,
+            "put",
+            f"/subnets/{subnet_id}",
+            json={"subnet": changes},
+            field="spec.subnets",
+        )
+        self._network_changed(network_id)
+
+    async def delete_subnet(self, network_id: str, subnet_id: str) -> None:
+        await self._delete("delete subnet", f"/subnets/{subnet_id}")
+        self.watch.networks.update(
+            network_id,
+            lambda n: dataclasses.replace(
+                n, subnets=tuple(s for s in n.subnets if s.id != subnet_id)
+            ),
+        )
+        self._network_changed(network_id)
+
+    # -- routers ---------------------------------------------------------------------------
+
+    async def get_router(self, router_id: str) -> model.Router | None:
+        hit = self.watch.routers.lookup(router_id)
+        if isinstance(hit, model.Router):
+            return hit
+        if hit is GONE:
+            return None
+        found = await self._get("get router", self._neutron, "get", f"/routers/{router_id}")
+        if found is None:
+            return None
+        (router,) = await self._with_interfaces([_router(found["router"])])
+        return router
+
+    async def list_owned_routers(self, uid: str) -> list[model.Router]:
+        cache = self.watch.routers
+        if cache.answers_for(uid):
+            return cache.owned_by(uid)
+        return await self._relist(
+            cache, uid, lambda: self._list_routers({"tags": model.owner_tag(uid)})
+        )
+
+    async def fetch_routers(self) -> list[model.Router]:
+        return await self._list_routers({"tags": model.MANAGED_TAG})
+
+    async def _list_routers(self, params: dict[str, Any]) -> list[model.Router]:
+        found = await self._call("list routers", self._neutron, "get", "/routers", params=params)
+        return await self._with_interfaces([_router(x) for x in found["routers"]])
+
+    async def _with_interfaces(self, routers: list[model.Router]) -> list[model.Router]:
+        """The routers with the subnets they have an interface on: one port listing."""
+        if not routers:
+            return []
+        found = await self._call(
+            "list router interfaces",
+            self._neutron,
+            "get",
+            "/ports",
+            params={
+                "device_owner": INTERFACE_OWNER,
+                "device_id": [r.id for r in routers],
+                "fields": ["id", "device_id", "fixed_ips"],
+            },
+        )
+        by_router: dict[str, set[str]] = {}
+        for port in found["ports"]:
+            subnets = by_router.setdefault(port.get("device_id") or "", set())
+            subnets.update(ip["subnet_id"] for ip in port.get("fixed_ips") or [])
+        return [
+            dataclasses.replace(r, interfaces=tuple(sorted(by_router.get(r.id, set()))))
+            for r in routers
+        ]
+
+    async def create_router(
+        self, *, name: str, external_network_id: str, enable_snat: bool, tags: list[str]
+    ) -> model.Router:
+        created = await self._create(
+            "create router",
+            self._neutron,
+            "post",
+            "/routers",
+            resolved=[],
+            in_doubt=(self.watch.routers, model.owner_of(tags) or ""),
+            json={
+                "router": {
+                    "name": name,
+                    "external_gateway_info": _gateway(external_network_id, enable_snat),
+                }
+            },
+            field="spec.router",
+        )
+        router = _router(created["router"])
+        await self._tag_or_undo("router", f"/routers/{router.id}", tags)
+        router = dataclasses.replace(router, tags=list(tags))
+        self.watch.routers.put(router)
+        self.watch.nudge(NetworkWatcher.service)
+        return router
+
+    async def set_router_gateway(
+        self, router_id: str, external_network_id: str, enable_snat: bool
+    ) -> None:
+        await self._call(
+            "set router gateway",
+            self._neutron,
+            "put",
+            f"/routers/{router_id}",
+            json={"router": {"external_gateway_info": _gateway(external_network_id, enable_snat)}},
+            field="spec.router",
+        )
+        self._router_changed(router_id)
+
+    async def set_router_tags(self, router_id: str, tags: list[str]) -> None:
+        await self._put_tags(f"/routers/{router_id}", tags)
+        self.watch.routers.update(router_id, lambda r: dataclasses.replace(r, tags=list(tags)))
+        self._router_changed(router_id)
+
+    async def add_router_interface(self, router_id: str, subnet_id: str) -> None:
+        await self._call(
+            "add router interface",
+            self._neutron,
+            "put",
+            f"/routers/{router_id}/add_router_interface",
+            json={"subnet_id": subnet_id},
+            field="spec.router",
+        )
+        self.watch.routers.update(
+            router_id,
+            lambda r: dataclasses.replace(r, interfaces=tuple(sorted({*r.interfaces, subnet_id}))),
+        )
+        self._router_changed(router_id)
+
+    async def remove_router_interface(self, router_id: str, subnet_id: str) -> None:
+        """Remove; one already gone (or a router already gone) is fine."""
+        try:
+            await self._call(
+                "remove router interface",
+                self._neutron,
+                "put",
+                f"/routers/{router_id}/remove_router_interface",
+                json={"subnet_id": subnet_id},
+            )
+        except TerminalError as error:
+            if not isinstance(error.__cause__, os_exc.NotFoundException):
+                raise
+        self.watch.routers.update(
+            router_id,
+            lambda r: dataclasses.replace(
+                r, interfaces=tuple(s for s in r.interfaces if s != subnet_id)
+            ),
+        )
+        self._router_changed(router_id)
+
+    async def delete_router(self, router_id: str) -> None:
+        await self._delete("delete router", f"/routers/{router_id}")
+        self.watch.routers.forget(router_id)
+        self.watch.nudge(NetworkWatcher.service)
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    async def _put_tags(self, path: str, tags: list[str]) -> None:
+        await self._call("set tags", self._neutron, "put", f"{path}/tags", json={"tags": tags})
+
+    async def _tag_or_undo(self, noun: str, path: str, tags: list[str]) -> None:
+        """Put the marker on a resource just made; delete it again when that fails."""
+        try:
+            await self._put_tags(path, tags)
+        except BaseException:
+            await self._call(f"delete untagged {noun}", self._neutron, "delete", path)
+            raise
+
+    async def _delete(self, action: str, path: str) -> None:
+        """DELETE; a 404 (already gone) is success."""
+        try:
+            await self._call(action, self._neutron, "delete", path)
+        except TerminalError as error:
+            if not isinstance(error.__cause__, os_exc.NotFoundException):
+                raise
+
+    def _network_changed(self, network_id: str) -> None:
+        """Kumo changed the network or a subnet: the next listing reads it again soon."""
+        self.watch.nudge(NetworkWatcher.service)
+
+    def _router_changed(self, router_id: str) -> None:
+        self.watch.nudge(NetworkWatcher.service)
+
+
+def _gateway(external_network_id: str, enable_snat: bool) -> dict[str, Any]:
+    """Neutron's default policy lets only admins set ``enable_snat``: it is sent only to
+    turn it off (the default is on)."""
+    info: dict[str, Any] = {"network_id": external_network_id}
+    if not enable_snat:
+        info["enable_snat"] = False
+    return info
+
+
+def _spec_field(changes: dict[str, Any]) -> str:
+    names = {"mtu": "spec.mtu", "port_security_enabled": "spec.portSecurity"}
+    return next((names[k] for k in changes if k in names), "spec")
+
+
+def _cidr(subnet: model.Subnet) -> str:
+    return subnet.cidr
+
+
+def _network(x: dict[str, Any]) -> model.Network:
+    return model.Network(
+        id=x["id"],
+        name=x.get("name") or "",
+        status=x.get("status") or "",
+        mtu=x.get("mtu"),
+        port_security=bool(x.get("port_security_enabled", True)),
+        description=x.get("description"),
+        tags=list(x.get("tags") or []),
+    )
+
+
+def _subnet(x: dict[str, Any]) -> model.Subnet:
+    return model.Subnet(
+        id=x["id"],
+        network_id=x.get("network_id") or "",
+        cidr=x.get("cidr") or "",
+        ip_version=int(x.get("ip_version") or 4),
+        gateway=x.get("gateway_ip"),
+        dns_nameservers=tuple(x.get("dns_nameservers") or ()),
+        allocation_pools=tuple(
+            (p["start"], p["end"]) for p in x.get("allocation_pools") or [] if "start" in p
+        ),
+        enable_dhcp=bool(x.get("enable_dhcp", True)),
+        name=x.get("name") or "",
+    )
+
+
+def _router(x: dict[str, Any]) -> model.Router:
+    gateway = x.get("external_gateway_info") or {}
+    return model.Router(
+        id=x["id"],
+        name=x.get("name") or "",
+        status=x.get("status") or "",
+        tags=list(x.get("tags") or []),
+        external_network_id=gateway.get("network_id"),
+        enable_snat=gateway.get("enable_snat"),
+        external_addresses=tuple(
+            ip["ip_address"]
+            for ip in gateway.get("external_fixed_ips") or []
+            if ip.get("ip_address")
+        ),
+    )
+
+
+def _port(x: dict[str, Any]) -> model.Port:
+    fixed = x.get("fixed_ips") or []
+    return model.Port(
+        id=x["id"],
+        network_id=x.get("network_id") or "",
+        device_id=x.get("device_id") or "",
+        device_owner=x.get("device_owner") or "",
+        fixed_addresses=[ip["ip_address"] for ip in fixed if ip.get("ip_address")],
+        status=x.get("status") or "",
+        subnet_ids=tuple(sorted({ip["subnet_id"] for ip in fixed if ip.get("subnet_id")})),
+    )

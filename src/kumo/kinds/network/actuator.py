@@ -1,0 +1,414 @@
+"""Network actuator: a Neutron network, its subnets and, optionally, one router.
+
+Order of a pass (the engine's lifecycle): find the network (status.id only if marked,
+else adopt by its tags, else import, else create it and record its ID at once) → put its
+own attributes right (MTU, port security, description) → subnets: delete those the spec
+no longer has and no port uses (their router interface first), update the rest in
+place, create the missing ones (a new CIDR overlapping a subnet still in use waits) →
+the router: create it with its gateway (recorded at once as ``routerId``), correct the
+gateway, add and remove interfaces so there is one on every subnet with a gateway →
+report. Without ``spec.router`` a router Kumo made is taken apart.
+
+Drift — a subnet deleted or an interface removed by hand — reaches the object through the
+cloud watch (:class:`~kumo.cloud.watch.NetworkWatcher`) within one interval.
+
+Deletion waits while Kumo objects name the network (``WaitingForUsers``) and while other
+ports remain on it (``NetworkInUse``: Neutron refuses to delete a network with ports);
+then interfaces → router → network (Neutron deletes the subnets with it).
+``deletionPolicy: Orphan`` swaps the network's and the router's tags for the orphan mark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from typing import Any
+
+from kumo.api import kinds
+from kumo.api.network import NetworkSpec
+from kumo.cloud.model import (
+    Network,
+    Router,
+    marker_tags,
+    owner_of,
+    released_tags,
+    unreleased,
+)
+from kumo.engine import lifecycle, ownership
+from kumo.engine.errors import TransientError
+from kumo.engine.objects import Body, Context, Key, Obj, Store
+from kumo.engine.result import Result
+from kumo.kinds.network import plan
+from kumo.kinds.references import readers_of, referenced_names
+
+#: Between finalize passes while objects or ports still use the network.
+DELETE_SECONDS = 3.0
+#: While a subnet change waits for ports to leave a subnet.
+BLOCKED_SECONDS = 15.0
+
+
+class NetworkActuator:
+    info = kinds.NETWORK
+
+    async def reconcile(self, ctx: Context, obj: Obj, spec: NetworkSpec) -> Result:
+        blocked: list[str] = []
+        router_status: dict[str, Any] = {}
+
+        async def create() -> Network:
+            network: Network = await ctx.cloud.create_network(
+                name=plan.network_name(obj.namespace, obj.name),
+                description=spec.description,
+                mtu=spec.mtu,
+                port_security=spec.port_security,
+                tags=marker_tags(obj.uid),
+            )
+            return network
+
+        async def attributes(network: Network) -> lifecycle.Step[Network]:
+            changes = plan.network_updates(spec, observed_network(network))
+            if changes:
+                await ctx.cloud.update_network(network.id, changes)
+                network = dataclasses.replace(
+                    network,
+                    mtu=changes.get("mtu", network.mtu),
+                    port_security=changes.get("port_security_enabled", network.port_security),
+                    description=changes.get("description", network.description),
+                )
+            return lifecycle.Step(network)
+
+        async def subnets(network: Network) -> lifecycle.Step[Network]:
+            network, why = await _keep_subnets(ctx, obj, spec, network)
+            blocked.extend(why)
+            return lifecycle.Step(network)
+
+        async def router(network: Network) -> lifecycle.Step[Network]:
+            router_status.update(await _keep_router(ctx, obj, spec, network))
+            return lifecycle.Step(network)
+
+        def observed(network: Network) -> dict[str, Any]:
+            return {
+                "name": network.name,
+                "subnets": [
+                    {"cidr": s.cidr, "id": s.id, "gateway": s.gateway} for s in network.subnets
+                ],
+                **router_status,
+            }
+
+        async def report(network: Network) -> Result:
+            status = observed(network)
+            described = f"network {network.id} with {len(network.subnets)} subnet(s)" + (
+                f" and router {router_status['routerId']}" if router_status.get("routerId") else ""
+            )
+            return Result(
+                phase="Active",
+                ready=True,
+                reason="Ready",
+                message="; ".join([described, *blocked]),
+                status=status,
+                requeue_after=BLOCKED_SECONDS if blocked else None,
+            )
+
+        return await lifecycle.reconcile_owned(
+            ctx,
+            obj,
+            lifecycle.Lifecycle(
+                owned=_networks(ctx, obj),
+                create=create,
+                created=lambda _: lifecycle.Wait("network created", after=0.2),
+                report=report,
+                failpoint="after-network-create",
+                status=observed,
+                updaters=[attributes, subnets, router],
+            ),
+        )
+
+    async def finalize(self, ctx: Context, obj: Obj, spec: NetworkSpec | None) -> Result:
+        """Once no Kumo object names it and no other port is on it: the router's
+        interfaces, the router, then the network (its subnets go with it)."""
+        users = network_users(ctx.store, obj.namespace, obj.name)
+        if users:
+            return Result.waiting(
+                "Deleting",
+                "WaitingForUsers",
+                f"{'; '.join(users)} use the network; it is deleted once they are gone",
+                after=DELETE_SECONDS,
+            )
+        network_id = await _own_network_id(ctx, obj)
+        if network_id is not None:
+            ports = [_observed_port(p) for p in await ctx.cloud.network_ports(network_id)]
+            if why := plan.deletion_wait(ports):
+                return Result.waiting("Deleting", "NetworkInUse", why, after=DELETE_SECONDS)
+        for router in await _own_routers(ctx, obj):
+            await _take_router_apart(ctx, router)
+        try:
+            return await ownership.finalize_owned(ctx, obj, _networks(ctx, obj), DELETE_SECONDS)
+        except TransientError as error:
+            if error.reason != "CloudBusy":
+                raise
+            return Result.waiting(
+                "Deleting",
+                "NetworkInUse",
+                f"Neutron refuses to delete network {network_id}: ports still use it",
+                after=DELETE_SECONDS,
+            )
+
+    async def release(self, ctx: Context, obj: Obj, spec: NetworkSpec | None) -> None:
+        """The network, its subnets and the router stay, their tags swapped for the
+        orphan mark."""
+        await ownership.release_owned(ctx, obj, _routers(ctx, obj))
+        await ownership.release_owned(ctx, obj, _networks(ctx, obj))
+
+    def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
+        """Networks being deleted that wait for an object naming them (its change, its
+        deletion, may end the wait)."""
+        fields = [ref.field for ref in readers_of(self.info.kind) if ref.referrer == kind]
+        if not fields:
+            return []
+        spec = body.get("spec") or {}
+        namespace = (body.get("metadata") or {}).get("namespace", "default")
+        named = {n for f in fields for n in referenced_names(spec, f)}
+        return [
+            Key(self.info.kind, namespace, net["metadata"]["name"])
+            for net in store.list(self.info.kind, namespace)
+            if net["metadata"]["name"] in named and net["metadata"].get("deletionTimestamp")
+        ]
+
+
+def network_users(store: Store, namespace: str, name: str) -> list[str]:
+    """Kumo objects in ``namespace`` that name the Network ``name`` in a declared
+    reference (a VM's ``networks``, a group's template, a LoadBalancer's ``vipNetwork``),
+    as ``Kind(s) a, b`` phrases."""
+    users: dict[str, set[str]] = {}
+    for ref in readers_of(kinds.NETWORK.kind):
+        for other in store.list(ref.referrer, namespace):
+            if name in referenced_names(other.get("spec") or {}, ref.field):
+                users.setdefault(ref.referrer, set()).add(other["metadata"]["name"])
+    return [f"{kind}(s) {', '.join(sorted(names))}" for kind, names in sorted(users.items())]
+
+
+def observed_network(network: Network) -> plan.ObservedNetwork:
+    return plan.ObservedNetwork(
+        id=network.id,
+        mtu=network.mtu,
+        port_security=network.port_security,
+        description=network.description,
+    )
+
+
+def observed_subnets(network: Network, used: Collection[str] = ()) -> list[plan.ObservedSubnet]:
+    return [
+        plan.ObservedSubnet(
+            id=s.id,
+            cidr=s.cidr,
+            gateway=s.gateway,
+            dns_nameservers=s.dns_nameservers,
+            allocation_pools=s.allocation_pools,
+            enable_dhcp=s.enable_dhcp,
+            used=s.id in used,
+        )
+        for s in network.subnets
+    ]
+
+
+def _observed_port(port: Any) -> plan.ObservedPort:
+    return plan.ObservedPort(port.id, port.device_owner, tuple(port.subnet_ids))
+
+
+async def _keep_subnets(
+    ctx: Context, obj: Obj, spec: NetworkSpec, network: Network
+) -> tuple[Network, list[str]]:
+    """Subnets as the spec has them; what cannot change now, naming the field. Ports
+    are read only when a subnet would go (whether a port still uses it)."""
+    changes = plan.plan_subnets(spec, observed_subnets(network))
+    if changes.delete:
+        ports = [_observed_port(p) for p in await ctx.cloud.network_ports(network.id)]
+        used = plan.subnets_in_use(ports)
+        changes = plan.plan_subnets(spec, observed_subnets(network, used))
+    if changes.empty:
+        return network, changes.blocked
+    subnets = {s.id: s for s in network.subnets}
+    routers = await _own_routers(ctx, obj) if changes.delete else []
+    for gone in changes.delete:
+        for router in routers:
+            if gone.id in router.interfaces:
+                await ctx.cloud.remove_router_interface(router.id, gone.id)
+        await ctx.cloud.delete_subnet(network.id, gone.id)
+        subnets.pop(gone.id, None)
+        ctx.events.emit(obj, "Normal", "SubnetDeleted", f"deleted subnet {gone.cidr} ({gone.id})")
+    for subnet_id, update in changes.update:
+        await ctx.cloud.update_subnet(network.id, subnet_id, update)
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "SubnetUpdated",
+            f"updated subnet {subnets[subnet_id].cidr}: {', '.join(sorted(update))}",
+        )
+    for wanted in changes.create:
+        created = await ctx.cloud.create_subnet(
+            network.id,
+            name=f"{network.name}-{wanted.cidr}",
+            cidr=wanted.cidr,
+            ip_version=wanted.ip_version,
+            gateway=wanted.gateway,
+            dns_nameservers=list(wanted.dns_nameservers),
+            allocation_pools=[(p.start, p.end) for p in wanted.allocation_pools],
+            enable_dhcp=wanted.enable_dhcp,
+        )
+        subnets[created.id] = created
+        ctx.events.emit(
+            obj, "Normal", "SubnetCreated", f"created subnet {created.cidr} ({created.id})"
+        )
+    kept = tuple(sorted(subnets.values(), key=lambda s: s.cidr))
+    return dataclasses.replace(network, subnets=kept), changes.blocked
+
+
+async def _keep_router(
+    ctx: Context, obj: Obj, spec: NetworkSpec, network: Network
+) -> dict[str, Any]:
+    """The router as the spec has it; its status fields."""
+    routers = await _own_routers(ctx, obj)
+    if spec.router is None:
+        for router in routers:
+            await _take_router_apart(ctx, router)
+            ctx.events.emit(obj, "Normal", "RouterDeleted", f"deleted router {router.id}")
+        if routers or obj.status.get("routerId"):
+            await ownership.record(ctx, obj, {"routerId": None})
+        return {"routerId": None, "externalAddress": None}
+    external_id = await ctx.cloud.floating_ip_network_id(
+        spec.router.external_network, field="spec.router.externalNetwork"
+    )
+    owned = _routers(ctx, obj)
+    if routers:
+        router, *duplicates = sorted(
+            routers, key=lambda r: (r.id != obj.status.get("routerId"), r.id)
+        )
+        for duplicate in duplicates:
+            await _take_router_apart(ctx, duplicate)
+            ctx.events.emit(
+                obj, "Normal", "DuplicateDeleted", f"deleted duplicate router {duplicate.id}"
+            )
+        if obj.status.get("routerId") != router.id:
+            await ownership.record(ctx, obj, {"routerId": router.id})
+    else:
+
+        async def create() -> Router:
+            made: Router = await ctx.cloud.create_router(
+                name=plan.network_name(obj.namespace, obj.name),
+                external_network_id=external_id,
+                enable_snat=spec.router.enable_snat if spec.router else True,
+                tags=marker_tags(obj.uid),
+            )
+            return made
+
+        router = await ownership.create_owned(ctx, obj, owned, create, "after-router-create")
+    if router.external_network_id != external_id or (
+        router.enable_snat is not None and router.enable_snat != spec.router.enable_snat
+    ):
+        await ctx.cloud.set_router_gateway(router.id, external_id, spec.router.enable_snat)
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "RouterGatewaySet",
+            f"router {router.id}: gateway on network {external_id}",
+        )
+    interfaces = plan.plan_interfaces(spec, observed_subnets(network), set(router.interfaces))
+    for subnet_id in interfaces.add:
+        await ctx.cloud.add_router_interface(router.id, subnet_id)
+        ctx.events.emit(
+            obj, "Normal", "InterfaceAdded", f"router {router.id}: interface on subnet {subnet_id}"
+        )
+    for subnet_id in interfaces.remove:
+        await ctx.cloud.remove_router_interface(router.id, subnet_id)
+        ctx.events.emit(
+            obj,
+            "Normal",
+            "InterfaceRemoved",
+            f"router {router.id}: removed interface on subnet {subnet_id}",
+        )
+    address = router.external_addresses[0] if router.external_addresses else None
+    return {"routerId": router.id, "externalAddress": address}
+
+
+async def _take_router_apart(ctx: Context, router: Router) -> None:
+    """Interfaces first: Neutron refuses to delete a router that has them."""
+    for subnet_id in router.interfaces:
+        await ctx.cloud.remove_router_interface(router.id, subnet_id)
+    await ctx.cloud.delete_router(router.id)
+
+
+async def _own_routers(ctx: Context, obj: Obj) -> list[Router]:
+    """The routers carrying this object's marker (the recorded one included)."""
+    found: dict[str, Router] = {}
+    known = obj.status.get("routerId")
+    if known:
+        router = await ctx.cloud.get_router(known)
+        if router is not None and owner_of(router.tags) == obj.uid:
+            found[router.id] = router
+    for router in await ctx.cloud.list_owned_routers(obj.uid):
+        if owner_of(router.tags) == obj.uid:
+            found.setdefault(router.id, router)
+    return list(found.values())
+
+
+async def _own_network_id(ctx: Context, obj: Obj) -> str | None:
+    known = obj.status.get("id")
+    if known:
+        network = await ctx.cloud.get_network(known)
+        if network is not None and owner_of(network.tags) == obj.uid:
+            return network.id
+    owned = await ctx.cloud.list_owned_networks(obj.uid)
+    return owned[0].id if owned else None
+
+
+# -- ownership -------------------------------------------------------------------------------
+
+
+def _networks(ctx: Context, obj: Obj) -> ownership.Owned[Network]:
+    """The object's Neutron network as the ownership routine sees it (tags ``kumo``,
+    ``kumo-owner=<uid>``); ``spec.import`` finds one by ID or name and tags it."""
+    cloud = ctx.cloud
+
+    async def delete(network: Network) -> None:
+        await cloud.delete_network(network.id)
+
+    async def mark(network: Network) -> Network:
+        tags = [*unreleased(network.tags), *marker_tags(obj.uid)]
+        await cloud.set_network_tags(network.id, tags)
+        return dataclasses.replace(network, tags=tags)
+
+    async def release(network: Network) -> None:
+        await cloud.set_network_tags(network.id, released_tags(network.tags, obj.uid))
+
+    return ownership.Owned(
+        noun="network",
+        id_of=lambda n: n.id,
+        owner_of=lambda n: owner_of(n.tags),
+        get_by_id=cloud.get_network,
+        list_owned=lambda: cloud.list_owned_networks(obj.uid),
+        delete=delete,
+        find_by_name=cloud.find_networks_by_name,
+        mark=mark,
+        release=release,
+    )
+
+
+def _routers(ctx: Context, obj: Obj) -> ownership.Owned[Router]:
+    """The object's router: made by Kumo only (never imported), recorded as ``routerId``."""
+    cloud = ctx.cloud
+
+    async def delete(router: Router) -> None:
+        await _take_router_apart(ctx, router)
+
+    async def release(router: Router) -> None:
+        await cloud.set_router_tags(router.id, released_tags(router.tags, obj.uid))
+
+    return ownership.Owned(
+        noun="router",
+        id_of=lambda r: r.id,
+        owner_of=lambda r: owner_of(r.tags),
+        get_by_id=cloud.get_router,
+        list_owned=lambda: cloud.list_owned_routers(obj.uid),
+        delete=delete,
+        id_field="routerId",
+        release=release,
+    )
