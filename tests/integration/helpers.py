@@ -135,4 +135,14 @@ def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
             for k in conn.compute.keypairs()
             if "kumo-owner=" in (k.public_key or "") and (k.name or "").startswith(prefix)
         ],
+        "networks": [
+            n["id"]
+            for n in conn.network.get("/networks", params={"tags": "kumo"}).json()["networks"]
+            if (n.get("name") or "").startswith(prefix)
+        ],
+        "routers": [
+            r["id"]
+            for r in conn.network.get("/routers", params={"tags": "kumo"}).json()["routers"]
+            if (r.get("name") or "").startswith(prefix)
+        ],
     }
