@@ -135,7 +135,7 @@ def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
             for k in conn.compute.keypairs()
             if "kumo-owner=" in (k.public_key or "") and (k.name or "").startswith(prefix)
         ],
-        "networks": [
+        "neutron_networks": [
             n["id"]
             for n in conn.network.get("/networks", params={"tags": "kumo"}).json()["networks"]
             if (n.get("name") or "").startswith(prefix)
