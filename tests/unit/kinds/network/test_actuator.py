@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kumo.api.kinds import LOAD_BALANCER, NETWORK, VIRTUAL_MACHINE
+from kumo.api.kinds import LOAD_BALANCER, NETWORK, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.cloud.model import marker_tags
 from kumo.engine.objects import Key
 from kumo.kinds.network.actuator import NetworkActuator
@@ -251,3 +251,28 @@ def test_a_vm_naming_a_network_waits_for_it_then_boots_on_its_id() -> None:
     world.run(VirtualMachineActuator(), "vm")
     (server,) = world.cloud.servers.values()
     assert server["attrs"]["network_ids"] == ["net-net-id-1", "net-ext"], "the cloud's by name"
+
+
+def test_a_load_balancer_on_a_network_waits_for_it_then_takes_its_vip_there() -> None:
+    from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
+    from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+    from tests.unit.kinds.loadbalancer.test_actuator import seed_spec
+
+    world = World(cloud=FakeOctavia())
+    world.add(VIRTUAL_MACHINE_GROUP, "virtualmachinegroup-sample", {"replicas": 0, "template": {}})
+    world.add(NETWORK, "app", {"subnets": [{"cidr": "10.20.0.0/24"}]})
+    world.add(LOAD_BALANCER, "web", {**seed_spec(), "vipNetwork": "app"})
+    world.run(LoadBalancerActuator(), "web")
+    status = world.stored("LoadBalancer", "web")["status"]
+    cond = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert cond["reason"] == "WaitingForNetwork" and "spec.vipNetwork" in cond["message"]
+    assert world.cloud.lbs == {}
+
+    net = world.stored("Network", "app")
+    net["status"] = {"id": "net-id-1", "conditions": [{"type": "Ready", "status": "True"}]}
+    assert LoadBalancerActuator().dependents("Network", net, world.store) == [
+        Key("LoadBalancer", "default", "web")
+    ]
+    world.run(LoadBalancerActuator(), "web")
+    (lb,) = world.cloud.lbs.values()
+    assert lb.lb.vip_network_id == "net-net-id-1"
