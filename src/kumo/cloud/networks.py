@@ -148,7 +148,7 @@ class NetworkCalls(CloudBase):
         self._network_changed(network_id)
 
     async def set_network_tags(self, network_id: str, tags: list[str]) -> None:
-        await self._put_tags(f"/networks/{network_id}", tags)
+        await self._put_neutron_tags(f"/networks/{network_id}", tags)
         self.watch.networks.update(network_id, lambda n: dataclasses.replace(n, tags=list(tags)))
         self._network_changed(network_id)
 
@@ -319,7 +319,7 @@ class NetworkCalls(CloudBase):
         self._router_changed(router_id)
 
     async def set_router_tags(self, router_id: str, tags: list[str]) -> None:
-        await self._put_tags(f"/routers/{router_id}", tags)
+        await self._put_neutron_tags(f"/routers/{router_id}", tags)
         self.watch.routers.update(router_id, lambda r: dataclasses.replace(r, tags=list(tags)))
         self._router_changed(router_id)
 
@@ -366,13 +366,13 @@ class NetworkCalls(CloudBase):
 
     # -- plumbing --------------------------------------------------------------------------
 
-    async def _put_tags(self, path: str, tags: list[str]) -> None:
+    async def _put_neutron_tags(self, path: str, tags: list[str]) -> None:
         await self._call("set tags", self._neutron, "put", f"{path}/tags", json={"tags": tags})
 
     async def _tag_or_undo(self, noun: str, path: str, tags: list[str]) -> None:
         """Put the marker on a resource just made; delete it again when that fails."""
         try:
-            await self._put_tags(path, tags)
+            await self._put_neutron_tags(path, tags)
         except BaseException:
             await self._call(f"delete untagged {noun}", self._neutron, "delete", path)
             raise
