@@ -23,7 +23,6 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
-from kumo.cloud.cache import GONE
 from kumo.cloud.watch import NetworkWatcher
 from kumo.engine.errors import TerminalError
 
@@ -38,8 +37,9 @@ class NetworkCalls(CloudBase):
         hit = self.watch.networks.lookup(network_id)
         if isinstance(hit, model.Network):
             return hit
-        if hit is GONE:
-            return None
+        # Not in the cache, or dropped from it (GONE): the watch lists Kumo's tagged
+        # networks only, so one it no longer lists may live on untagged (released,
+        # to be imported): only the API can say.
         found = await self._get("get network", self._neutron, "get", f"/networks/{network_id}")
         if found is None:
             return None
@@ -233,8 +233,6 @@ class NetworkCalls(CloudBase):
         hit = self.watch.routers.lookup(router_id)
         if isinstance(hit, model.Router):
             return hit
-        if hit is GONE:
-            return None
         found = await self._get("get router", self._neutron, "get", f"/routers/{router_id}")
         if found is None:
             return None
