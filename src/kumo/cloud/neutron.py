@@ -23,7 +23,6 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
-from kumo.cloud.cache import GONE
 from kumo.cloud.watch import SecurityGroupWatcher
 from kumo.engine.errors import TerminalError
 
@@ -54,8 +53,8 @@ class NeutronCalls(CloudBase):
         hit = self.watch.security_groups.lookup(group_id)
         if isinstance(hit, model.SecurityGroup):
             return hit
-        if hit is GONE:
-            return None
+        # GONE too: the watch lists Kumo's marked ones only, so one dropped from its
+        # listing may live on unmarked (released by Orphan, to be imported by ID).
         return await self.fetch_security_group(group_id)
 
     async def fetch_security_group(self, group_id: str) -> model.SecurityGroup | None:

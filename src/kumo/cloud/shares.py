@@ -21,7 +21,6 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
-from kumo.cloud.cache import GONE
 from kumo.cloud.watch import ShareWatcher
 from kumo.engine.errors import TerminalError
 
@@ -64,8 +63,8 @@ class ManilaCalls(CloudBase):
         hit = self.watch.shares.lookup(share_id)
         if isinstance(hit, model.Share):
             return hit
-        if hit is GONE:
-            return None
+        # GONE too: the watch lists Kumo's marked ones only, so one dropped from its
+        # listing may live on unmarked (released by Orphan, to be imported by ID).
         found = await self._get("get share", self._manila, "get", f"/shares/{share_id}")
         return _share(found["share"]) if found is not None else None
 

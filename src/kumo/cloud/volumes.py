@@ -21,7 +21,6 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
-from kumo.cloud.cache import GONE
 from kumo.cloud.watch import VolumeWatcher
 from kumo.engine.errors import TerminalError
 
@@ -66,8 +65,8 @@ class CinderCalls(CloudBase):
         hit = self.watch.volumes.lookup(volume_id)
         if isinstance(hit, model.Volume):
             return hit
-        if hit is GONE:
-            return None
+        # GONE too: the watch lists Kumo's marked ones only, so one dropped from its
+        # listing may live on unmarked (released by Orphan, to be imported by ID).
         found = await self._get("get volume", self._cinder, "get", f"/volumes/{volume_id}")
         return volume_from(found["volume"]) if found is not None else None
 
