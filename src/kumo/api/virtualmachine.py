@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import ConfigDict, Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from kumo.api.common import (
     MAX_DESCRIPTION,
@@ -84,8 +84,38 @@ class VirtualMachineTemplate(KumoModel):
     Nova's default quota is 128 and Kumo adds two); updated in place."""
 
 
+#: Volumes on one server: Nova's default limit of attachments per server is 26 (vdb-vdz).
+MAX_VOLUMES = 25
+
+
+class VolumeAttachmentSpec(KumoModel):
+    """A Cinder volume to attach to the server, in place (the server stays). Give exactly
+    one of `volumeRef` and `name`."""
+
+    model_config = ConfigDict(json_schema_extra=exactly_one_of("volumeRef", "name"))
+
+    volume_ref: str | None = Field(default=None, min_length=1, max_length=253)
+    """A Volume object in the same namespace: attached once it is Ready
+    (`WaitingForVolume` before); its deletion waits while a VM names it."""
+    name: str | None = Field(default=None, min_length=1, max_length=255)
+    """A Cinder volume Kumo does not manage, by name or ID."""
+    device: str | None = Field(default=None, min_length=1, max_length=64)
+    """The device name to ask Nova for (e.g. `/dev/vdb`); Nova may pick another."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> VolumeAttachmentSpec:
+        if (self.volume_ref is None) == (self.name is None):
+            raise ValueError("spec.volumes[]: give exactly one of volumeRef and name")
+        return self
+
+
 class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec, ImportableSpec):
     """Desired state of a VirtualMachine."""
+
+    volumes: list[VolumeAttachmentSpec] = Field(default_factory=list, max_length=MAX_VOLUMES)
+    """Cinder volumes attached to the server, in place: adding one attaches it, removing
+    one detaches it (only what Kumo attached); a replaced server gets them again. A
+    volume attached to another server is waited for, never taken from it."""
 
     server_group: str | None = None
     """Nova server group ID to schedule into (a VirtualMachineGroup sets it for its
@@ -102,6 +132,15 @@ class Address(KumoModel):
     """The address."""
     version: int = 4
     """IP version, 4 or 6."""
+
+
+class AttachedVolume(KumoModel):
+    """A volume attached to the server by Kumo."""
+
+    id: str
+    """Cinder's volume ID."""
+    name: str
+    """What `spec.volumes` calls it: the Volume object's name or the cloud's name/ID."""
 
 
 class VirtualMachineStatus(ManagedStatus):
@@ -124,6 +163,9 @@ class VirtualMachineStatus(ManagedStatus):
     last_error_replacement: str | None = None
     """When Kumo last replaced a server in ERROR; each further replacement waits twice as
     long as the one before (60 s, 2 m, 4 m, … up to 1 h)."""
+    volumes: list[AttachedVolume] = Field(default_factory=list)
+    """The volumes Kumo attached to the server (what it detaches when they leave
+    `spec.volumes`)."""
     replacing_id: str | None = None
     """The server being deleted to make way for a new one. In a server group the new one
     boots only once it is gone: Nova counts a member being deleted on its host, so a

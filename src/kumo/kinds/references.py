@@ -55,6 +55,9 @@ REFERENCES: tuple[Reference, ...] = (
     Reference("VirtualMachine", "networks[]", "Network"),
     Reference("VirtualMachineGroup", "template.networks[]", "Network"),
     Reference("LoadBalancer", "vipNetwork", "Network"),
+    # A VM attaches the Volume once it is Ready; the Volume's deletion waits while a VM
+    # names it (else the VM would attach it again).
+    Reference("VirtualMachine", "volumes[].volumeRef", "Volume"),
     # Objects Kumo does not own: a change to one re-queues the objects that read it.
     Reference("VirtualMachine", "initScript.configMapRef", "ConfigMap"),
     Reference("VirtualMachine", "initScript.secretRef", "Secret"),

@@ -48,7 +48,10 @@ RECORDS: tuple[KindRecord, ...] = (
     KindRecord(kinds.NETWORK, NetworkActuator, ("networks", "floatingips")),
     KindRecord(kinds.SECURITY_GROUP, SecurityGroupActuator, ("networking",)),
     KindRecord(kinds.KEY_PAIR, KeyPairActuator, ("keypairs",)),
-    KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute",)),
+    # Compute too: an image source, and whether an attached server is Kumo's.
+    KindRecord(kinds.VOLUME, VolumeActuator, ("volumes", "compute")),
+    # Volumes too: spec.volumes are attached and detached through Nova, read from Cinder.
+    KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute", "volumes")),
     KindRecord(
         kinds.VIRTUAL_MACHINE_GROUP,
         VirtualMachineGroupActuator,
@@ -61,8 +64,6 @@ RECORDS: tuple[KindRecord, ...] = (
     KindRecord(kinds.FLOATING_IP, FloatingIPActuator, ("floatingips", "loadbalancing")),
     KindRecord(kinds.DNS_RECORD, DNSRecordActuator, ("dns",)),
     KindRecord(kinds.SHARE, ShareActuator, ("shares",)),
-    # Compute too: an image source, and whether an attached server is Kumo's.
-    KindRecord(kinds.VOLUME, VolumeActuator, ("volumes", "compute")),
 )
 
 

@@ -27,7 +27,7 @@ from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering, references, sources
-from kumo.kinds.virtualmachine import plan
+from kumo.kinds.virtualmachine import plan, volumes
 
 #: How long deletion waits for LoadBalancers to drop the VM before deleting anyway,
 #: beyond the longest ``drainSeconds`` of the LoadBalancers holding it.
@@ -53,8 +53,15 @@ class VirtualMachineActuator:
         refs: tuple[str, str, list[str]] | None = None  # resolved before a create
         key_name = spec.key_name  # the KeyPair object's Nova keypair, if one is named
 
+        attached: list[dict[str, Any]] | None = None  # this pass's, once looked at
+
         def status(server: Server) -> dict[str, Any]:
-            return _status(obj, server, spec, hash_)
+            fields = _status(obj, server, spec, hash_)
+            if attached is not None:
+                fields["volumes"] = attached
+            elif server.id != obj.status.get("id"):  # a new server: nothing attached yet
+                fields["volumes"] = []
+            return fields
 
         groups, unready = plan.security_groups(spec, obj.namespace, ctx.store)
         networks = [
@@ -164,6 +171,14 @@ class VirtualMachineActuator:
                 await _apply_security_groups(ctx, obj, server, groups)
             return lifecycle.Step(server)
 
+        async def attach(server: Server) -> lifecycle.Step[Server]:
+            nonlocal attached
+            if server.status != "ACTIVE" or (not spec.volumes and not obj.status.get("volumes")):
+                return lifecycle.Step(server)
+            found = await volumes.keep(ctx, obj, spec, server)
+            attached = found.attached
+            return lifecycle.Step(server, wait=volumes.one_wait(found.waits))
+
         async def report(server: Server) -> Result:
             ready = server.status == "ACTIVE"
             return Result(
@@ -188,7 +203,7 @@ class VirtualMachineActuator:
                 before_create=before_create,
                 replace=replace,
                 busy=busy,
-                updaters=[correct],
+                updaters=[correct, attach],
             ),
         )
 
@@ -221,6 +236,8 @@ class VirtualMachineActuator:
             return unblocked
         if kind == "SecurityGroup":  # Ready now: the VMs naming it may be created
             return _naming_group(body, store, self.info.kind)
+        if kind == "Volume":  # Ready now (or gone): the VMs naming it attach it
+            return _naming(body, store, self.info.kind, "volumes[].volumeRef")
         if waiting := references.unbuilt_referrers(store, self.info.kind, kind, body):
             return waiting  # VMs without a server naming it: a KeyPair they wait for
         if kind not in ("LoadBalancer", "Share"):  # a drained member, a revoked rule
@@ -231,6 +248,17 @@ class VirtualMachineActuator:
             for vm in store.list(self.info.kind, namespace)
             if vm["metadata"].get("deletionTimestamp")
         ]
+
+
+def _naming(target: Body, store: Store, kind: str, field: str) -> list[Key]:
+    """VMs whose ``field`` names ``target``."""
+    meta = target.get("metadata") or {}
+    namespace = meta.get("namespace", "default")
+    return [
+        Key(kind, namespace, vm["metadata"]["name"])
+        for vm in store.list(kind, namespace)
+        if meta.get("name") in references.referenced_names(vm.get("spec") or {}, field)
+    ]
 
 
 def _naming_group(group: Body, store: Store, kind: str) -> list[Key]:

@@ -34,6 +34,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
+from kumo.kinds.references import referenced_names
 from kumo.kinds.volume import plan
 
 #: Seconds between passes while Cinder works (an empty volume takes a second or two).
@@ -136,7 +137,16 @@ class VolumeActuator:
 
     async def finalize(self, ctx: Context, obj: Obj, spec: VolumeSpec | None) -> Result:
         """Detach from Kumo's servers, then delete; done when neither the recorded ID
-        nor the marker finds one. Attached to a foreign server: never touched."""
+        nor the marker finds one. Attached to a foreign server: never touched. While a
+        VirtualMachine names it in ``spec.volumes`` it waits (the VM would attach it again)."""
+        users = _users(ctx.store, obj.namespace, obj.name)
+        if users:
+            return Result.waiting(
+                "Deleting",
+                "WaitingForVirtualMachines",
+                f"VirtualMachine(s) {', '.join(users)} name the volume (spec.volumes)",
+                after=DELETE_SECONDS,
+            )
         return await ownership.finalize_owned(ctx, obj, owned_volumes(ctx, obj.uid), DELETE_SECONDS)
 
     async def release(self, ctx: Context, obj: Obj, spec: VolumeSpec | None) -> None:
@@ -144,8 +154,29 @@ class VolumeActuator:
         await ownership.release_owned(ctx, obj, owned_volumes(ctx, obj.uid))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
-        """No other kind's event changes a Volume's decisions."""
-        return []
+        """Volumes being deleted that wait for a VirtualMachine naming them (its change,
+        its deletion, may end the wait)."""
+        if kind != "VirtualMachine":
+            return []
+        namespace = (body.get("metadata") or {}).get("namespace", "default")
+        named = set(referenced_names(body.get("spec") or {}, VM_FIELD))
+        return [
+            Key(self.info.kind, namespace, v["metadata"]["name"])
+            for v in store.list(self.info.kind, namespace)
+            if v["metadata"]["name"] in named and v["metadata"].get("deletionTimestamp")
+        ]
+
+
+#: Where a VirtualMachine names a Volume.
+VM_FIELD = "volumes[].volumeRef"
+
+
+def _users(store: Store, namespace: str, name: str) -> list[str]:
+    return sorted(
+        vm["metadata"]["name"]
+        for vm in store.list("VirtualMachine", namespace)
+        if name in referenced_names(vm.get("spec") or {}, VM_FIELD)
+    )
 
 
 # -- reusable: what another kind making volumes calls too -----------------------------------

@@ -103,6 +103,8 @@ class FakeCinder:
         ]
 
     async def find_volumes_by_name(self, name: str) -> list[model.Volume]:
+        for volume_id in list(self.volumes):
+            self._read(volume_id)
         return [v for v in self.volumes.values() if v.name == name]
 
     async def create_volume(
