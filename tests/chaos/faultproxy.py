@@ -15,7 +15,10 @@ Faults, decided per request:
 * ``reset`` — close the connection without an answer (RST);
 * ``lost`` — a share (``lost_response``) of the 5xx and resets happens *after* the
   upstream carried the request out: the create went through, its answer is lost.
-  These are counted under their kind and again under ``lost``.
+  These are counted under their kind and again under ``lost``;
+* ``swallowed`` — a request matching ``swallow`` (a regex over ``METHOD /path``), at
+  most ``swallow_limit`` times, is answered ``202 Accepted`` and never carried out: a
+  cloud that accepted a delete and then failed it (the server stays ACTIVE).
 
 Version documents (``GET /``, ``GET /v2.1`` …) are not faulted unless
 ``fault_discovery`` is set: when openstacksdk's discovery fails it falls back to the
@@ -63,7 +66,7 @@ from multidict import CIMultiDict
 
 __all__ = ["FAULT_KINDS", "FaultConfig", "FaultProxy", "FaultProxyThread", "check_upstream"]
 
-FAULT_KINDS = ("5xx", "429", "reset", "latency", "lost")
+FAULT_KINDS = ("5xx", "429", "reset", "latency", "lost", "swallowed")
 LOOPBACK = "127.0.0.1"
 #: Headers that describe one connection, not the message (RFC 9110 §7.6.1).
 HOP_BY_HOP = frozenset(
@@ -98,6 +101,8 @@ class FaultConfig:
     lost_response: float = 0.0
     fault_discovery: bool = False
     error_statuses: tuple[int, ...] = (500, 502, 503)
+    swallow: str | None = None
+    swallow_limit: int = 1
 
     def __post_init__(self) -> None:
         for name in ("error_5xx", "too_many", "reset", "latency", "lost_response"):
@@ -112,7 +117,7 @@ class FaultConfig:
 
     @property
     def quiet(self) -> bool:
-        return not (self.error_5xx or self.too_many or self.reset or self.latency)
+        return not (self.error_5xx or self.too_many or self.reset or self.latency or self.swallow)
 
 
 def check_upstream(url: str) -> str:
@@ -229,6 +234,13 @@ class FaultProxy:
         if (discovery and not config.fault_discovery) or config.quiet:
             return await self._forward(listener, request, body, rewrite)
 
+        if (
+            config.swallow
+            and self.counts["swallowed"] < config.swallow_limit
+            and re.search(config.swallow, f"{request.method} {request.path}")
+        ):
+            self._count(listener, "swallowed")
+            return web.Response(status=202, reason="Accepted")
         rng = self._rng
         if rng.random() < config.latency:
             self._count(listener, "latency")

@@ -379,3 +379,20 @@ def test_thread_wrapper_stops_by_itself_after_its_lifetime() -> None:
     proxy.start()
     wait_until("the proxy to stop by itself", lambda: not proxy.alive, 10, interval=0.1)
     proxy.stop(timeout=1)  # already stopped: returns at once
+
+
+def test_a_swallowed_request_is_accepted_and_never_carried_out_up_to_its_limit() -> None:
+    """A cloud that accepts a delete and then fails it: 202, and the upstream never sees it
+    (only the first ``swallow_limit`` matches); other requests pass through untouched."""
+
+    async def scenario(proxy: FaultProxy, upstream: Upstream, s: aiohttp.ClientSession) -> Any:
+        url = proxy.urls["svc"]
+        first = await fetch(s, "DELETE", url + "/servers/abc")
+        other = await fetch(s, "GET", url + "/servers/abc")
+        second = await fetch(s, "DELETE", url + "/servers/abc")
+        return first[0], other[0], second[0], [(m, p) for m, p, _, _ in upstream.seen]
+
+    config = FaultConfig(swallow=r"^DELETE /servers/", swallow_limit=1)
+    first, other, second, seen = run(scenario, config)
+    assert (first, other, second) == (202, 200, 200)
+    assert seen == [("GET", "/servers/abc"), ("DELETE", "/servers/abc")]
