@@ -747,7 +747,8 @@ class FloatingIPWatcher(Watcher):
 class NetworkWatcher(Watcher):
     """Neutron networks and routers: Kumo's networks (tag ``kumo``) and their subnets,
     Kumo's routers and their interface ports — at most four calls per interval whatever
-    the number of networks, subnets and routers, and no per-object GET. A subnet or an
+    the number of networks, subnets and routers (one while the project has no Kumo
+    network: routers are listed then only by the full relist), and no per-object GET. A subnet or an
     interface removed by hand, or a router's gateway changed, shows in the next listing."""
 
     service = "networks"
@@ -779,13 +780,16 @@ class NetworkWatcher(Watcher):
         networks_token = self.networks.begin()
         stats.count("networks-list")
         networks = await self.cloud.fetch_networks()
-        routers_token = self.routers.begin()
-        stats.count("routers-list")
-        routers = await self.cloud.fetch_routers()
         changes: Changes = [
             (self.networks, c) for c in self.networks.replace(networks_token, networks)
         ]
-        changes += [(self.routers, c) for c in self.routers.replace(routers_token, routers)]
+        # A Kumo router serves a Kumo network: with none (and none cached) only the full
+        # relist looks, so a project without Networks pays one call per interval.
+        if full or networks or self.routers.items() or not self.routers.synced:
+            routers_token = self.routers.begin()
+            stats.count("routers-list")
+            routers = await self.cloud.fetch_routers()
+            changes += [(self.routers, c) for c in self.routers.replace(routers_token, routers)]
         return changes
 
     def transitional(self) -> bool:

@@ -317,3 +317,13 @@ def test_networks_cost_two_listings_per_interval_whatever_their_number() -> None
     assert {"uid-mine"} in seen.owners
     kinds = [(m.kind, m.id) for m in watch.marked() if m.owner == "uid-mine"]
     assert kinds == [("router", router.id), ("network", mine.id)]
+
+
+def test_a_project_without_networks_pays_one_neutron_network_listing() -> None:
+    neutron = FakeNetworks()
+    watch, _ = synced(Lists(FakeNova(), neutron_networks=neutron))
+    neutron.calls.clear()
+    refresh(watch, "networks")
+    assert neutron.calls == ["fetch_networks"]
+    refresh(watch, "networks", full=True)  # the relist still looks for leaked routers
+    assert neutron.calls == ["fetch_networks", "fetch_networks", "fetch_routers"]
