@@ -257,11 +257,11 @@ KINDS: tuple[KindInfo, ...] = (
     NETWORK,
     SECURITY_GROUP,
     KEY_PAIR,
+    VOLUME,  # before the VMs that attach it: deleted after them
     VIRTUAL_MACHINE,
     VIRTUAL_MACHINE_GROUP,
     LOAD_BALANCER,
     FLOATING_IP,
     DNS_RECORD,
     SHARE,
-    VOLUME,
 )

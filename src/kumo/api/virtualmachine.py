@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import ConfigDict, Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from kumo.api.common import (
     MAX_DESCRIPTION,
     ConfigMapKeyRef,
+    Rule,
     ImportableSpec,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
     SecretKeyRef,
+    atomic_list,
     exactly_one_of,
 )
+from kumo.api.volume import MAX_VOLUME_GIB
 
 #: Nova's limit on user_data, which travels base64-encoded: 65535 characters.
 USER_DATA_MAX_BASE64 = 65535
@@ -84,8 +87,62 @@ class VirtualMachineTemplate(KumoModel):
     Nova's default quota is 128 and Kumo adds two); updated in place."""
 
 
+#: Nova's default limit of volumes attached to one server (``max_volumes_per_server``
+#: is unlimited by default, but libvirt has 26 virtio disks to name: vdb..vdz).
+MAX_VOLUMES = 25
+
+
+class VolumeAttachmentSpec(KumoModel):
+    """A volume to attach to the server, in place (Nova's ``os-volume_attachments``): the
+    server is never replaced for it. Give exactly one of `volumeRef` and `name`."""
+
+    cel_rules = (
+        Rule(
+            "has(self.volumeRef) != has(self.name)",
+            "spec.volumes[]: give exactly one of volumeRef and name",
+        ),
+    )
+
+    volume_ref: str | None = Field(default=None, min_length=1)
+    """A Volume object in the VM's namespace: attached once it is Ready; its deletion
+    waits while a VM names it."""
+    name: str | None = Field(default=None, min_length=1)
+    """An existing Cinder volume Kumo does not manage, by name or ID."""
+    device: str | None = Field(default=None, min_length=1, pattern=r"^/dev/[a-z0-9]+$")
+    """Device name to ask Nova for (`/dev/vdb`); a hint the hypervisor may ignore. Unset:
+    Nova picks the next free one."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> VolumeAttachmentSpec:
+        if (self.volume_ref is None) == (self.name is None):
+            raise ValueError("spec.volumes[]: give exactly one of volumeRef and name")
+        return self
+
+
+class RootVolumeSpec(KumoModel):
+    """Boot from a new Cinder volume made from `image` (deleted with the server)."""
+
+    size: int = Field(ge=1, le=MAX_VOLUME_GIB)
+    """Size in GiB (at least the image's minimum disk). Changing it replaces the server."""
+    volume_type: str | None = Field(default=None, min_length=1)
+    """Cinder volume type; unset: the cloud's default. Changing it replaces the server."""
+
+
 class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec, ImportableSpec):
     """Desired state of a VirtualMachine."""
+
+    volumes: list[VolumeAttachmentSpec] = Field(
+        default_factory=list,
+        max_length=MAX_VOLUMES,
+        json_schema_extra=atomic_list,
+    )
+    """Volumes to attach, in place: adding one attaches it once the server is ACTIVE,
+    removing one detaches it; the server is never replaced for either. A volume attached
+    to another server is waited for (`VolumeInUse`, naming the server): Kumo never
+    detaches it from a server it does not own. A replaced server gets the same volumes."""
+    root_volume: RootVolumeSpec | None = None
+    """Boot from a new volume made from `image` instead of the flavor's local disk; the
+    volume is deleted with the server. Changing it replaces the server."""
 
     server_group: str | None = None
     """Nova server group ID to schedule into (a VirtualMachineGroup sets it for its
@@ -104,6 +161,17 @@ class Address(KumoModel):
     """IP version, 4 or 6."""
 
 
+class AttachedVolume(KumoModel):
+    """One volume attached to the server through `spec.volumes`."""
+
+    id: str
+    """The Cinder volume's ID."""
+    name: str | None = None
+    """The `volumeRef` or `name` of the spec's entry."""
+    device: str | None = None
+    """The device asked for, when the spec names one."""
+
+
 class VirtualMachineStatus(ManagedStatus):
     """Observed state of a VirtualMachine."""
 
@@ -116,6 +184,8 @@ class VirtualMachineStatus(ManagedStatus):
     server_group_id: str | None = None
     """Server group the server was scheduled in (set by a VirtualMachineGroup). Empty for
     an imported server: Nova adds a server to a group only when it boots it."""
+    volumes: list[AttachedVolume] = Field(default_factory=list)
+    """The volumes of `spec.volumes` attached to the server (Nova's view)."""
     spec_hash: str | None = None
     """Hash of the fields whose change replaces the server, as built."""
     error_replacements: int | None = None
