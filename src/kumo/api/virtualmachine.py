@@ -9,11 +9,11 @@ from pydantic import ConfigDict, Field, StringConstraints, model_validator
 from kumo.api.common import (
     MAX_DESCRIPTION,
     ConfigMapKeyRef,
-    Rule,
     ImportableSpec,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    Rule,
     SecretKeyRef,
     atomic_list,
     exactly_one_of,

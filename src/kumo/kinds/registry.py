@@ -48,7 +48,8 @@ RECORDS: tuple[KindRecord, ...] = (
     KindRecord(kinds.NETWORK, NetworkActuator, ("networks", "floatingips")),
     KindRecord(kinds.SECURITY_GROUP, SecurityGroupActuator, ("networking",)),
     KindRecord(kinds.KEY_PAIR, KeyPairActuator, ("keypairs",)),
-    KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute",)),
+    # Volumes too: spec.volumes attach through Nova, after a look at the Cinder volume.
+    KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute", "volumes")),
     KindRecord(
         kinds.VIRTUAL_MACHINE_GROUP,
         VirtualMachineGroupActuator,

@@ -34,6 +34,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
+from kumo.kinds import references
 from kumo.kinds.volume import plan
 
 #: Seconds between passes while Cinder works (an empty volume takes a second or two).
@@ -136,7 +137,17 @@ class VolumeActuator:
 
     async def finalize(self, ctx: Context, obj: Obj, spec: VolumeSpec | None) -> Result:
         """Detach from Kumo's servers, then delete; done when neither the recorded ID
-        nor the marker finds one. Attached to a foreign server: never touched."""
+        nor the marker finds one. Attached to a foreign server: never touched. Not while
+        a VirtualMachine names it (``spec.volumes[].volumeRef``): it detaches it first."""
+        users = volume_users(ctx.store, obj.namespace, obj.name)
+        if users:
+            return Result.waiting(
+                "Deleting",
+                "WaitingForVirtualMachines",
+                f"VirtualMachine(s) {', '.join(users)} use the volume (spec.volumes); it is "
+                "deleted once they let it go",
+                after=DELETE_SECONDS,
+            )
         return await ownership.finalize_owned(ctx, obj, owned_volumes(ctx, obj.uid), DELETE_SECONDS)
 
     async def release(self, ctx: Context, obj: Obj, spec: VolumeSpec | None) -> None:
@@ -144,8 +155,30 @@ class VolumeActuator:
         await ownership.release_owned(ctx, obj, owned_volumes(ctx, obj.uid))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
-        """No other kind's event changes a Volume's decisions."""
-        return []
+        """Volumes being deleted that wait for a VM naming them (its change, its
+        deletion, may end the wait)."""
+        fields = [r.field for r in references.readers_of(self.info.kind) if r.referrer == kind]
+        if not fields:
+            return []
+        spec = body.get("spec") or {}
+        namespace = (body.get("metadata") or {}).get("namespace", "default")
+        named = {n for f in fields for n in references.referenced_names(spec, f)}
+        return [
+            Key(self.info.kind, namespace, v["metadata"]["name"])
+            for v in store.list(self.info.kind, namespace)
+            if v["metadata"]["name"] in named and v["metadata"].get("deletionTimestamp")
+        ]
+
+
+def volume_users(store: Store, namespace: str, name: str) -> list[str]:
+    """The objects naming the Volume ``name`` in a declared reference (a VM's
+    ``spec.volumes[].volumeRef``), sorted."""
+    return sorted(
+        other["metadata"]["name"]
+        for ref in references.readers_of(kinds.VOLUME.kind)
+        for other in store.list(ref.referrer, namespace)
+        if name in references.referenced_names(other.get("spec") or {}, ref.field)
+    )
 
 
 # -- reusable: what another kind making volumes calls too -----------------------------------
