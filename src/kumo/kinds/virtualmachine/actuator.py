@@ -320,7 +320,11 @@ async def _apply_volumes(
             w = wanted[i] = dataclasses.replace(w, id=await _named_volume_id(ctx, w))
         assert w.id is not None
         ids.append(w.id)
-    managed = {str(v.get("id")) for v in obj.status.get("volumes") or []}
+    # A Volume object named but not resolvable now (being deleted: it waits for this VM)
+    # keeps what it had: only leaving spec.volumes detaches it.
+    known = plan.known_volume_ids(obj.status)
+    held = {known[w.name] for w in wanted if w.id is None and w.name in known}
+    managed = {str(v.get("id")) for v in obj.status.get("volumes") or []} - held
     attach, detach = plan.volume_changes(ids, server.volumes, managed)
     volumes = set(server.volumes)
     for volume_id in detach:

@@ -83,7 +83,8 @@ def cloud(world: World) -> Cloud:
 
 def volume_object(world: World, name: str = "data", ready: bool = True) -> str:
     """A Volume object with its Cinder volume; Ready or not."""
-    volume = cloud(world).add_volume(f"default-{name}")
+    marker = {"kumo": "managed", "kumo-owner": f"uid-{name}"}  # Kumo's, the Volume's
+    volume = cloud(world).add_volume(f"default-{name}", metadata=marker)
     body = world.add(VOLUME, name, {"size": 1})
     body["status"] = {
         "id": volume.id,
@@ -263,6 +264,20 @@ def test_a_volume_being_deleted_waits_while_a_vm_names_it_and_is_woken() -> None
     assert VirtualMachineActuator().dependents("Volume", volume, world.store) == [
         Key("VirtualMachine", "default", "vm")
     ]
+    # The VM keeps it attached while it names it (its Volume waits for it) ...
+    run(world)
+    assert "detach_volume" not in cloud(world).calls
+    assert world.obj(VIRTUAL_MACHINE, "vm").status["volumes"][0]["name"] == "data"
+    # ... and detaches it once it leaves the spec; then the Volume goes.
+    world.stored("VirtualMachine", "vm")["spec"]["volumes"] = []
+    converge(world)
+    assert "detach_volume" in cloud(world).calls
+    for _ in range(5):
+        if world.store.get("Volume", "default", "data") is None:
+            break
+        world.run(VolumeActuator(), "data")
+    assert world.store.get("Volume", "default", "data") is None
+    assert cloud(world).volumes == {}
 
 
 def test_root_volume_boots_from_a_volume_and_its_change_replaces_the_server() -> None:
