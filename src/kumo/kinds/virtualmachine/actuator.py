@@ -342,6 +342,9 @@ async def _apply_volumes(
             raise TerminalError(
                 "VolumeNotFound", f"volume {w.name!r} ({volume_id}) not found", field=w.field
             )
+        if server.id in volume.attachments:  # Cinder has it on this server already
+            volumes.add(volume_id)
+            continue
         elsewhere = [s for s in volume.attachments if s != server.id]
         if elsewhere:
             waits.append(await _in_use_wait(ctx, obj, w, elsewhere[0]))

@@ -184,6 +184,17 @@ def test_a_volume_kumo_did_not_attach_is_left_on_the_server() -> None:
     assert "detach_volume" not in cloud(world).calls
 
 
+def test_a_volume_cinder_shows_on_the_server_is_not_attached_again() -> None:
+    world = new_world()
+    converge(world)
+    server = only_server(world)
+    volume = cloud(world).add_volume("data", attachments=(server["id"],))
+    world.stored("VirtualMachine", "vm")["spec"]["volumes"] = [{"name": "data"}]
+    status = converge(world)  # the server's listing lags: Cinder's attachment counts
+    assert "attach_volume" not in cloud(world).calls
+    assert status["volumes"] == [{"id": volume.id, "name": "data"}]
+
+
 def test_a_volume_in_use_by_another_server_is_waited_for_never_taken() -> None:
     world = new_world(volumes=[{"name": "shared"}])
     foreign = cloud(world).add_server("theirs", tags=[])
