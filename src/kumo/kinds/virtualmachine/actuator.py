@@ -246,7 +246,7 @@ class VirtualMachineActuator:
         if unblocked := ordering.unblocked_by(kind, body, self.info.kind):
             return unblocked
         if kind == "Volume":  # Ready now, or free: the VMs naming it may attach it
-            return references.unbuilt_referrers(store, self.info.kind, kind, body) or [
+            return [
                 Key(self.info.kind, body["metadata"].get("namespace", "default"), vm_name)
                 for vm_name in _naming_volume(body, store, self.info.kind)
             ]
