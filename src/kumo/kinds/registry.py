@@ -54,7 +54,8 @@ RECORDS: tuple[KindRecord, ...] = (
         kinds.VIRTUAL_MACHINE_GROUP,
         VirtualMachineGroupActuator,
         ("compute",),
-        creates=(kinds.VIRTUAL_MACHINE,),
+        # Volumes: a stateful group's volume templates, made as Volume objects.
+        creates=(kinds.VIRTUAL_MACHINE, kinds.VOLUME),
     ),
     # Compute too: network lookups, and which member addresses still have a server.
     KindRecord(kinds.LOAD_BALANCER, LoadBalancerActuator, ("loadbalancing", "compute")),
