@@ -134,11 +134,20 @@ class VirtualMachineGroupActuator:
         leaving = {name for name, (exists, _, _) in expected.items() if not exists}
         going = [*going, *(v for v in views if v.name in leaving)]
         views = [v for v in views if v.name not in leaving]
-        volume_bodies = self._volumes(ctx.store, obj)
+        volume_bodies = self._volumes(ctx.store, obj, include_deleting=True)
+        volume_bodies += await _adopt_volumes(ctx, obj)
         volumes = [_volume_view(b) for b in volume_bodies] + self._pending_volumes(
             obj, volume_bodies
         )
         decision = plan.plan_ordinals(spec, obj.name, hash_, views, going, volumes)
+        # A Volume object of the name a member's volume gets that is not the group's: the
+        # member is not made (it would attach another's volume).
+        taken = {
+            name: ordinal
+            for name, ordinal, _, _ in decision.volumes
+            if ctx.store.get(kinds.VOLUME.kind, obj.namespace, name) is not None
+        }
+        blocked = set(taken.values())
 
         for name in decision.delete:
             await ctx.kube.delete(kinds.VIRTUAL_MACHINE, obj.namespace, name)
@@ -150,14 +159,23 @@ class VirtualMachineGroupActuator:
         views = [v for v in views if v.name not in deleted]
         await _sync_deletion_policy(ctx, obj, spec, bodies, skip=deleted)
         await _sync_deletion_policy(
-            ctx, obj, spec, volume_bodies, skip=set(decision.delete_volumes), info=kinds.VOLUME
+            ctx,
+            obj,
+            spec,
+            [b for b in volume_bodies if not b["metadata"].get("deletionTimestamp")],
+            skip=set(decision.delete_volumes),
+            info=kinds.VOLUME,
         )
         await _sync_security_groups(ctx, obj, spec, bodies, (hash_, legacy), deleted)
         for name, ordinal, template, zone in decision.volumes:
+            if ordinal in blocked:
+                continue
             body = _volume_body(obj, spec, name, ordinal, template, zone)
             await ctx.kube.create(kinds.VOLUME, obj.namespace, body)
             self._expect_volume(ctx, obj, name, ordinal, zone)
         for ordinal, zone in decision.creates:
+            if ordinal in blocked:
+                continue
             body = _member_body(obj, spec, group, hash_, plan.NewMember(zone), ordinal=ordinal)
             await ctx.kube.create(kinds.VIRTUAL_MACHINE, obj.namespace, body)
             name = plan.member_name(obj.name, ordinal)
@@ -184,6 +202,12 @@ class VirtualMachineGroupActuator:
             "retainedVolumeCount": len(retained),
         }
         notes = f"; {len(retained)} volume(s) retained" if retained else ""
+        if taken:
+            notes += (
+                f"; Volume(s) {', '.join(sorted(taken))} exist and are not this group's: "
+                f"member(s) {', '.join(plan.member_name(obj.name, i) for i in sorted(blocked))} "
+                "not made"
+            )
         return _report(obj, spec, group, hash_, views, bodies, extra, notes)
 
     async def finalize(
@@ -570,6 +594,36 @@ def _volume_view(body: Body) -> plan.VolumeView:
         zone=(body.get("spec") or {}).get("availabilityZone"),
         deleting=bool(meta.get("deletionTimestamp")),
     )
+
+
+async def _adopt_volumes(ctx: Context, obj: Obj) -> list[Body]:
+    """Volume objects labelled with the group's name that no controller owns (retained
+    when a group of this name was deleted): this group takes them back, so its members
+    of those ordinals get the same volumes."""
+    adopted = []
+    for body in ctx.store.list(kinds.VOLUME.kind, obj.namespace):
+        meta = body["metadata"]
+        labels = meta.get("labels") or {}
+        owners = meta.get("ownerReferences") or []
+        if (
+            labels.get(GROUP_LABEL) != obj.name
+            or ORDINAL_LABEL not in labels
+            or meta.get("deletionTimestamp")
+            or any(r.get("controller") for r in owners)
+        ):
+            continue
+        adopted.append(
+            await ctx.kube.patch(
+                kinds.VOLUME,
+                obj.namespace,
+                meta["name"],
+                {"metadata": {"ownerReferences": [*owners, _owner(obj)]}},
+            )
+        )
+    if adopted:
+        names = ", ".join(b["metadata"]["name"] for b in adopted)
+        ctx.events.emit(obj, "Normal", "VolumesAdopted", f"took back retained Volume(s) {names}")
+    return adopted
 
 
 async def _let_go(ctx: Context, obj: Obj, body: Body) -> None:

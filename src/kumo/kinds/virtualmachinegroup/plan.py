@@ -405,11 +405,14 @@ def plan_ordinals(
     delete += [m.name for m in broken] + [m.name for m in ready_old[:removable]]
 
     # A missing ordinal is made again under its name, once the one of that name is gone.
+    # Nor while one of its Volume objects is being deleted: the member would name it, and
+    # a Volume's deletion waits for the VMs naming it. It is made again once gone.
     present = {m.name for m in members} | {m.name for m in going}
+    waiting = {v.ordinal for v in volumes if v.deleting}
     creates = [
         (i, ordinal_zone(spec, i, volumes))
         for i in range(desired)
-        if member_name(group, i) not in present
+        if member_name(group, i) not in present and i not in waiting
     ]
 
     known = {v.name for v in volumes}

@@ -195,3 +195,13 @@ def test_the_crd_refuses_surge_and_templates_without_ordinal_and_their_changes()
     object_rules = [v["message"] for v in root["x-kubernetes-validations"]]
     assert any(m.startswith("spec.identity is immutable") for m in object_rules)
     assert any(m.startswith("spec.volumeTemplates is immutable") for m in object_rules)
+
+
+def test_an_ordinal_whose_volume_is_being_deleted_waits_for_it_to_go() -> None:
+    s = spec(2, volumeTemplates=DATA, volumeRetention={"whenScaledDown": "Delete"})
+    volumes = [VolumeView("g-data-0", 0), VolumeView("g-data-1", 1, deleting=True)]
+    decision = plan_ordinals(s, "g", "h1", members(0), (), volumes)
+    assert decision.creates == [] and decision.volumes == []
+    decision = plan_ordinals(s, "g", "h1", members(0), (), volumes[:1])
+    assert [i for i, _ in decision.creates] == [1]
+    assert [n for n, *_ in decision.volumes] == ["g-data-1"]

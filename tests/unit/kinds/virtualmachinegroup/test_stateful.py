@@ -213,3 +213,31 @@ def test_a_lagging_cache_makes_no_second_volume_object() -> None:
     lab.world.run(lab.group, "g")
     assert lab.names(VOLUME.kind) == [] and lab.names(VIRTUAL_MACHINE.kind) == []
     assert lab.world.events.reasons()[creates:].count("Scaling") == 0
+
+
+def test_a_group_made_again_takes_its_retained_volumes_back() -> None:
+    lab = Lab()
+    lab.converge()
+    volume = lab.volume_id("g-data-1")
+    lab.world.stored("VirtualMachineGroup", "g")["metadata"]["deletionTimestamp"] = (
+        "2026-11-22T00:00:00Z"
+    )
+    lab.converge()
+    assert lab.world.store.get("VirtualMachineGroup", "default", "g") is None
+    lab.world.add(VIRTUAL_MACHINE_GROUP, "g", SPEC)
+    lab.converge()
+    assert lab.volume_id("g-data-1") == volume
+    assert lab.cloud.attached_to(volume) == (lab.server_of("g-1"),)
+    owners = lab.world.stored("Volume", "g-data-1")["metadata"]["ownerReferences"]
+    assert [o["uid"] for o in owners] == ["uid-g"]
+    assert "VolumesAdopted" in lab.world.events.reasons()
+
+
+def test_a_foreign_volume_object_of_a_members_name_is_never_taken() -> None:
+    lab = Lab(replicas=1)
+    lab.world.add(VOLUME, "g-data-0", {"size": 1})  # not the group's: no labels
+    lab.world.run(lab.group, "g")
+    assert lab.names("VirtualMachine") == []
+    assert not lab.world.stored("Volume", "g-data-0")["metadata"].get("ownerReferences")
+    message = next(c for c in lab.status()["conditions"] if c["type"] == "Ready")["message"]
+    assert "g-data-0 exist and are not this group's: member(s) g-0 not made" in message
