@@ -6,6 +6,7 @@ with Retain leaves the volumes, with Delete leaves nothing."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tests.integration.helpers import VM_SPEC, apply, condition, wait_gone, wait_ready
@@ -124,3 +125,39 @@ def test_a_group_deleted_with_delete_leaves_nothing(
         wait_until(
             f"kv-data-{i} gone from Cinder", lambda i=i: volume_of(demo_conn, ids[i]) is None, 60
         )
+
+
+def refused(ns: str, body: dict[str, Any]) -> str:
+    proc = kubectl(
+        "apply", "--dry-run=server", "-n", ns, "-f", "-", input=json.dumps(body), check=False
+    )
+    assert proc.returncode != 0, f"accepted: {body['spec']}"
+    return str(proc.stderr)
+
+
+def test_admission_refuses_surge_templates_without_ordinal_and_changes(
+    namespace: str, kumo_operator: Any
+) -> None:
+    ns = namespace
+    surge = group("s", 0, strategy={"maxSurge": 1, "maxUnavailable": 0})
+    assert "spec.strategy.maxSurge: must be 0 with identity Ordinal" in refused(ns, surge)
+    default_strategy = group("d", 0)
+    del default_strategy["spec"]["strategy"]  # the default has maxSurge 1
+    assert "maxSurge: must be 0" in refused(ns, default_strategy)
+    random = group("r", 0, identity="Random")
+    assert "spec.volumeTemplates: requires spec.identity: Ordinal" in refused(ns, random)
+    twice = group("t", 0, volumeTemplates=[{"name": "a", "size": 1}, {"name": "a", "size": 1}])
+    assert "names must be unique" in refused(ns, twice)
+
+    apply(ns, group("ok", 0))
+    for spec, message in (
+        ({"identity": "Random", "volumeTemplates": []}, "spec.identity is immutable"),
+        ({"volumeTemplates": [{"name": "data", "size": 2}]}, "spec.volumeTemplates is immutable"),
+    ):
+        proc = kubectl(
+            "patch", "vmg", "ok", "-n", ns, "--type=merge", "-p", json.dumps({"spec": spec}),
+            check=False,
+        )  # fmt: skip
+        assert proc.returncode != 0 and message in proc.stderr, (spec, proc.stderr)
+    kubectl("delete", "vmg", "ok", "-n", ns, "--wait=false")
+    wait_gone("vmg", "ok", ns, 60)

@@ -112,8 +112,9 @@ class VirtualMachineGroupSpec(ManagedSpec):
             "an ordinal)",
         ),
         Rule(
-            "!has(self.identity) || self.identity != 'Ordinal' || !has(self.strategy) "
-            "|| !has(self.strategy.maxSurge) || self.strategy.maxSurge == 0",
+            # No strategy: the default's maxSurge is 1.
+            "!has(self.identity) || self.identity != 'Ordinal' || (has(self.strategy) "
+            "&& has(self.strategy.maxSurge) && self.strategy.maxSurge == 0)",
             "spec.strategy.maxSurge: must be 0 with identity Ordinal (a member is replaced "
             "delete-then-create under its own name and volumes; set strategy: "
             "{maxSurge: 0, maxUnavailable: 1})",
