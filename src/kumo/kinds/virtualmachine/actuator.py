@@ -7,7 +7,9 @@ nothing), if it is being deleted behind Kumo's back, or if it stayed in ERROR pa
 grace period (doubling after each replacement) → before a create, wait while the
 server it replaces is still in the server group and for a turn to build → create and
 record its ID at once → wait while it builds → correct description/metadata/tags and
-the security groups (Nova's add/remove security group) in place → report addresses. The lifecycle records (or forgets) the ID at once; every
+the security groups (Nova's add/remove security group) in place → once ACTIVE, attach
+and detach ``spec.volumes`` in place (never a volume another server holds) → report
+addresses and volumes. The lifecycle records (or forgets) the ID at once; every
 other status field is written by the engine at the end of the pass.
 Deletion drains the VM from every LoadBalancer first, then from every Share's access
 rules (members, then storage, then servers).
