@@ -213,6 +213,7 @@ class FakeNova:
             image_id=s["attrs"].get("image_id"),
             flavor=s["attrs"].get("flavor_id"),
             security_groups=tuple(sorted(s["attrs"].get("security_groups") or ["default"])),
+            volumes=tuple(sorted(s.get("volumes") or ())),
         )
 
     def _listed(self, s: dict[str, Any]) -> model.Server:
@@ -342,6 +343,7 @@ class FakeNova:
         key_name: str | None,
         security_groups: list[str],
         server_group_id: str | None,
+        root_volume: tuple[int, str | None] | None = None,
     ) -> model.Server:
         self.calls.append("create_server")
         attrs = {k: v for k, v in locals().items() if k != "self"}

@@ -257,7 +257,7 @@ KINDS: tuple[KindInfo, ...] = (
     NETWORK,
     SECURITY_GROUP,
     KEY_PAIR,
-    VOLUME,
+    VOLUME,  # before the VMs that attach it: deleted after them
     VIRTUAL_MACHINE,
     VIRTUAL_MACHINE_GROUP,
     LOAD_BALANCER,

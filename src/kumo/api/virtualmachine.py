@@ -13,9 +13,12 @@ from kumo.api.common import (
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    Rule,
     SecretKeyRef,
+    atomic_list,
     exactly_one_of,
 )
+from kumo.api.volume import MAX_VOLUME_GIB
 
 #: Nova's limit on user_data, which travels base64-encoded: 65535 characters.
 USER_DATA_MAX_BASE64 = 65535
@@ -84,23 +87,30 @@ class VirtualMachineTemplate(KumoModel):
     Nova's default quota is 128 and Kumo adds two); updated in place."""
 
 
-#: Volumes on one server: Nova's default limit of attachments per server is 26 (vdb-vdz).
+#: Nova's default limit of volumes attached to one server (``max_volumes_per_server``
+#: is unlimited by default, but libvirt has 26 virtio disks to name: vdb..vdz).
 MAX_VOLUMES = 25
 
 
 class VolumeAttachmentSpec(KumoModel):
-    """A Cinder volume to attach to the server, in place (the server stays). Give exactly
-    one of `volumeRef` and `name`."""
+    """A volume to attach to the server, in place (Nova's ``os-volume_attachments``): the
+    server is never replaced for it. Give exactly one of `volumeRef` and `name`."""
 
-    model_config = ConfigDict(json_schema_extra=exactly_one_of("volumeRef", "name"))
+    cel_rules = (
+        Rule(
+            "has(self.volumeRef) != has(self.name)",
+            "spec.volumes[]: give exactly one of volumeRef and name",
+        ),
+    )
 
-    volume_ref: str | None = Field(default=None, min_length=1, max_length=253)
-    """A Volume object in the same namespace: attached once it is Ready
-    (`WaitingForVolume` before); its deletion waits while a VM names it."""
-    name: str | None = Field(default=None, min_length=1, max_length=255)
-    """A Cinder volume Kumo does not manage, by name or ID."""
-    device: str | None = Field(default=None, min_length=1, max_length=64)
-    """The device name to ask Nova for (e.g. `/dev/vdb`); Nova may pick another."""
+    volume_ref: str | None = Field(default=None, min_length=1)
+    """A Volume object in the VM's namespace: attached once it is Ready; its deletion
+    waits while a VM names it."""
+    name: str | None = Field(default=None, min_length=1)
+    """An existing Cinder volume Kumo does not manage, by name or ID."""
+    device: str | None = Field(default=None, min_length=1, pattern=r"^/dev/[a-z0-9]+$")
+    """Device name to ask Nova for (`/dev/vdb`); a hint the hypervisor may ignore. Unset:
+    Nova picks the next free one."""
 
     @model_validator(mode="after")
     def _one_source(self) -> VolumeAttachmentSpec:
@@ -109,13 +119,30 @@ class VolumeAttachmentSpec(KumoModel):
         return self
 
 
+class RootVolumeSpec(KumoModel):
+    """Boot from a new Cinder volume made from `image` (deleted with the server)."""
+
+    size: int = Field(ge=1, le=MAX_VOLUME_GIB)
+    """Size in GiB (at least the image's minimum disk). Changing it replaces the server."""
+    volume_type: str | None = Field(default=None, min_length=1)
+    """Cinder volume type; unset: the cloud's default. Changing it replaces the server."""
+
+
 class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec, ImportableSpec):
     """Desired state of a VirtualMachine."""
 
-    volumes: list[VolumeAttachmentSpec] = Field(default_factory=list, max_length=MAX_VOLUMES)
-    """Cinder volumes attached to the server, in place: adding one attaches it, removing
-    one detaches it (only what Kumo attached); a replaced server gets them again. A
-    volume attached to another server is waited for, never taken from it."""
+    volumes: list[VolumeAttachmentSpec] = Field(
+        default_factory=list,
+        max_length=MAX_VOLUMES,
+        json_schema_extra=atomic_list,
+    )
+    """Volumes to attach, in place: adding one attaches it once the server is ACTIVE,
+    removing one detaches it; the server is never replaced for either. A volume attached
+    to another server is waited for (`VolumeInUse`, naming the server): Kumo never
+    detaches it from a server it does not own. A replaced server gets the same volumes."""
+    root_volume: RootVolumeSpec | None = None
+    """Boot from a new volume made from `image` instead of the flavor's local disk; the
+    volume is deleted with the server. Changing it replaces the server."""
 
     server_group: str | None = None
     """Nova server group ID to schedule into (a VirtualMachineGroup sets it for its
@@ -135,12 +162,14 @@ class Address(KumoModel):
 
 
 class AttachedVolume(KumoModel):
-    """A volume attached to the server by Kumo."""
+    """One volume attached to the server through `spec.volumes`."""
 
     id: str
-    """Cinder's volume ID."""
-    name: str
-    """What `spec.volumes` calls it: the Volume object's name or the cloud's name/ID."""
+    """The Cinder volume's ID."""
+    name: str | None = None
+    """The `volumeRef` or `name` of the spec's entry."""
+    device: str | None = None
+    """The device asked for, when the spec names one."""
 
 
 class VirtualMachineStatus(ManagedStatus):
@@ -155,6 +184,8 @@ class VirtualMachineStatus(ManagedStatus):
     server_group_id: str | None = None
     """Server group the server was scheduled in (set by a VirtualMachineGroup). Empty for
     an imported server: Nova adds a server to a group only when it boots it."""
+    volumes: list[AttachedVolume] = Field(default_factory=list)
+    """The volumes of `spec.volumes` attached to the server (Nova's view)."""
     spec_hash: str | None = None
     """Hash of the fields whose change replaces the server, as built."""
     error_replacements: int | None = None
@@ -163,9 +194,6 @@ class VirtualMachineStatus(ManagedStatus):
     last_error_replacement: str | None = None
     """When Kumo last replaced a server in ERROR; each further replacement waits twice as
     long as the one before (60 s, 2 m, 4 m, … up to 1 h)."""
-    volumes: list[AttachedVolume] = Field(default_factory=list)
-    """The volumes Kumo attached to the server (what it detaches when they leave
-    `spec.volumes`)."""
     replacing_id: str | None = None
     """The server being deleted to make way for a new one. In a server group the new one
     boots only once it is gone: Nova counts a member being deleted on its host, so a

@@ -16,8 +16,14 @@ from kumo.api.common import (
     atomic_list,
 )
 from kumo.api.virtualmachine import VirtualMachineTemplate
+from kumo.api.volume import MAX_VOLUME_GIB
 
 HaPolicy = Literal["soft", "hard", "none"]
+Identity = Literal["Random", "Ordinal"]
+RetentionPolicy = Literal["Retain", "Delete"]
+
+#: The most volume templates per member (a VM attaches at most 25 volumes).
+MAX_VOLUME_TEMPLATES = 25
 
 #: The most members one group may ask for (a typo must not create 10,000 servers).
 MAX_REPLICAS = 1000
@@ -70,8 +76,73 @@ class GroupImport(KumoModel):
         return members
 
 
+class VolumeTemplate(KumoModel):
+    """One volume per member: member `<group>-<i>` owns the Volume object
+    `<group>-<name>-<i>`, attached through its `spec.volumes`."""
+
+    name: str = Field(min_length=1, max_length=40, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    """Part of each Volume object's name (`<group>-<name>-<i>`); unique in the list."""
+    size: int = Field(ge=1, le=MAX_VOLUME_GIB)
+    """Size in GiB of each member's volume."""
+    volume_type: str | None = Field(default=None, min_length=1)
+    """Cinder volume type by name or ID; unset: the cloud's default."""
+
+
+class VolumeRetention(KumoModel):
+    """What becomes of members' Volume objects (like a StatefulSet's
+    persistentVolumeClaimRetentionPolicy). `Retain`: the Volume object stays, detached, and
+    a member of the same ordinal gets it again; `Delete`: the group deletes it (and the
+    Volume kind the Cinder volume)."""
+
+    when_scaled_down: RetentionPolicy = "Retain"
+    """Volumes of members removed by a scale-down (ordinals >= replicas)."""
+    when_deleted: RetentionPolicy = "Retain"
+    """Volumes left when the group is deleted (retained ones lose their owner reference:
+    a group of the same name created later takes them back)."""
+
+
 class VirtualMachineGroupSpec(ManagedSpec):
     """Desired state of a VirtualMachineGroup."""
+
+    cel_rules = (
+        Rule(
+            "!has(self.volumeTemplates) || size(self.volumeTemplates) == 0 "
+            "|| (has(self.identity) && self.identity == 'Ordinal')",
+            "spec.volumeTemplates: requires spec.identity: Ordinal (a volume belongs to "
+            "an ordinal)",
+        ),
+        Rule(
+            # No strategy: the default's maxSurge is 1.
+            "!has(self.identity) || self.identity != 'Ordinal' || (has(self.strategy) "
+            "&& has(self.strategy.maxSurge) && self.strategy.maxSurge == 0)",
+            "spec.strategy.maxSurge: must be 0 with identity Ordinal (a member is replaced "
+            "delete-then-create under its own name and volumes; set strategy: "
+            "{maxSurge: 0, maxUnavailable: 1})",
+        ),
+        Rule(
+            "!has(self.identity) || self.identity != 'Ordinal' || !has(self.__import__)",
+            "spec.import: not supported with identity Ordinal",
+        ),
+        Rule(
+            "!has(self.volumeTemplates) || "
+            "self.volumeTemplates.all(t, self.volumeTemplates.exists_one(u, u.name == t.name))",
+            "spec.volumeTemplates: names must be unique",
+        ),
+    )
+
+    #: A member's name and volumes are fixed by its ordinal: neither may change.
+    object_rules = (
+        Rule(
+            "(has(self.spec.identity) ? self.spec.identity : 'Random') == "
+            "(has(oldSelf.spec.identity) ? oldSelf.spec.identity : 'Random')",
+            "spec.identity is immutable: members are named by it; create another group",
+        ),
+        Rule(
+            "(has(self.spec.volumeTemplates) ? self.spec.volumeTemplates : []) == "
+            "(has(oldSelf.spec.volumeTemplates) ? oldSelf.spec.volumeTemplates : [])",
+            "spec.volumeTemplates is immutable: members' volumes exist; create another group",
+        ),
+    )
 
     replicas: int = Field(default=1, ge=0, le=MAX_REPLICAS)
     """Number of VirtualMachines to keep. `kubectl scale` changes it."""
@@ -89,6 +160,27 @@ class VirtualMachineGroupSpec(ManagedSpec):
     import_: GroupImport | None = Field(default=None, alias="import")
     """Take over existing servers as members (each member imports one; see
     `import.members`) instead of booting new ones."""
+    identity: Identity = "Random"
+    """`Random`: members are named `<group>-<random>`. `Ordinal`: members are named
+    `<group>-<i>`, i = 0..replicas-1; scale-down removes the highest ordinals, a missing
+    ordinal is made again under the same name, a rollout deletes then recreates each
+    member (maxSurge must be 0). Cannot change."""
+    volume_templates: list[VolumeTemplate] = Field(
+        default_factory=list, max_length=MAX_VOLUME_TEMPLATES, json_schema_extra=atomic_list
+    )
+    """Per-member volumes (identity `Ordinal` only): member i gets the Volume object
+    `<group>-<name>-<i>` per template, created before it, in its zone, attached through
+    its `spec.volumes` (a replaced server gets the same volumes). Cannot change."""
+    volume_retention: VolumeRetention = Field(default_factory=VolumeRetention)
+    """What becomes of the members' volumes on scale-down and on the group's deletion."""
+
+    @field_validator("volume_templates")
+    @classmethod
+    def _unique_names(cls, templates: list[VolumeTemplate]) -> list[VolumeTemplate]:
+        names = [t.name for t in templates]
+        if len(set(names)) != len(names):
+            raise ValueError("volumeTemplates: names must be unique")
+        return templates
 
 
 ImportState = Literal["Pending", "BeyondReplicas", "Importing", "Imported"]
@@ -129,3 +221,8 @@ class VirtualMachineGroupStatus(ManagedStatus):
     """Names of the member VirtualMachines."""
     imports: list[MemberImport] = Field(default_factory=list)
     """One entry per `spec.import.members` entry, in its order: what became of it."""
+    retained_volumes: list[str] = Field(default_factory=list)
+    """Volume objects kept for ordinals >= replicas (`volumeRetention.whenScaledDown:
+    Retain`), detached; a member of that ordinal gets them again."""
+    retained_volume_count: int = 0
+    """How many `retainedVolumes` there are."""

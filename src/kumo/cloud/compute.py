@@ -136,6 +136,7 @@ class ComputeCalls(CloudBase):
         key_name: str | None,
         security_groups: list[str],
         server_group_id: str | None,
+        root_volume: tuple[int, str | None] | None = None,
     ) -> model.Server:
         attrs: dict[str, Any] = {
             "name": name,
@@ -157,6 +158,20 @@ class ComputeCalls(CloudBase):
             attrs["security_groups"] = [{"name": g} for g in security_groups]
         if server_group_id:
             attrs["scheduler_hints"] = {"group": server_group_id}
+        if root_volume is not None:  # boot from a new volume made from the image
+            size, volume_type = root_volume
+            boot: dict[str, Any] = {
+                "boot_index": 0,
+                "uuid": image_id,
+                "source_type": "image",
+                "destination_type": "volume",
+                "volume_size": size,
+                "delete_on_termination": True,
+            }
+            if volume_type:
+                boot["volume_type"] = volume_type  # Nova >= 2.67
+            attrs["block_device_mapping"] = [boot]
+            attrs["image_id"] = ""  # imageRef "" with a boot BDM
         owner = model.owner_of(tags) or ""
         try:
             created = await self._create(
@@ -176,6 +191,7 @@ class ComputeCalls(CloudBase):
             tags=list(tags),
             metadata=dict(metadata),
             description=description,
+            volumes=(),
         )
         self.watch.servers.put(server)
         self.watch.nudge(ServerWatcher.service)
@@ -327,7 +343,13 @@ def _server(s: Any) -> model.Server:
         flavor=_ref(getattr(s, "flavor", None), "id")
         or _ref(getattr(s, "flavor", None), "original_name"),
         security_groups=_group_names(getattr(s, "security_groups", None)),
+        volumes=_volume_ids(getattr(s, "attached_volumes", None)),
     )
+
+
+def _volume_ids(attached: Any) -> tuple[str, ...]:
+    """The IDs of a server's attached volumes (dicts or the SDK's VolumeAttachment)."""
+    return tuple(sorted({v for a in attached or [] if (v := _ref(a, "id"))}))
 
 
 def _group_names(groups: Any) -> tuple[str, ...] | None:

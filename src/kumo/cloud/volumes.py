@@ -195,6 +195,12 @@ class CinderCalls(CloudBase):
             )
         finally:  # even an error: the attachment may have begun
             self._volume_changing(volume_id, "attaching")
+        # Nova records the attachment before it answers; attaching does not move the
+        # server's updated_at, so the watch's changes-since would not show it.
+        self.watch.servers.update(
+            server_id,
+            lambda s: dataclasses.replace(s, volumes=tuple(sorted({*s.volumes, volume_id}))),
+        )
 
     async def detach_volume(self, server_id: str, volume_id: str) -> None:
         """Detach; an attachment already gone is fine."""
@@ -209,6 +215,10 @@ class CinderCalls(CloudBase):
             if not isinstance(error.__cause__, os_exc.NotFoundException):
                 raise
         self._volume_changing(volume_id, "detaching")
+        self.watch.servers.update(
+            server_id,
+            lambda s: dataclasses.replace(s, volumes=tuple(v for v in s.volumes if v != volume_id)),
+        )
 
     def _volume_changing(self, volume_id: str, status: str) -> None:
         self.watch.volumes.update(volume_id, lambda v: dataclasses.replace(v, status=status))

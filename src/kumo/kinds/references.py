@@ -53,11 +53,11 @@ REFERENCES: tuple[Reference, ...] = (
     # Objects on a Network wait for it to be Ready and hold its deletion while they name
     # it (Neutron refuses to delete a network with ports); they go first.
     Reference("VirtualMachine", "networks[]", "Network"),
+    # A VM attaches a Volume once it is Ready; the Volume's deletion waits while a VM
+    # names it (the VM detaches it when it leaves spec.volumes). VMs go first.
+    Reference("VirtualMachine", "volumes[].volumeRef", "Volume"),
     Reference("VirtualMachineGroup", "template.networks[]", "Network"),
     Reference("LoadBalancer", "vipNetwork", "Network"),
-    # A VM attaches the Volume once it is Ready; the Volume's deletion waits while a VM
-    # names it (else the VM would attach it again).
-    Reference("VirtualMachine", "volumes[].volumeRef", "Volume"),
     # Objects Kumo does not own: a change to one re-queues the objects that read it.
     Reference("VirtualMachine", "initScript.configMapRef", "ConfigMap"),
     Reference("VirtualMachine", "initScript.secretRef", "Secret"),

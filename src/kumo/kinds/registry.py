@@ -48,15 +48,14 @@ RECORDS: tuple[KindRecord, ...] = (
     KindRecord(kinds.NETWORK, NetworkActuator, ("networks", "floatingips")),
     KindRecord(kinds.SECURITY_GROUP, SecurityGroupActuator, ("networking",)),
     KindRecord(kinds.KEY_PAIR, KeyPairActuator, ("keypairs",)),
-    # Compute too: an image source, and whether an attached server is Kumo's.
-    KindRecord(kinds.VOLUME, VolumeActuator, ("volumes", "compute")),
-    # Volumes too: spec.volumes are attached and detached through Nova, read from Cinder.
+    # Volumes too: spec.volumes attach through Nova, after a look at the Cinder volume.
     KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute", "volumes")),
     KindRecord(
         kinds.VIRTUAL_MACHINE_GROUP,
         VirtualMachineGroupActuator,
         ("compute",),
-        creates=(kinds.VIRTUAL_MACHINE,),
+        # Volumes: a stateful group's volume templates, made as Volume objects.
+        creates=(kinds.VIRTUAL_MACHINE, kinds.VOLUME),
     ),
     # Compute too: network lookups, and which member addresses still have a server.
     KindRecord(kinds.LOAD_BALANCER, LoadBalancerActuator, ("loadbalancing", "compute")),
@@ -64,6 +63,8 @@ RECORDS: tuple[KindRecord, ...] = (
     KindRecord(kinds.FLOATING_IP, FloatingIPActuator, ("floatingips", "loadbalancing")),
     KindRecord(kinds.DNS_RECORD, DNSRecordActuator, ("dns",)),
     KindRecord(kinds.SHARE, ShareActuator, ("shares",)),
+    # Compute too: an image source, and whether an attached server is Kumo's.
+    KindRecord(kinds.VOLUME, VolumeActuator, ("volumes", "compute")),
 )
 
 

@@ -105,6 +105,7 @@ class ComputePort(CloudPort, Protocol):
         key_name: str | None,
         security_groups: list[str],
         server_group_id: str | None,
+        root_volume: tuple[int, str | None] | None = None,
     ) -> model.Server: ...
 
     @write

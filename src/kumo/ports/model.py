@@ -137,6 +137,9 @@ class Server:
     flavor: str | None = None  # the flavor's ID, or (Nova ≥ 2.47) its original name
     #: The names of its security groups, as Nova shows them; None when not shown.
     security_groups: tuple[str, ...] | None = None
+    #: IDs of the volumes attached to it (``os-extended-volumes:volumes_attached``, in
+    #: every listing; a boot volume too).
+    volumes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

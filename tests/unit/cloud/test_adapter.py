@@ -603,3 +603,66 @@ def test_each_endpoint_keeps_a_connection_per_call_in_flight(requests_mock: rm.M
         assert all(type(a).__name__ == "TCPKeepAliveAdapter" for a in adapters.values())
     finally:
         conn.close()
+
+
+def test_a_servers_attached_volumes_come_with_the_listing_and_follow_attach_and_detach(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    listing = recorded("nova_servers_detail_tags_kumo.json")
+    listing["servers"][0]["os-extended-volumes:volumes_attached"] = [
+        {"id": "vol-b"},
+        {"id": "vol-a"},
+    ]
+    requests_mock.get(f"{NOVA}/servers/detail", json=listing)
+    (web1, web2), _date = run(cloud.list_servers_since(None))
+    assert (web1.volumes, web2.volumes) == (("vol-a", "vol-b"), ())
+    # Nova does not move a server's updated_at for an attachment: the cache follows
+    # Kumo's own attach and detach, so the next pass sees them without a GET.
+    cloud.watch.servers.put(web1)
+    attachments = f"{NOVA}/servers/{SERVER_ID}/os-volume_attachments"
+    requests_mock.post(attachments, json={"volumeAttachment": {"volumeId": "vol-c"}})
+    run(cloud.attach_volume(SERVER_ID, "vol-c", "/dev/vdc"))
+    assert requests_mock.last_request.json() == {
+        "volumeAttachment": {"volumeId": "vol-c", "device": "/dev/vdc"}
+    }
+    requests_mock.delete(f"{attachments}/vol-a", status_code=202)
+    run(cloud.detach_volume(SERVER_ID, "vol-a"))
+    cached = cloud.watch.servers.lookup(SERVER_ID)
+    assert isinstance(cached, model.Server)
+    assert cached.volumes == ("vol-b", "vol-c")
+
+
+def test_a_root_volume_boots_the_server_from_a_new_volume_of_its_image(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    body = {"server": _one_owned_server()["servers"][0]}
+    created = requests_mock.post(f"{NOVA}/servers", status_code=202, json=body)
+    coro = cloud.create_server(
+        name="web-1",
+        image_id=IMAGE_ID,
+        flavor_id="flv-1",
+        network_ids=["net-1"],
+        user_data=None,
+        description=None,
+        metadata={},
+        tags=model.marker_tags("uid-web-1"),
+        availability_zone=None,
+        key_name=None,
+        security_groups=[],
+        server_group_id=None,
+        root_volume=(10, "lvmdriver-1"),
+    )
+    run(coro)
+    sent = created.last_request.json()["server"]
+    assert sent["block_device_mapping_v2"] == [
+        {
+            "boot_index": 0,
+            "uuid": IMAGE_ID,
+            "source_type": "image",
+            "destination_type": "volume",
+            "volume_size": 10,
+            "delete_on_termination": True,
+            "volume_type": "lvmdriver-1",
+        }
+    ]
+    assert not sent.get("imageRef"), "the image is the volume's source, not the server's"

@@ -34,8 +34,8 @@ class OneCloud:
 
 
 def compute_only() -> list[Any]:
-    """The actuators of the kinds whose main service is Nova (a VM calls Cinder only for
-    spec.volumes, which these tests leave empty): FakeNova is the only cloud here."""
+    """The actuators of the kinds on Nova first (a VM's volumes are Cinder's, but none
+    is named here): FakeNova is the only cloud here."""
     return [r.actuator() for r in registry.RECORDS if r.services[0] == "compute"]
 
 

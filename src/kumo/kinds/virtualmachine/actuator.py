@@ -7,7 +7,9 @@ nothing), if it is being deleted behind Kumo's back, or if it stayed in ERROR pa
 grace period (doubling after each replacement) → before a create, wait while the
 server it replaces is still in the server group and for a turn to build → create and
 record its ID at once → wait while it builds → correct description/metadata/tags and
-the security groups (Nova's add/remove security group) in place → report addresses. The lifecycle records (or forgets) the ID at once; every
+the security groups (Nova's add/remove security group) in place → once ACTIVE, attach
+and detach ``spec.volumes`` in place (never a volume another server holds) → report
+addresses and volumes. The lifecycle records (or forgets) the ID at once; every
 other status field is written by the engine at the end of the pass.
 Deletion drains the VM from every LoadBalancer first, then from every Share's access
 rules (members, then storage, then servers).
@@ -27,7 +29,7 @@ from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering, references, sources
-from kumo.kinds.virtualmachine import plan, volumes
+from kumo.kinds.virtualmachine import plan
 
 #: How long deletion waits for LoadBalancers to drop the VM before deleting anyway,
 #: beyond the longest ``drainSeconds`` of the LoadBalancers holding it.
@@ -39,6 +41,10 @@ REPLACE_POLL_SECONDS = 2.0
 BUILD_TURN_SECONDS = 60.0
 #: Safety net while waiting for a KeyPair to be Ready (its status change wakes the VM).
 KEY_PAIR_SECONDS = 30.0
+#: Seconds between passes while a volume attaches or detaches, or while one waited for
+#: is attached elsewhere (a Volume's own status change wakes the VM sooner).
+VOLUME_SECONDS = 2.0
+VOLUME_IN_USE_SECONDS = 10.0
 #: Status fields that count ERROR replacements (kept until a server is ACTIVE).
 ERROR_COUNTERS = ("errorReplacements", "lastErrorReplacement")
 
@@ -53,15 +59,14 @@ class VirtualMachineActuator:
         refs: tuple[str, str, list[str]] | None = None  # resolved before a create
         key_name = spec.key_name  # the KeyPair object's Nova keypair, if one is named
 
-        attached: list[dict[str, Any]] | None = None  # this pass's, once looked at
+        wanted = _wanted_volumes(ctx, obj, spec)
 
         def status(server: Server) -> dict[str, Any]:
-            fields = _status(obj, server, spec, hash_)
-            if attached is not None:
-                fields["volumes"] = attached
-            elif server.id != obj.status.get("id"):  # a new server: nothing attached yet
-                fields["volumes"] = []
-            return fields
+            previous = obj.status.get("volumes") or []
+            return {
+                **_status(obj, server, spec, hash_),
+                "volumes": plan.attached_volumes(server, wanted, previous),
+            }
 
         groups, unready = plan.security_groups(spec, obj.namespace, ctx.store)
         networks = [
@@ -156,7 +161,18 @@ class VirtualMachineActuator:
         async def create() -> Server:
             assert refs is not None  # before_create resolved them
             groups_ref = [g.ref for g in groups]
-            return await _create(ctx, obj, spec, user_data, hash_, (*refs, groups_ref), key_name)
+            root = spec.root_volume
+            root_volume = None
+            if root is not None:
+                volume_type = (
+                    await ctx.cloud.volume_type_name(root.volume_type, "spec.rootVolume.volumeType")
+                    if root.volume_type
+                    else None
+                )
+                root_volume = (root.size, volume_type)
+            return await _create(
+                ctx, obj, spec, user_data, hash_, (*refs, groups_ref), key_name, root_volume
+            )
 
         async def busy(server: Server) -> lifecycle.Wait | None:
             return _BUILDING if server.status in ("BUILD", "REBUILD") else None
@@ -171,13 +187,10 @@ class VirtualMachineActuator:
                 await _apply_security_groups(ctx, obj, server, groups)
             return lifecycle.Step(server)
 
-        async def attach(server: Server) -> lifecycle.Step[Server]:
-            nonlocal attached
-            if server.status != "ACTIVE" or (not spec.volumes and not obj.status.get("volumes")):
+        async def volumes(server: Server) -> lifecycle.Step[Server]:
+            if server.status != "ACTIVE":  # attached once it runs
                 return lifecycle.Step(server)
-            found = await volumes.keep(ctx, obj, spec, server)
-            attached = found.attached
-            return lifecycle.Step(server, wait=volumes.one_wait(found.waits))
+            return await _apply_volumes(ctx, obj, server, wanted)
 
         async def report(server: Server) -> Result:
             ready = server.status == "ACTIVE"
@@ -203,7 +216,7 @@ class VirtualMachineActuator:
                 before_create=before_create,
                 replace=replace,
                 busy=busy,
-                updaters=[correct, attach],
+                updaters=[correct, volumes],
             ),
         )
 
@@ -234,10 +247,13 @@ class VirtualMachineActuator:
         the VM it pointed at."""
         if unblocked := ordering.unblocked_by(kind, body, self.info.kind):
             return unblocked
+        if kind == "Volume":  # Ready now, or free: the VMs naming it may attach it
+            return [
+                Key(self.info.kind, body["metadata"].get("namespace", "default"), vm_name)
+                for vm_name in _naming_volume(body, store, self.info.kind)
+            ]
         if kind == "SecurityGroup":  # Ready now: the VMs naming it may be created
             return _naming_group(body, store, self.info.kind)
-        if kind == "Volume":  # Ready now (or gone): the VMs naming it attach it
-            return _naming(body, store, self.info.kind, "volumes[].volumeRef")
         if waiting := references.unbuilt_referrers(store, self.info.kind, kind, body):
             return waiting  # VMs without a server naming it: a KeyPair they wait for
         if kind not in ("LoadBalancer", "Share"):  # a drained member, a revoked rule
@@ -250,17 +266,6 @@ class VirtualMachineActuator:
         ]
 
 
-def _naming(target: Body, store: Store, kind: str, field: str) -> list[Key]:
-    """VMs whose ``field`` names ``target``."""
-    meta = target.get("metadata") or {}
-    namespace = meta.get("namespace", "default")
-    return [
-        Key(kind, namespace, vm["metadata"]["name"])
-        for vm in store.list(kind, namespace)
-        if meta.get("name") in references.referenced_names(vm.get("spec") or {}, field)
-    ]
-
-
 def _naming_group(group: Body, store: Store, kind: str) -> list[Key]:
     """VMs whose ``spec.securityGroups`` name the SecurityGroup ``group``."""
     meta = group.get("metadata") or {}
@@ -270,6 +275,162 @@ def _naming_group(group: Body, store: Store, kind: str) -> list[Key]:
         for vm in store.list(kind, namespace)
         if meta.get("name") in ((vm.get("spec") or {}).get("securityGroups") or [])
     ]
+
+
+def _naming_volume(volume: Body, store: Store, kind: str) -> list[str]:
+    """VMs whose ``spec.volumes`` name the Volume object ``volume``."""
+    meta = volume.get("metadata") or {}
+    return [
+        vm["metadata"]["name"]
+        for vm in store.list(kind, meta.get("namespace", "default"))
+        if meta.get("name")
+        in references.referenced_names(vm.get("spec") or {}, "volumes[].volumeRef")
+    ]
+
+
+def _wanted_volumes(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> list[plan.WantedVolume]:
+    """``spec.volumes`` with the IDs known without asking the cloud: a Volume object's
+    (once Ready), a name the last status resolved, a volume given by ID."""
+    known = plan.known_volume_ids(obj.status)
+    found = []
+    for i, v in enumerate(spec.volumes):
+        if v.volume_ref is not None:
+            body = ctx.store.get("Volume", obj.namespace, v.volume_ref)
+            resolved = references.resolve(ctx.store, obj.namespace, "Volume", v.volume_ref, "id")
+            volume_id = resolved.value if body is not None else None
+            found.append(plan.WantedVolume(i, v.volume_ref, v.device, volume_id, ref=True))
+        else:
+            assert v.name is not None  # the model's validator
+            volume_id = v.name if plan.UUID.match(v.name) else known.get(v.name)
+            found.append(plan.WantedVolume(i, v.name, v.device, volume_id))
+    return found
+
+
+async def _apply_volumes(
+    ctx: Context, obj: Obj, server: Server, wanted: list[plan.WantedVolume]
+) -> lifecycle.Step[Server]:
+    """Detach what the spec dropped, attach what it names, in place (the server stays).
+    A volume attached to another server is waited for, never taken from it."""
+    waits: list[lifecycle.Wait] = []
+    ids: list[str] = []
+    for i, w in enumerate(wanted):
+        if w.ref:
+            if w.id is None:
+                waits.append(_volume_ref_wait(ctx, obj, w))
+                continue
+        elif w.id is None or w.id not in server.volumes:
+            w = wanted[i] = dataclasses.replace(w, id=await _named_volume_id(ctx, w))
+        assert w.id is not None
+        ids.append(w.id)
+    # A Volume object named but not resolvable now (being deleted: it waits for this VM)
+    # keeps what it had: only leaving spec.volumes detaches it.
+    known = plan.known_volume_ids(obj.status)
+    held = {known[w.name] for w in wanted if w.id is None and w.name in known}
+    managed = {str(v.get("id")) for v in obj.status.get("volumes") or []} - held
+    attach, detach = plan.volume_changes(ids, server.volumes, managed)
+    volumes = set(server.volumes)
+    for volume_id in detach:
+        await ctx.cloud.detach_volume(server.id, volume_id)
+        volumes.discard(volume_id)
+        ctx.events.emit(
+            obj, "Normal", "VolumeDetached", f"detaching volume {volume_id} from server {server.id}"
+        )
+        waits.append(_volume_wait(f"detaching volume {volume_id}", "DetachingVolume"))
+    by_id = {w.id: w for w in wanted if w.id}
+    for volume_id in attach:
+        w = by_id[volume_id]
+        volume = await ctx.cloud.get_volume(volume_id)
+        if volume is None:
+            raise TerminalError(
+                "VolumeNotFound", f"volume {w.name!r} ({volume_id}) not found", field=w.field
+            )
+        if server.id in volume.attachments:  # Cinder has it on this server already
+            volumes.add(volume_id)
+            continue
+        elsewhere = [s for s in volume.attachments if s != server.id]
+        if elsewhere:
+            waits.append(await _in_use_wait(ctx, obj, w, elsewhere[0]))
+            continue
+        if volume.status != "available":
+            waits.append(
+                _volume_wait(
+                    f"{w.field}: volume {volume_id} is {volume.status}, attached once available",
+                    "WaitingForVolume",
+                )
+            )
+            continue
+        await ctx.cloud.attach_volume(server.id, volume_id, w.device)
+        volumes.add(volume_id)
+        ctx.events.emit(
+            obj, "Normal", "VolumeAttached", f"attaching volume {volume_id} to server {server.id}"
+        )
+        waits.append(_volume_wait(f"attaching volume {volume_id}", "AttachingVolume"))
+    server = dataclasses.replace(server, volumes=tuple(sorted(volumes)))
+    if not waits:
+        return lifecycle.Step(server)
+    first = min(waits, key=lambda w: _WAIT_ORDER.index(w.reason))
+    rest = [w for w in waits if w is not first]
+    return lifecycle.Step(server, wait=_merged(first, rest))
+
+
+#: The reason a VM waiting on several volumes reports: the one the user must act on first.
+_WAIT_ORDER = ("VolumeInUse", "WaitingForVolume", "AttachingVolume", "DetachingVolume")
+
+
+def _merged(first: lifecycle.Wait, rest: list[lifecycle.Wait]) -> lifecycle.Wait:
+    return dataclasses.replace(
+        first,
+        message="; ".join(w.message for w in [first, *rest]),
+        after=min(w.after for w in [first, *rest]),
+    )
+
+
+def _volume_wait(message: str, reason: str, after: float = VOLUME_SECONDS) -> lifecycle.Wait:
+    return lifecycle.Wait(message, reason=reason, phase="Running", after=after)
+
+
+def _volume_ref_wait(ctx: Context, obj: Obj, w: plan.WantedVolume) -> lifecycle.Wait:
+    if ctx.store.get("Volume", obj.namespace, w.name) is None:
+        why = f"Volume {w.name!r} not found in namespace {obj.namespace}"
+    else:
+        resolved = references.resolve(ctx.store, obj.namespace, "Volume", w.name, "id")
+        why = resolved.waiting or f"Volume {w.name!r} is not Ready yet"
+    return _volume_wait(f"{w.field}: {why}", "WaitingForVolume", after=KEY_PAIR_SECONDS)
+
+
+async def _named_volume_id(ctx: Context, w: plan.WantedVolume) -> str:
+    """The ID of a cloud volume given by name or ID (``spec.volumes[].name``)."""
+    if plan.UUID.match(w.name):
+        return w.name
+    found = await ctx.cloud.find_volumes_by_name(w.name)
+    if len(found) != 1:
+        what = "not found" if not found else f"matches {len(found)} volumes: give its ID"
+        raise TerminalError(
+            "VolumeNotFound" if not found else "AmbiguousVolume",
+            f"volume {w.name!r} {what}",
+            field=w.field,
+        )
+    return found[0].id
+
+
+async def _in_use_wait(
+    ctx: Context, obj: Obj, w: plan.WantedVolume, server_id: str
+) -> lifecycle.Wait:
+    """A wanted volume attached to another server: never detached from it here. The VM's
+    own previous server (replaced, being deleted) frees it when Nova deletes it."""
+    other = await ctx.cloud.get_server(server_id)
+    if other is None or owner_of(other.tags) == obj.uid:
+        note = "this VM's previous server: Nova frees it as it deletes that server"
+        return _volume_wait(
+            f"{w.field}: volume {w.id} is still attached to server {server_id} ({note})",
+            "WaitingForVolume",
+        )
+    return _volume_wait(
+        f"{w.field}: volume {w.id} is in use by server {server_id} ({other.name}); it is "
+        "attached once that server lets it go",
+        "VolumeInUse",
+        after=VOLUME_IN_USE_SECONDS,
+    )
 
 
 async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | None:
@@ -365,6 +526,7 @@ async def _create(
     hash_: str,
     refs: tuple[str, str, list[str], list[str]],
     key_name: str | None,
+    root_volume: tuple[int, str | None] | None = None,
 ) -> Server:
     image_id, flavor_id, network_ids, security_groups = refs
     server: Server = await ctx.cloud.create_server(
@@ -380,6 +542,7 @@ async def _create(
         key_name=key_name,
         security_groups=security_groups,
         server_group_id=spec.server_group,
+        root_volume=root_volume,
     )
     return server
 

@@ -46,7 +46,7 @@ def spec_hash(spec: VirtualMachineSpec, user_data: str | None, legacy: bool = Fa
     place: they are left out (as an empty list, so a VM without any keeps its hash).
     ``legacy``: the hash servers made before carry (their security groups in it), so
     that they are not replaced for it (:func:`needs_replacement`)."""
-    immutable = {
+    immutable: dict[str, object] = {
         "image": spec.image,
         "flavor": spec.flavor,
         "userData": user_data,
@@ -56,6 +56,8 @@ def spec_hash(spec: VirtualMachineSpec, user_data: str | None, legacy: bool = Fa
         "securityGroups": sorted(spec.security_groups) if legacy else [],
         "serverGroup": spec.server_group,
     }
+    if spec.root_volume is not None:  # only when set: other servers keep their hash
+        immutable["rootVolume"] = spec.root_volume.model_dump(by_alias=True)
     encoded = json.dumps(immutable, sort_keys=True).encode()
     return hashlib.sha256(encoded).hexdigest()[:16]
 
@@ -247,3 +249,62 @@ def user_data_problem(script: str) -> str | None:
         f"the script is {size} bytes, {encoded} in base64; Nova takes at most "
         f"{USER_DATA_MAX_BASE64} (a script of at most {INIT_SCRIPT_MAX_BYTES} bytes)"
     )
+
+
+# -- spec.volumes: attached in place -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WantedVolume:
+    """One entry of ``spec.volumes``: ``name`` as given (a Volume object's or the cloud
+    volume's name or ID), ``id`` once known (None: to look up in the cloud, or waiting)."""
+
+    index: int
+    name: str
+    device: str | None
+    id: str | None = None
+    ref: bool = False
+
+    @property
+    def field(self) -> str:
+        return f"spec.volumes[{self.index}].{'volumeRef' if self.ref else 'name'}"
+
+    def entry(self, volume_id: str) -> dict[str, str]:
+        found = {"id": volume_id, "name": self.name}
+        return {**found, "device": self.device} if self.device else found
+
+
+def known_volume_ids(status: Body) -> dict[str, str]:
+    """Name as the spec gave it → ID, from the volumes the last status reported: a
+    named volume already attached needs no lookup."""
+    return {
+        str(v["name"]): str(v["id"])
+        for v in status.get("volumes") or []
+        if v.get("name") and v.get("id")
+    }
+
+
+def volume_changes(
+    wanted: list[str], attached: tuple[str, ...], managed: set[str]
+) -> tuple[list[str], list[str]]:
+    """``(IDs to attach, IDs to detach)``: the wanted ones the server lacks, and those
+    Kumo attached (``managed``: in the last status) that the spec no longer names. A
+    volume attached by someone else, or the server's boot volume, is left alone."""
+    attach = [v for v in dict.fromkeys(wanted) if v not in attached]
+    detach = sorted(v for v in attached if v in managed and v not in wanted)
+    return attach, detach
+
+
+def attached_volumes(
+    server: Server, wanted: list[WantedVolume], previous: list[Body]
+) -> list[dict[str, str]]:
+    """``status.volumes``: the spec's volumes the server has, in spec order, then those
+    Kumo attached before and has not seen go yet (a detach under way)."""
+    found: dict[str, dict[str, str]] = {}
+    for w in wanted:
+        if w.id and w.id in server.volumes:
+            found.setdefault(w.id, w.entry(w.id))
+    for v in previous:
+        if v.get("id") in server.volumes:
+            found.setdefault(str(v["id"]), {k: str(x) for k, x in v.items() if x})
+    return list(found.values())

@@ -26,7 +26,12 @@ from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering
-from kumo.kinds.labels import GROUP_LABEL, TEMPLATE_HASH_LABEL
+from kumo.kinds.labels import (
+    GROUP_LABEL,
+    ORDINAL_LABEL,
+    TEMPLATE_HASH_LABEL,
+    VOLUME_TEMPLATE_LABEL,
+)
 from kumo.kinds.virtualmachinegroup import plan
 
 EXPECTATION_TTL = 60.0
@@ -42,6 +47,8 @@ class VirtualMachineGroupActuator:
     def __init__(self) -> None:
         # uid → {member name: (expected to exist?, since, the ref it imports)}
         self._expected: dict[str, dict[str, tuple[bool, float, str | None]]] = {}
+        # uid → {Volume object name: (its view, since)}: created, not seen yet
+        self._expected_volumes: dict[str, dict[str, tuple[plan.VolumeView, float]]] = {}
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec) -> Result:
         problem = plan.validate(spec)
@@ -60,6 +67,10 @@ class VirtualMachineGroupActuator:
             for b in self._members(ctx.store, obj, include_deleting=True)
             if b["metadata"].get("deletionTimestamp")
         ]
+        if spec.identity == "Ordinal":
+            return await self._reconcile_ordinal(
+                ctx, obj, spec, group, (hash_, legacy), views, going
+            )
         imported = plan.imported_refs(obj.status.get("imports") or [], [*views, *going])
         decision = plan.plan_members(spec, hash_, views, imported, going)
 
@@ -96,35 +107,108 @@ class VirtualMachineGroupActuator:
         ):
             await _delete_stale_groups(ctx, obj, keep=group.id)
 
-        ready = sum(v.ready for v in views)
-        updated = sum(v.template_hash == hash_ for v in views)
         entries = plan.import_status(spec, [*going, *views], imported)
         outside = plan.outside_group(views, imported, group.members) if group else []
         _report_imports(ctx, obj, entries, group, outside)
-        status = {
-            "replicas": len(views),
-            "readyReplicas": ready,
-            "updatedReplicas": updated,
-            "serverGroupId": group.id if group else None,
-            "selector": f"{GROUP_LABEL}={obj.name}",
-            "members": sorted(v.name for v in views),
-            "imports": entries or None,
-        }
-        converged = len(views) == ready == updated == spec.replicas
-        message = f"{ready}/{spec.replicas} members ready, {updated} up to date"
-        failing = _failing_member(bodies)
-        if failing and not converged:
-            name, reason, detail = failing
-            where = "spec.haPolicy: " if reason == "NoValidHost" else ""
-            message = f"{where}{message}; member {name}: {reason}: {detail}"
-        message += plan.import_notes(spec, entries, outside, group.id if group else None)
-        return Result(
-            phase="Ready" if converged else ("Degraded" if failing else "Scaling"),
-            ready=converged,
-            reason="Ready" if converged else ("MemberFailed" if failing else "Progressing"),
-            message=message,
-            status=status,
+        notes = plan.import_notes(spec, entries, outside, group.id if group else None)
+        extra = {"imports": entries or None}
+        return _report(obj, spec, group, hash_, views, bodies, extra, notes)
+
+    async def _reconcile_ordinal(
+        self,
+        ctx: Context,
+        obj: Obj,
+        spec: VirtualMachineGroupSpec,
+        group: ServerGroup | None,
+        hashes: tuple[str, str],
+        views: list[plan.MemberView],
+        going: list[plan.MemberView],
+    ) -> Result:
+        """identity Ordinal: members ``<group>-<i>``, each with its Volume objects
+        (created before it, named in its spec.volumes); plan.py decides."""
+        hash_, legacy = hashes
+        bodies = self._members(ctx.store, obj)
+        # A member deleted that the watch still shows alive is leaving: its ordinal is
+        # not made again, nor counted as available, until it is gone.
+        expected = self._expected.get(obj.uid, {})
+        leaving = {name for name, (exists, _, _) in expected.items() if not exists}
+        going = [*going, *(v for v in views if v.name in leaving)]
+        views = [v for v in views if v.name not in leaving]
+        volume_bodies = self._volumes(ctx.store, obj, include_deleting=True)
+        volume_bodies += await _adopt_volumes(ctx, obj)
+        volumes = [_volume_view(b) for b in volume_bodies] + self._pending_volumes(
+            obj, volume_bodies
         )
+        decision = plan.plan_ordinals(spec, obj.name, hash_, views, going, volumes)
+        # A Volume object of the name a member's volume gets that is not the group's: the
+        # member is not made (it would attach another's volume).
+        taken = {
+            name: ordinal
+            for name, ordinal, _, _ in decision.volumes
+            if ctx.store.get(kinds.VOLUME.kind, obj.namespace, name) is not None
+        }
+        blocked = set(taken.values())
+
+        for name in decision.delete:
+            await ctx.kube.delete(kinds.VIRTUAL_MACHINE, obj.namespace, name)
+            self._expect(ctx, obj, name, exists=False)
+        for name in decision.delete_volumes:
+            # The Volume kind waits for the member naming it to go, then deletes it.
+            await ctx.kube.delete(kinds.VOLUME, obj.namespace, name)
+        deleted = set(decision.delete)
+        views = [v for v in views if v.name not in deleted]
+        await _sync_deletion_policy(ctx, obj, spec, bodies, skip=deleted)
+        await _sync_deletion_policy(
+            ctx,
+            obj,
+            spec,
+            [b for b in volume_bodies if not b["metadata"].get("deletionTimestamp")],
+            skip=set(decision.delete_volumes),
+            info=kinds.VOLUME,
+        )
+        await _sync_security_groups(ctx, obj, spec, bodies, (hash_, legacy), deleted)
+        for name, ordinal, template, zone in decision.volumes:
+            if ordinal in blocked:
+                continue
+            body = _volume_body(obj, spec, name, ordinal, template, zone)
+            await ctx.kube.create(kinds.VOLUME, obj.namespace, body)
+            self._expect_volume(ctx, obj, name, ordinal, zone)
+        for ordinal, zone in decision.creates:
+            if ordinal in blocked:
+                continue
+            body = _member_body(obj, spec, group, hash_, plan.NewMember(zone), ordinal=ordinal)
+            await ctx.kube.create(kinds.VIRTUAL_MACHINE, obj.namespace, body)
+            name = plan.member_name(obj.name, ordinal)
+            self._expect(ctx, obj, name, exists=True)
+            views.append(plan.MemberView(name, hash_, ready=False, zone=zone))
+        if decision.delete or decision.creates or decision.delete_volumes:
+            ctx.events.emit(
+                obj,
+                "Normal",
+                "Scaling",
+                f"created {len(decision.creates)} member(s) and {len(decision.volumes)} "
+                f"volume(s), deleting {len(decision.delete)} member(s) and "
+                f"{len(decision.delete_volumes)} volume(s)",
+            )
+        if (
+            group is not None
+            and not decision.delete
+            and all(v.template_hash == hash_ for v in views)
+        ):
+            await _delete_stale_groups(ctx, obj, keep=group.id)
+        retained = decision.retained
+        extra: dict[str, Any] = {
+            "retainedVolumes": retained or None,
+            "retainedVolumeCount": len(retained),
+        }
+        notes = f"; {len(retained)} volume(s) retained" if retained else ""
+        if taken:
+            notes += (
+                f"; Volume(s) {', '.join(sorted(taken))} exist and are not this group's: "
+                f"member(s) {', '.join(plan.member_name(obj.name, i) for i in sorted(blocked))} "
+                "not made"
+            )
+        return _report(obj, spec, group, hash_, views, bodies, extra, notes)
 
     async def finalize(
         self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec | None
@@ -138,32 +222,54 @@ class VirtualMachineGroupActuator:
                 await ctx.kube.delete(
                     kinds.VIRTUAL_MACHINE, obj.namespace, body["metadata"]["name"]
                 )
-        if members:
+        volumes = self._volumes(ctx.store, obj, include_deleting=True)
+        if spec is not None and volumes:
+            delete, keep = plan.volume_deletion(spec, [_volume_view(b) for b in volumes])
+            for name in delete:
+                await ctx.kube.delete(kinds.VOLUME, obj.namespace, name)
+            for body in volumes:
+                if body["metadata"]["name"] in keep:
+                    await _let_go(ctx, obj, body)
+            volumes = [b for b in volumes if b["metadata"]["name"] not in keep]
+        if members or volumes:
             return Result.waiting(
-                "Deleting", "Deleting", f"waiting for {len(members)} member(s) to go"
+                "Deleting",
+                "Deleting",
+                f"waiting for {len(members)} member(s) and {len(volumes)} volume(s) to go",
             )
         groups = await ctx.cloud.list_owned_server_groups(obj.uid)
         for group in groups:
             await ctx.cloud.delete_server_group(group.id)
         self._expected.pop(obj.uid, None)
+        self._expected_volumes.pop(obj.uid, None)
         return Result(phase="Deleted", done=True)
 
     async def release(self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec | None) -> None:
         """Members release their own servers (they carry the group's deletionPolicy). The
         server group keeps its name (Nova cannot rename one); the orphan sweep deletes a
-        server group only once no server is left in it, which loses nothing."""
+        server group only once no server is left in it, which loses nothing. A stateful
+        group's Volume objects it retains (whenDeleted: Retain) are let go of; the others
+        go with it (they carry its deletionPolicy: their volumes are released)."""
+        volumes = self._volumes(ctx.store, obj)
+        if spec is not None and volumes:
+            _, keep = plan.volume_deletion(spec, [_volume_view(b) for b in volumes])
+            for body in volumes:
+                if body["metadata"]["name"] in keep:
+                    await _let_go(ctx, obj, body)
         self._expected.pop(obj.uid, None)
+        self._expected_volumes.pop(obj.uid, None)
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """A member changed: its group must recount. A referrer that goes first (a
         DNSRecord) going away may unblock the group's deletion."""
         if unblocked := ordering.unblocked_by(kind, body, self.info.kind):
             return unblocked
-        if kind != "VirtualMachine":
+        if kind not in ("VirtualMachine", "Volume"):
             return []
         meta = body["metadata"]
-        for ref in meta.get("ownerReferences") or []:  # the watch has now seen this member
-            self._expected.get(ref.get("uid", ""), {}).pop(meta["name"], None)
+        expected = self._expected if kind == "VirtualMachine" else self._expected_volumes
+        for ref in meta.get("ownerReferences") or []:  # the watch has now seen this object
+            expected.get(ref.get("uid", ""), {}).pop(meta["name"], None)
         return [
             Key(self.info.kind, meta.get("namespace", "default"), ref["name"])
             for ref in meta.get("ownerReferences") or []
@@ -210,6 +316,35 @@ class VirtualMachineGroupActuator:
                 members.append(body)
         return members
 
+    def _volumes(self, store: Store, obj: Obj, include_deleting: bool = False) -> list[Body]:
+        found = []
+        for body in store.owned_by(kinds.VOLUME.kind, obj.uid):
+            meta = body["metadata"]
+            here = meta.get("namespace", "default") == obj.namespace
+            if here and (include_deleting or not meta.get("deletionTimestamp")):
+                found.append(body)
+        return found
+
+    def _expect_volume(
+        self, ctx: Context, obj: Obj, name: str, ordinal: int, zone: str | None
+    ) -> None:
+        if ctx.dry_run:
+            return
+        view = plan.VolumeView(name, ordinal, zone)
+        self._expected_volumes.setdefault(obj.uid, {})[name] = (view, time.monotonic())
+
+    def _pending_volumes(self, obj: Obj, bodies: list[Body]) -> list[plan.VolumeView]:
+        """Volume objects created but not yet seen (so none is created twice)."""
+        seen = {b["metadata"]["name"] for b in bodies}
+        expected = self._expected_volumes.get(obj.uid, {})
+        pending = []
+        for name, (view, since) in list(expected.items()):
+            if name in seen or time.monotonic() - since > EXPECTATION_TTL:
+                del expected[name]
+            else:
+                pending.append(view)
+        return pending
+
     def _expect(
         self, ctx: Context, obj: Obj, name: str, exists: bool, import_key: str | None = None
     ) -> None:
@@ -237,9 +372,11 @@ async def _sync_deletion_policy(
     spec: VirtualMachineGroupSpec,
     bodies: list[Body],
     skip: Collection[str],
+    info: kinds.KindInfo = kinds.VIRTUAL_MACHINE,
 ) -> None:
-    """Give existing members the group's deletionPolicy (new ones are created with it),
-    so deleting the group orphans or deletes their servers as the group now says."""
+    """Give existing members (or Volume objects) the group's deletionPolicy (new ones are
+    created with it), so deleting them orphans or deletes their cloud resources as the
+    group now says."""
     current = {
         b["metadata"]["name"]: (b.get("spec") or {}).get("deletionPolicy")
         for b in bodies
@@ -248,17 +385,15 @@ async def _sync_deletion_policy(
     names = plan.policy_patches(spec.deletion_policy, current)
     for name in names:
         await ctx.kube.patch(
-            kinds.VIRTUAL_MACHINE,
-            obj.namespace,
-            name,
-            {"spec": {"deletionPolicy": spec.deletion_policy}},
+            info, obj.namespace, name, {"spec": {"deletionPolicy": spec.deletion_policy}}
         )
     if names:
+        what = "member(s)" if info is kinds.VIRTUAL_MACHINE else "volume(s)"
         ctx.events.emit(
             obj,
             "Normal",
             "DeletionPolicyChanged",
-            f"set deletionPolicy {spec.deletion_policy} on {len(names)} member(s)",
+            f"set deletionPolicy {spec.deletion_policy} on {len(names)} {what}",
         )
 
 
@@ -363,6 +498,7 @@ def _member_body(
     group: ServerGroup | None,
     hash_: str,
     new: plan.NewMember,
+    ordinal: int | None = None,
 ) -> Body:
     """A member built from the template. One that imports a server carries it in
     ``spec.import`` (not in the template hash: it does not make the member out of
@@ -378,26 +514,172 @@ def _member_body(
         member_spec["import"] = new.import_.model_dump(exclude_none=True)
     if not spec.template.description and spec.description:
         member_spec["description"] = spec.description
+    metadata: Body = {
+        "generateName": f"{obj.name}-",
+        "namespace": obj.namespace,
+        "labels": {GROUP_LABEL: obj.name, TEMPLATE_HASH_LABEL: hash_},
+        "ownerReferences": [_owner(obj)],
+    }
+    if ordinal is not None:  # identity Ordinal: its name, and its volumes by name
+        del metadata["generateName"]
+        metadata["name"] = plan.member_name(obj.name, ordinal)
+        metadata["labels"][ORDINAL_LABEL] = str(ordinal)
+        if spec.volume_templates:
+            member_spec["volumes"] = [
+                {"volumeRef": plan.volume_name(obj.name, t.name, ordinal)}
+                for t in spec.volume_templates
+            ]
     return {
         "apiVersion": API_VERSION,
         "kind": kinds.VIRTUAL_MACHINE.kind,
-        "metadata": {
-            "generateName": f"{obj.name}-",
-            "namespace": obj.namespace,
-            "labels": {GROUP_LABEL: obj.name, TEMPLATE_HASH_LABEL: hash_},
-            "ownerReferences": [
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": obj.info.kind,
-                    "name": obj.name,
-                    "uid": obj.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
+        "metadata": metadata,
         "spec": member_spec,
     }
+
+
+def _owner(obj: Obj) -> Body:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": obj.info.kind,
+        "name": obj.name,
+        "uid": obj.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _volume_body(
+    obj: Obj,
+    spec: VirtualMachineGroupSpec,
+    name: str,
+    ordinal: int,
+    template: str,
+    zone: str | None,
+) -> Body:
+    """Member ``ordinal``'s Volume object of ``template``: in the member's zone, with the
+    group's deletionPolicy, owned by the group."""
+    tmpl = next(t for t in spec.volume_templates if t.name == template)
+    volume_spec: Body = {
+        "size": tmpl.size,
+        "deletionPolicy": spec.deletion_policy,
+        "description": f"volume {template} of {plan.member_name(obj.name, ordinal)}",
+    }
+    if tmpl.volume_type:
+        volume_spec["volumeType"] = tmpl.volume_type
+    if zone:
+        volume_spec["availabilityZone"] = zone
+    return {
+        "apiVersion": API_VERSION,
+        "kind": kinds.VOLUME.kind,
+        "metadata": {
+            "name": name,
+            "namespace": obj.namespace,
+            "labels": {
+                GROUP_LABEL: obj.name,
+                ORDINAL_LABEL: str(ordinal),
+                VOLUME_TEMPLATE_LABEL: template,
+            },
+            "ownerReferences": [_owner(obj)],
+        },
+        "spec": volume_spec,
+    }
+
+
+def _volume_view(body: Body) -> plan.VolumeView:
+    meta = body["metadata"]
+    label = (meta.get("labels") or {}).get(ORDINAL_LABEL, "")
+    return plan.VolumeView(
+        name=meta["name"],
+        ordinal=int(label) if label.isdigit() else -1,
+        zone=(body.get("spec") or {}).get("availabilityZone"),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
+
+
+async def _adopt_volumes(ctx: Context, obj: Obj) -> list[Body]:
+    """Volume objects labelled with the group's name that no controller owns (retained
+    when a group of this name was deleted): this group takes them back, so its members
+    of those ordinals get the same volumes."""
+    adopted = []
+    for body in ctx.store.list(kinds.VOLUME.kind, obj.namespace):
+        meta = body["metadata"]
+        labels = meta.get("labels") or {}
+        owners = meta.get("ownerReferences") or []
+        if (
+            labels.get(GROUP_LABEL) != obj.name
+            or ORDINAL_LABEL not in labels
+            or meta.get("deletionTimestamp")
+            or any(r.get("controller") for r in owners)
+        ):
+            continue
+        adopted.append(
+            await ctx.kube.patch(
+                kinds.VOLUME,
+                obj.namespace,
+                meta["name"],
+                {"metadata": {"ownerReferences": [*owners, _owner(obj)]}},
+            )
+        )
+    if adopted:
+        names = ", ".join(b["metadata"]["name"] for b in adopted)
+        ctx.events.emit(obj, "Normal", "VolumesAdopted", f"took back retained Volume(s) {names}")
+    return adopted
+
+
+async def _let_go(ctx: Context, obj: Obj, body: Body) -> None:
+    """Remove the group's owner reference from a Volume object it keeps (retained at the
+    group's deletion): Kubernetes' garbage collector would delete it after the group."""
+    refs = body["metadata"].get("ownerReferences") or []
+    rest = [r for r in refs if r.get("uid") != obj.uid]
+    if len(rest) != len(refs):
+        await ctx.kube.patch(
+            kinds.VOLUME,
+            obj.namespace,
+            body["metadata"]["name"],
+            {"metadata": {"ownerReferences": rest or None}},
+        )
+
+
+def _report(
+    obj: Obj,
+    spec: VirtualMachineGroupSpec,
+    group: ServerGroup | None,
+    hash_: str,
+    views: list[plan.MemberView],
+    bodies: list[Body],
+    extra: dict[str, Any],
+    notes: str,
+) -> Result:
+    ready = sum(v.ready for v in views)
+    updated = sum(v.template_hash == hash_ for v in views)
+    status = {
+        "replicas": len(views),
+        "readyReplicas": ready,
+        "updatedReplicas": updated,
+        "serverGroupId": group.id if group else None,
+        "selector": f"{GROUP_LABEL}={obj.name}",
+        # Ordinal names in ordinal order (g-2 before g-10).
+        "members": sorted(
+            (v.name for v in views),
+            key=(lambda n: (len(n), n)) if spec.identity == "Ordinal" else None,
+        ),
+        **extra,
+    }
+    converged = len(views) == ready == updated == spec.replicas
+    message = f"{ready}/{spec.replicas} members ready, {updated} up to date"
+    failing = _failing_member(bodies)
+    if failing and not converged:
+        name, reason, detail = failing
+        where = "spec.haPolicy: " if reason == "NoValidHost" else ""
+        message = f"{where}{message}; member {name}: {reason}: {detail}"
+    message += notes
+    return Result(
+        phase="Ready" if converged else ("Degraded" if failing else "Scaling"),
+        ready=converged,
+        reason="Ready" if converged else ("MemberFailed" if failing else "Progressing"),
+        message=message,
+        status=status,
+    )
 
 
 async def _delete_stale_groups(ctx: Context, obj: Obj, keep: str) -> None:

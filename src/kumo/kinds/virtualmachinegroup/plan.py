@@ -300,4 +300,143 @@ def validate(spec: VirtualMachineGroupSpec) -> str | None:
     """Spec problems the schema cannot express (no CEL on Kubernetes 1.20)."""
     if spec.strategy.max_surge == 0 and spec.strategy.max_unavailable == 0:
         return "spec.strategy: maxSurge and maxUnavailable cannot both be 0"
+    if spec.volume_templates and spec.identity != "Ordinal":
+        return "spec.volumeTemplates: requires spec.identity: Ordinal"
+    if spec.identity == "Ordinal" and spec.strategy.max_surge > 0:
+        return (
+            "spec.strategy.maxSurge: must be 0 with identity Ordinal (a member is replaced "
+            "delete-then-create under its own name and volumes)"
+        )
+    if spec.identity == "Ordinal" and spec.import_ is not None:
+        return "spec.import: not supported with identity Ordinal"
     return None
+
+
+# -- identity Ordinal: stateful groups ---------------------------------------------------------
+#
+# Member i is named ``<group>-<i>``; each volume template ``t`` gives it the Volume object
+# ``<group>-<t>-<i>``, created before the member and named in its ``spec.volumes`` (the
+# VirtualMachine attaches it, and attaches it again to any server that replaces its own).
+# A member is never surged: its name and its volumes exist once, so a rollout deletes it
+# and makes it again once gone, within maxUnavailable.
+
+
+def member_name(group: str, ordinal: int) -> str:
+    return f"{group}-{ordinal}"
+
+
+def volume_name(group: str, template: str, ordinal: int) -> str:
+    return f"{group}-{template}-{ordinal}"
+
+
+def ordinal_of(group: str, name: str) -> int | None:
+    """The ordinal of member ``name`` of ``group``; None when it is not ``<group>-<i>``."""
+    prefix = f"{group}-"
+    rest = name[len(prefix) :] if name.startswith(prefix) else ""
+    if not rest.isdigit() or (len(rest) > 1 and rest.startswith("0")):
+        return None
+    return int(rest)
+
+
+@dataclass(frozen=True)
+class VolumeView:
+    """One of the group's Volume objects."""
+
+    name: str
+    ordinal: int
+    zone: str | None = None
+    deleting: bool = False
+
+
+@dataclass(frozen=True)
+class OrdinalPlan:
+    creates: list[tuple[int, str | None]] = field(default_factory=list)  # (ordinal, zone)
+    delete: list[str] = field(default_factory=list)  # members, highest ordinal first
+    volumes: list[tuple[str, int, str, str | None]] = field(default_factory=list)
+    """Volume objects to create before their member: (name, ordinal, template, zone)."""
+    delete_volumes: list[str] = field(default_factory=list)
+    retained: list[str] = field(default_factory=list)
+    """Volume objects kept for ordinals >= replicas (whenScaledDown: Retain)."""
+
+
+def ordinal_zone(
+    spec: VirtualMachineGroupSpec, ordinal: int, volumes: Sequence[VolumeView]
+) -> str | None:
+    """Member i's zone: its volumes' (a volume stays where it was made, and Nova attaches
+    only within a zone), else round-robin over ``availabilityZones`` by ordinal (so a
+    replacement goes where its predecessor was)."""
+    for volume in volumes:
+        if volume.ordinal == ordinal and volume.zone:
+            return volume.zone
+    zones = spec.availability_zones
+    return zones[ordinal % len(zones)] if zones else None
+
+
+def plan_ordinals(
+    spec: VirtualMachineGroupSpec,
+    group: str,
+    current_hash: str,
+    members: list[MemberView],
+    going: Sequence[MemberView] = (),
+    volumes: Sequence[VolumeView] = (),
+) -> OrdinalPlan:
+    """Creations and deletions of an Ordinal group for one pass (``members`` exclude
+    those being deleted, ``going``; ``volumes`` are the group's Volume objects)."""
+    desired = spec.replicas
+    by_ordinal = {m.name: ordinal_of(group, m.name) for m in members}
+
+    def rank(name: str) -> int:  # highest ordinal first; a name not <group>-<i> before all
+        ordinal = by_ordinal[name]
+        return -(ordinal if ordinal is not None else 1 << 30)
+
+    beyond_members = [m.name for m in members if (by_ordinal[m.name] or 0) >= desired]
+    strays = [m.name for m in members if by_ordinal[m.name] is None]
+    delete = sorted({*beyond_members, *strays}, key=rank)
+    gone = set(delete)
+    kept = [m for m in members if m.name not in gone]
+
+    # Rollout, delete-then-create: old members not ready go at once; ready ones go,
+    # highest ordinal first, while desired - maxUnavailable stay ready.
+    old = [m for m in kept if m.template_hash != current_hash]
+    broken = [m for m in old if not m.ready]
+    ready_old = sorted((m for m in old if m.ready), key=lambda m: rank(m.name))
+    ready_total = sum(m.ready for m in kept)
+    removable = max(0, ready_total - (desired - spec.strategy.max_unavailable))
+    delete += [m.name for m in broken] + [m.name for m in ready_old[:removable]]
+
+    # A missing ordinal is made again under its name, once the one of that name is gone.
+    # Nor while one of its Volume objects is being deleted: the member would name it, and
+    # a Volume's deletion waits for the VMs naming it. It is made again once gone.
+    present = {m.name for m in members} | {m.name for m in going}
+    waiting = {v.ordinal for v in volumes if v.deleting}
+    creates = [
+        (i, ordinal_zone(spec, i, volumes))
+        for i in range(desired)
+        if member_name(group, i) not in present and i not in waiting
+    ]
+
+    known = {v.name for v in volumes}
+    new_volumes = [
+        (volume_name(group, t.name, i), i, t.name, zone)
+        for i, zone in creates
+        for t in spec.volume_templates
+        if volume_name(group, t.name, i) not in known
+    ]
+    beyond = sorted(
+        (v for v in volumes if v.ordinal >= desired and not v.deleting),
+        key=lambda v: (-v.ordinal, v.name),
+    )
+    if spec.volume_retention.when_scaled_down == "Delete":
+        return OrdinalPlan(creates, delete, new_volumes, [v.name for v in beyond], [])
+    return OrdinalPlan(creates, delete, new_volumes, [], sorted(v.name for v in beyond))
+
+
+def volume_deletion(
+    spec: VirtualMachineGroupSpec, volumes: Sequence[VolumeView]
+) -> tuple[list[str], list[str]]:
+    """The group is being deleted: (Volume objects to delete, those to let go of: their
+    owner reference removed, so they outlive the group)."""
+    names = sorted(v.name for v in volumes if not v.deleting)
+    if spec.volume_retention.when_deleted == "Delete":
+        return names, []
+    return [], names

@@ -34,7 +34,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds.references import referenced_names
+from kumo.kinds import references
 from kumo.kinds.volume import plan
 
 #: Seconds between passes while Cinder works (an empty volume takes a second or two).
@@ -137,14 +137,15 @@ class VolumeActuator:
 
     async def finalize(self, ctx: Context, obj: Obj, spec: VolumeSpec | None) -> Result:
         """Detach from Kumo's servers, then delete; done when neither the recorded ID
-        nor the marker finds one. Attached to a foreign server: never touched. While a
-        VirtualMachine names it in ``spec.volumes`` it waits (the VM would attach it again)."""
-        users = _users(ctx.store, obj.namespace, obj.name)
+        nor the marker finds one. Attached to a foreign server: never touched. Not while
+        a VirtualMachine names it (``spec.volumes[].volumeRef``): it detaches it first."""
+        users = volume_users(ctx.store, obj.namespace, obj.name)
         if users:
             return Result.waiting(
                 "Deleting",
                 "WaitingForVirtualMachines",
-                f"VirtualMachine(s) {', '.join(users)} name the volume (spec.volumes)",
+                f"VirtualMachine(s) {', '.join(users)} use the volume (spec.volumes); it is "
+                "deleted once they let it go",
                 after=DELETE_SECONDS,
             )
         return await ownership.finalize_owned(ctx, obj, owned_volumes(ctx, obj.uid), DELETE_SECONDS)
@@ -154,12 +155,14 @@ class VolumeActuator:
         await ownership.release_owned(ctx, obj, owned_volumes(ctx, obj.uid))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
-        """Volumes being deleted that wait for a VirtualMachine naming them (its change,
-        its deletion, may end the wait)."""
-        if kind != "VirtualMachine":
+        """Volumes being deleted that wait for a VM naming them (its change, its
+        deletion, may end the wait)."""
+        fields = [r.field for r in references.readers_of(self.info.kind) if r.referrer == kind]
+        if not fields:
             return []
+        spec = body.get("spec") or {}
         namespace = (body.get("metadata") or {}).get("namespace", "default")
-        named = set(referenced_names(body.get("spec") or {}, VM_FIELD))
+        named = {n for f in fields for n in references.referenced_names(spec, f)}
         return [
             Key(self.info.kind, namespace, v["metadata"]["name"])
             for v in store.list(self.info.kind, namespace)
@@ -167,15 +170,14 @@ class VolumeActuator:
         ]
 
 
-#: Where a VirtualMachine names a Volume.
-VM_FIELD = "volumes[].volumeRef"
-
-
-def _users(store: Store, namespace: str, name: str) -> list[str]:
+def volume_users(store: Store, namespace: str, name: str) -> list[str]:
+    """The objects naming the Volume ``name`` in a declared reference (a VM's
+    ``spec.volumes[].volumeRef``), sorted."""
     return sorted(
-        vm["metadata"]["name"]
-        for vm in store.list("VirtualMachine", namespace)
-        if name in referenced_names(vm.get("spec") or {}, VM_FIELD)
+        other["metadata"]["name"]
+        for ref in references.readers_of(kinds.VOLUME.kind)
+        for other in store.list(ref.referrer, namespace)
+        if name in references.referenced_names(other.get("spec") or {}, ref.field)
     )
 
 

@@ -1,0 +1,163 @@
+"""Stateful VirtualMachineGroups (identity Ordinal, volumeTemplates) on the real
+kube-apiserver and the lab's Nova and Cinder: member db-<i> gets the Volume db-data-<i>;
+a server deleted out of band is replaced and the new one has the same Cinder volume;
+scale 3→2 keeps ordinal 2's volume, detached; 2→3 gives it back; deleting the group
+with Retain leaves the volumes, with Delete leaves nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.integration.helpers import VM_SPEC, apply, condition, wait_gone, wait_ready
+from tests.integration.kube_fixtures import kubectl
+from tests.integration.kumo_fixtures import get_obj, wait_until
+from tests.integration.test_vm_volumes import attached_servers, volume_of
+
+API = "kumo.dev/v1alpha1"
+
+
+def group(name: str, replicas: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "VirtualMachineGroup",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "haPolicy": "none",
+            "identity": "Ordinal",
+            "strategy": {"maxSurge": 0, "maxUnavailable": 1},
+            "template": dict(VM_SPEC),
+            "volumeTemplates": [{"name": "data", "size": 1}],
+            **spec,
+        },
+    }
+
+
+def member_with_volume(conn: Any, ns: str, member: str, volume_id: str) -> str | None:
+    """The member's server ID once it is Ready with the volume attached (both sides)."""
+    obj = get_obj("vm", member, ns) or {}
+    status = obj.get("status") or {}
+    server_id = status.get("id")
+    if condition(obj).get("status") != "True" or not server_id:
+        return None
+    if [v["id"] for v in status.get("volumes") or []] != [volume_id]:
+        return None
+    return str(server_id) if attached_servers(conn, volume_id) == [server_id] else None
+
+
+def volume_ids(ns: str, group_name: str, replicas: int) -> dict[int, str]:
+    return {
+        i: wait_ready("vol", f"{group_name}-data-{i}", ns, timeout=120)["status"]["id"]
+        for i in range(replicas)
+    }
+
+
+def test_ordinals_keep_their_volumes_through_replacement_and_scaling(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    ns = namespace
+    apply(ns, group("db", 3))
+    ids = volume_ids(ns, "db", 3)
+    wait_ready("vmg", "db", ns, timeout=300)
+    servers = {
+        i: wait_until(
+            f"db-{i} has its volume",
+            lambda i=i: member_with_volume(demo_conn, ns, f"db-{i}", ids[i]),
+            240,
+        )
+        for i in range(3)
+    }
+
+    # Out of band: db-1's server goes; its replacement gets the same Cinder volume.
+    demo_conn.compute.delete_server(servers[1])
+
+    def replaced() -> str | None:
+        server_id = member_with_volume(demo_conn, ns, "db-1", ids[1])
+        return server_id if server_id not in (None, servers[1]) else None
+
+    wait_until("db-1's new server has the same volume", replaced, 300)
+
+    # 3 → 2: db-2 goes, its Volume stays (Retain), detached.
+    kubectl("patch", "vmg", "db", "-n", ns, "--type=merge", "-p", '{"spec":{"replicas":2}}')
+    wait_gone("vm", "db-2", ns, 180)
+    wait_until(
+        "db-data-2 detached",
+        lambda: (volume_of(demo_conn, ids[2]) or {}).get("status") == "available",
+        120,
+    )
+    assert wait_ready("vol", "db-data-2", ns, timeout=30)["status"]["id"] == ids[2]
+    status = wait_ready("vmg", "db", ns, timeout=60)["status"]
+    assert status["retainedVolumes"] == ["db-data-2"] and status["retainedVolumeCount"] == 1
+
+    # 2 → 3: db-2 comes back with the same volume.
+    kubectl("patch", "vmg", "db", "-n", ns, "--type=merge", "-p", '{"spec":{"replicas":3}}')
+    wait_until(
+        "db-2 has its volume back", lambda: member_with_volume(demo_conn, ns, "db-2", ids[2]), 300
+    )
+    assert (wait_ready("vmg", "db", ns, timeout=60)["status"].get("retainedVolumeCount") or 0) == 0
+
+    # Deleted with Retain: the members go, the Volumes stay (no owner), detached.
+    kubectl("delete", "vmg", "db", "-n", ns, "--wait=false")
+    wait_gone("vmg", "db", ns, 300)
+    for i in range(3):
+        body = get_obj("vol", f"db-data-{i}", ns)
+        assert body is not None and not body["metadata"].get("ownerReferences")
+        assert volume_of(demo_conn, ids[i]) is not None
+    for i in range(3):
+        kubectl("delete", "vol", f"db-data-{i}", "-n", ns, "--wait=false")
+    for i in range(3):
+        wait_gone("vol", f"db-data-{i}", ns, 180)
+
+
+def test_a_group_deleted_with_delete_leaves_nothing(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    ns = namespace
+    apply(ns, group("kv", 2, volumeRetention={"whenDeleted": "Delete"}))
+    ids = volume_ids(ns, "kv", 2)
+    wait_ready("vmg", "kv", ns, timeout=300)
+    kubectl("delete", "vmg", "kv", "-n", ns, "--wait=false")
+    wait_gone("vmg", "kv", ns, 300)
+    for i in range(2):
+        assert get_obj("vol", f"kv-data-{i}", ns) is None
+        assert get_obj("vm", f"kv-{i}", ns) is None
+        wait_until(
+            f"kv-data-{i} gone from Cinder", lambda i=i: volume_of(demo_conn, ids[i]) is None, 60
+        )
+
+
+def refused(ns: str, body: dict[str, Any]) -> str:
+    proc = kubectl(
+        "apply", "--dry-run=server", "-n", ns, "-f", "-", input=json.dumps(body), check=False
+    )
+    assert proc.returncode != 0, f"accepted: {body['spec']}"
+    return str(proc.stderr)
+
+
+def test_admission_refuses_surge_templates_without_ordinal_and_changes(
+    namespace: str, kumo_operator: Any
+) -> None:
+    ns = namespace
+    surge = group("s", 0, strategy={"maxSurge": 1, "maxUnavailable": 0})
+    assert "spec.strategy.maxSurge: must be 0 with identity Ordinal" in refused(ns, surge)
+    default_strategy = group("d", 0)
+    del default_strategy["spec"]["strategy"]  # the default has maxSurge 1
+    assert "maxSurge: must be 0" in refused(ns, default_strategy)
+    random = group("r", 0, identity="Random")
+    assert "spec.volumeTemplates: requires spec.identity: Ordinal" in refused(ns, random)
+    twice = group("t", 0, volumeTemplates=[{"name": "a", "size": 1}, {"name": "a", "size": 1}])
+    assert "names must be unique" in refused(ns, twice)
+
+    apply(ns, group("ok", 0))
+    for spec, message in (
+        ({"identity": "Random", "volumeTemplates": []}, "spec.identity is immutable"),
+        ({"volumeTemplates": [{"name": "data", "size": 2}]}, "spec.volumeTemplates is immutable"),
+    ):
+        proc = kubectl(
+            "patch", "vmg", "ok", "-n", ns, "--type=merge", "-p", json.dumps({"spec": spec}),
+            check=False,
+        )  # fmt: skip
+        assert proc.returncode != 0 and message in proc.stderr, (spec, proc.stderr)
+    kubectl("delete", "vmg", "ok", "-n", ns, "--wait=false")
+    wait_gone("vmg", "ok", ns, 60)
