@@ -93,7 +93,7 @@ class FloatingIPCalls(CloudBase):
         found = await self._call(
             "list ports", self._neutron, "get", "/ports", params={"device_id": device_id}
         )
-        return [_port(x) for x in found["ports"]]
+        return [port_from(x) for x in found["ports"]]
 
     async def create_floating_ip(
         self,
@@ -226,14 +226,15 @@ def _floating_ip(x: dict[str, Any]) -> model.FloatingIP:
     )
 
 
-def _port(x: dict[str, Any]) -> model.Port:
+def port_from(x: dict[str, Any]) -> model.Port:
+    """A Neutron port as Kumo reads it (the floating IPs' and the networks' calls)."""
+    fixed = x.get("fixed_ips") or []
     return model.Port(
         id=x["id"],
         network_id=x.get("network_id") or "",
         device_id=x.get("device_id") or "",
         device_owner=x.get("device_owner") or "",
-        fixed_addresses=[
-            ip["ip_address"] for ip in x.get("fixed_ips") or [] if ip.get("ip_address")
-        ],
+        fixed_addresses=[ip["ip_address"] for ip in fixed if ip.get("ip_address")],
         status=x.get("status") or "",
+        subnet_ids=tuple(sorted({ip["subnet_id"] for ip in fixed if ip.get("subnet_id")})),
     )

@@ -23,6 +23,7 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
+from kumo.cloud.floatingips import port_from
 from kumo.cloud.watch import NetworkWatcher
 from kumo.engine.errors import TerminalError
 
@@ -100,7 +101,7 @@ class NetworkCalls(CloudBase):
                 "fields": ["id", "network_id", "device_id", "device_owner", "fixed_ips", "status"],
             },
         )
-        return [_port(x) for x in found["ports"]]
+        return [port_from(x) for x in found["ports"]]
 
     async def create_network(
         self,
@@ -145,12 +146,12 @@ class NetworkCalls(CloudBase):
             json={"network": changes},
             field=_spec_field(changes),
         )
-        self._network_changed(network_id)
+        self.watch.nudge(NetworkWatcher.service)
 
     async def set_network_tags(self, network_id: str, tags: list[str]) -> None:
         await self._put_neutron_tags(f"/networks/{network_id}", tags)
         self.watch.networks.update(network_id, lambda n: dataclasses.replace(n, tags=list(tags)))
-        self._network_changed(network_id)
+        self.watch.nudge(NetworkWatcher.service)
 
     async def delete_network(self, network_id: str) -> None:
         """Delete (Neutron deletes its subnets with it); one already gone is fine.
@@ -203,7 +204,7 @@ class NetworkCalls(CloudBase):
                 n, subnets=tuple(sorted((*n.subnets, subnet), key=_cidr))
             ),
         )
-        self._network_changed(network_id)
+        self.watch.nudge(NetworkWatcher.service)
         return subnet
 
     async def update_subnet(self, network_id: str, subnet_id: str, changes: dict[str, Any]) -> None:
@@ -215,7 +216,7 @@ class NetworkCalls(CloudBase):
             json={"subnet": changes},
             field="spec.subnets",
         )
-        self._network_changed(network_id)
+        self.watch.nudge(NetworkWatcher.service)
 
     async def delete_subnet(self, network_id: str, subnet_id: str) -> None:
         await self._delete("delete subnet", f"/subnets/{subnet_id}")
@@ -225,7 +226,7 @@ class NetworkCalls(CloudBase):
                 n, subnets=tuple(s for s in n.subnets if s.id != subnet_id)
             ),
         )
-        self._network_changed(network_id)
+        self.watch.nudge(NetworkWatcher.service)
 
     # -- routers ---------------------------------------------------------------------------
 
@@ -314,12 +315,12 @@ class NetworkCalls(CloudBase):
             json={"router": {"external_gateway_info": _gateway(external_network_id, enable_snat)}},
             field="spec.router",
         )
-        self._router_changed(router_id)
+        self.watch.nudge(NetworkWatcher.service)
 
     async def set_router_tags(self, router_id: str, tags: list[str]) -> None:
         await self._put_neutron_tags(f"/routers/{router_id}", tags)
         self.watch.routers.update(router_id, lambda r: dataclasses.replace(r, tags=list(tags)))
-        self._router_changed(router_id)
+        self.watch.nudge(NetworkWatcher.service)
 
     async def add_router_interface(self, router_id: str, subnet_id: str) -> None:
         await self._call(
@@ -334,7 +335,7 @@ class NetworkCalls(CloudBase):
             router_id,
             lambda r: dataclasses.replace(r, interfaces=tuple(sorted({*r.interfaces, subnet_id}))),
         )
-        self._router_changed(router_id)
+        self.watch.nudge(NetworkWatcher.service)
 
     async def remove_router_interface(self, router_id: str, subnet_id: str) -> None:
         """Remove; one already gone (or a router already gone) is fine."""
@@ -355,7 +356,7 @@ class NetworkCalls(CloudBase):
                 r, interfaces=tuple(s for s in r.interfaces if s != subnet_id)
             ),
         )
-        self._router_changed(router_id)
+        self.watch.nudge(NetworkWatcher.service)
 
     async def delete_router(self, router_id: str) -> None:
         await self._delete("delete router", f"/routers/{router_id}")
@@ -382,13 +383,6 @@ class NetworkCalls(CloudBase):
         except TerminalError as error:
             if not isinstance(error.__cause__, os_exc.NotFoundException):
                 raise
-
-    def _network_changed(self, network_id: str) -> None:
-        """Kumo changed the network or a subnet: the next listing reads it again soon."""
-        self.watch.nudge(NetworkWatcher.service)
-
-    def _router_changed(self, router_id: str) -> None:
-        self.watch.nudge(NetworkWatcher.service)
 
 
 def _gateway(external_network_id: str, enable_snat: bool) -> dict[str, Any]:
@@ -451,17 +445,4 @@ def _router(x: dict[str, Any]) -> model.Router:
             for ip in gateway.get("external_fixed_ips") or []
             if ip.get("ip_address")
         ),
-    )
-
-
-def _port(x: dict[str, Any]) -> model.Port:
-    fixed = x.get("fixed_ips") or []
-    return model.Port(
-        id=x["id"],
-        network_id=x.get("network_id") or "",
-        device_id=x.get("device_id") or "",
-        device_owner=x.get("device_owner") or "",
-        fixed_addresses=[ip["ip_address"] for ip in fixed if ip.get("ip_address")],
-        status=x.get("status") or "",
-        subnet_ids=tuple(sorted({ip["subnet_id"] for ip in fixed if ip.get("subnet_id")})),
     )

@@ -153,7 +153,7 @@ def test_ports_of_a_server_and_the_external_network(
     }
     ports = neutron.get(f"{NEUTRON}/v2.0/ports", json={"ports": [port]})
     assert run(cloud.list_ports_of_device(SERVER_ID)) == [
-        model.Port(PORT_ID, "net-demo", SERVER_ID, "compute:nova", ["10.10.0.5"], "ACTIVE")
+        model.Port(PORT_ID, "net-demo", SERVER_ID, "compute:nova", ["10.10.0.5"], "ACTIVE", ("s",))
     ]
     assert ports.last_request.qs == {"device_id": [SERVER_ID.lower()]}
 
