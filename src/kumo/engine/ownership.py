@@ -287,7 +287,7 @@ async def release_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:
     repeat after a crash: what is released already carries no marker and is skipped."""
     if owned.release is None:
         return []
-    mine = await _carrying_marker(obj, owned)
+    mine = await carrying_marker(obj, owned)
     for resource in mine:
         await owned.release(resource)
         ctx.events.emit(
@@ -304,13 +304,13 @@ async def delete_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:
     """Delete everything carrying ``obj``'s marker (the recorded one included, if it
     carries it); return what was asked to go — empty means nothing of ours is left.
     A foreign resource named by status is left alone."""
-    going = await _carrying_marker(obj, owned)
+    going = await carrying_marker(obj, owned)
     for resource in going:
         await owned.delete(resource)
     return going
 
 
-async def _carrying_marker(obj: Obj, owned: Owned[R]) -> list[R]:
+async def carrying_marker(obj: Obj, owned: Owned[R]) -> list[R]:
     """The recorded resource (if it carries the marker) and every other one that does."""
     found: dict[str, R] = {}
     known = obj.status.get(owned.id_field)

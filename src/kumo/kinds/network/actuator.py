@@ -338,25 +338,11 @@ async def _take_router_apart(ctx: Context, router: Router) -> None:
 
 async def _own_routers(ctx: Context, obj: Obj) -> list[Router]:
     """The routers carrying this object's marker (the recorded one included)."""
-    found: dict[str, Router] = {}
-    known = obj.status.get("routerId")
-    if known:
-        router = await ctx.cloud.get_router(known)
-        if router is not None and owner_of(router.tags) == obj.uid:
-            found[router.id] = router
-    for router in await ctx.cloud.list_owned_routers(obj.uid):
-        if owner_of(router.tags) == obj.uid:
-            found.setdefault(router.id, router)
-    return list(found.values())
+    return await ownership.carrying_marker(obj, _routers(ctx, obj))
 
 
 async def _own_network_id(ctx: Context, obj: Obj) -> str | None:
-    known = obj.status.get("id")
-    if known:
-        network = await ctx.cloud.get_network(known)
-        if network is not None and owner_of(network.tags) == obj.uid:
-            return network.id
-    owned = await ctx.cloud.list_owned_networks(obj.uid)
+    owned = await ownership.carrying_marker(obj, _networks(ctx, obj))
     return owned[0].id if owned else None
 
 
