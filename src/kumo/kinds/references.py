@@ -149,3 +149,30 @@ def unbuilt_referrers(store: Store, referrer: str, target: str, body: Body) -> l
         if not (other.get("status") or {}).get("id")
         and any(name in referenced_names(other.get("spec") or {}, f) for f in fields)
     ]
+
+
+def users_of(store: Store, namespace: str, target: str, name: str) -> dict[str, list[str]]:
+    """Referrer kind → the objects in ``namespace`` naming the ``target`` object ``name``
+    in a declared reference (sorted): what a target's deletion waits for."""
+    users: dict[str, set[str]] = {}
+    for ref in readers_of(target):
+        for other in store.list(ref.referrer, namespace):
+            if name in referenced_names(other.get("spec") or {}, ref.field):
+                users.setdefault(ref.referrer, set()).add(other["metadata"]["name"])
+    return {kind: sorted(names) for kind, names in sorted(users.items())}
+
+
+def deleting_targets(store: Store, kind: str, body: Body, target: str) -> list[Key]:
+    """The ``target`` objects being deleted that ``body`` (an object of ``kind``) names
+    in a declared reference: its change, or its deletion, may end their wait."""
+    fields = [ref.field for ref in readers_of(target) if ref.referrer == kind]
+    if not fields:
+        return []
+    spec = body.get("spec") or {}
+    namespace = (body.get("metadata") or {}).get("namespace", "default")
+    named = {n for f in fields for n in referenced_names(spec, f)}
+    return [
+        Key(target, namespace, other["metadata"]["name"])
+        for other in store.list(target, namespace)
+        if other["metadata"]["name"] in named and other["metadata"].get("deletionTimestamp")
+    ]

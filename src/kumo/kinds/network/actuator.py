@@ -39,7 +39,7 @@ from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds.network import plan
-from kumo.kinds.references import readers_of, referenced_names
+from kumo.kinds.references import deleting_targets, users_of
 
 #: Between finalize passes while objects or ports still use the network.
 DELETE_SECONDS = 3.0
@@ -161,29 +161,15 @@ class NetworkActuator:
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """Networks being deleted that wait for an object naming them (its change, its
         deletion, may end the wait)."""
-        fields = [ref.field for ref in readers_of(self.info.kind) if ref.referrer == kind]
-        if not fields:
-            return []
-        spec = body.get("spec") or {}
-        namespace = (body.get("metadata") or {}).get("namespace", "default")
-        named = {n for f in fields for n in referenced_names(spec, f)}
-        return [
-            Key(self.info.kind, namespace, net["metadata"]["name"])
-            for net in store.list(self.info.kind, namespace)
-            if net["metadata"]["name"] in named and net["metadata"].get("deletionTimestamp")
-        ]
+        return deleting_targets(store, kind, body, self.info.kind)
 
 
 def network_users(store: Store, namespace: str, name: str) -> list[str]:
     """Kumo objects in ``namespace`` that name the Network ``name`` in a declared
     reference (a VM's ``networks``, a group's template, a LoadBalancer's ``vipNetwork``),
     as ``Kind(s) a, b`` phrases."""
-    users: dict[str, set[str]] = {}
-    for ref in readers_of(kinds.NETWORK.kind):
-        for other in store.list(ref.referrer, namespace):
-            if name in referenced_names(other.get("spec") or {}, ref.field):
-                users.setdefault(ref.referrer, set()).add(other["metadata"]["name"])
-    return [f"{kind}(s) {', '.join(sorted(names))}" for kind, names in sorted(users.items())]
+    users = users_of(store, namespace, kinds.NETWORK.kind, name)
+    return [f"{kind}(s) {', '.join(names)}" for kind, names in users.items()]
 
 
 def observed_network(network: Network) -> plan.ObservedNetwork:

@@ -157,28 +157,14 @@ class VolumeActuator:
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """Volumes being deleted that wait for a VM naming them (its change, its
         deletion, may end the wait)."""
-        fields = [r.field for r in references.readers_of(self.info.kind) if r.referrer == kind]
-        if not fields:
-            return []
-        spec = body.get("spec") or {}
-        namespace = (body.get("metadata") or {}).get("namespace", "default")
-        named = {n for f in fields for n in references.referenced_names(spec, f)}
-        return [
-            Key(self.info.kind, namespace, v["metadata"]["name"])
-            for v in store.list(self.info.kind, namespace)
-            if v["metadata"]["name"] in named and v["metadata"].get("deletionTimestamp")
-        ]
+        return references.deleting_targets(store, kind, body, self.info.kind)
 
 
 def volume_users(store: Store, namespace: str, name: str) -> list[str]:
     """The objects naming the Volume ``name`` in a declared reference (a VM's
     ``spec.volumes[].volumeRef``), sorted."""
-    return sorted(
-        other["metadata"]["name"]
-        for ref in references.readers_of(kinds.VOLUME.kind)
-        for other in store.list(ref.referrer, namespace)
-        if name in references.referenced_names(other.get("spec") or {}, ref.field)
-    )
+    users = references.users_of(store, namespace, kinds.VOLUME.kind, name)
+    return sorted(n for names in users.values() for n in names)
 
 
 # -- reusable: what another kind making volumes calls too -----------------------------------
