@@ -4,7 +4,8 @@ block-storage proxy (Cinder v3).
 Why: the Volume kind relies on Cinder behaving like a real cloud — the fake logging
 backend takes volumes to `available`, Nova's fake hypervisor attaches them for real at
 the API level (volume `in-use`, listed by the server's os-volume_attachments) and detaches
-them (`available` again), snapshots come and go, projects have the quotas the lab sets,
+them (`available` again), volumes made from an image are bootable,
+snapshots come and go, projects have the quotas the lab sets,
 and a changed-since listing works (the watch's poll; microversion 3.60 `updated_at=gte:`,
 Cinder has no `changes-since`). Every test polls with a timeout and deletes what it made.
 """
@@ -139,6 +140,25 @@ def test_snapshot_create_delete(demo_conn: Any, demo_volume: dict[str, Any]) -> 
     finally:
         call(demo_conn, "delete", f"/snapshots/{snap_id}")
         wait_until("snapshot deleted", lambda: snapshot() is None, TIMEOUT)
+
+
+def test_volume_from_image_is_bootable(demo_conn: Any) -> None:
+    """What VirtualMachine.spec.rootVolume needs: the lab's driver takes a volume made from
+    a Glance image to `available`, bootable, with the image's metadata (the stock fake
+    driver failed writing the image's bytes to a device it never made)."""
+    image = demo_conn.image.find_image("centos79", ignore_missing=False)
+    body = {"volume": {"name": f"kumo-labtest-{uuid.uuid4().hex[:8]}", "size": 1}}
+    body["volume"]["imageRef"] = image.id
+    response = call(demo_conn, "post", "/volumes", json=body)
+    assert response.status_code == 202, response.text
+    volume_id = response.json()["volume"]["id"]
+    try:
+        found = wait_status(demo_conn, volume_id, "available")
+        assert found["bootable"] == "true"
+        assert found["volume_image_metadata"]["image_id"] == image.id
+    finally:
+        call(demo_conn, "delete", f"/volumes/{volume_id}")
+        wait_until("volume deleted", lambda: volume(demo_conn, volume_id) is None, TIMEOUT)
 
 
 def test_updated_since_listing(

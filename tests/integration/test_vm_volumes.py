@@ -91,3 +91,31 @@ def test_vm_volume_attach_replace_detach_in_place_and_deletion_waits(
     assert demo_conn.compute.get_server(second).status == "ACTIVE"
     kubectl("delete", "vm", "web", "-n", ns, "--wait=false")
     wait_gone("vm", "web", ns, 180)
+
+
+def test_root_volume_boots_from_a_volume_of_the_image_that_goes_with_the_server(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    ns = namespace
+    boot = vm("boot")
+    boot["spec"]["rootVolume"] = {"size": 1}
+    apply(ns, boot)
+    obj = wait_ready("vm", "boot", ns, timeout=300)
+    server_id = obj["status"]["id"]
+    server = demo_conn.compute.get_server(server_id)
+    assert not (server.image or {}).get("id"), "booted from a volume, not from the image"
+    (root_id,) = server_volumes(demo_conn, server_id)
+    root = volume_of(demo_conn, root_id) or {}
+    assert root["status"] == "in-use" and root["size"] == 1 and root["bootable"] == "true"
+    image = demo_conn.image.find_image(boot["spec"]["image"], ignore_missing=False)
+    assert root["volume_image_metadata"]["image_id"] == image.id
+    assert attached_servers(demo_conn, root_id) == [server_id]
+    assert obj["status"].get("volumes", []) == [], (
+        "the root volume is the server's, not spec.volumes'"
+    )
+
+    kubectl("delete", "vm", "boot", "-n", ns, "--wait=false")
+    wait_gone("vm", "boot", ns, 180)
+    wait_until(
+        "the root volume gone with the server", lambda: volume_of(demo_conn, root_id) is None, 120
+    )

@@ -107,6 +107,13 @@ cinder_bootstrap() {
 
 cinder_start() {
   local p
+  # A running cinder-volume older than the lab's driver module is started anew, so a warm
+  # `make up` serves the driver this checkout has.
+  if is_running cinder-volume \
+    && [ "$LAB_DIR/cinder_fake/kumo_cinder_fake.py" -nt "$KUMO_STATE/pids/cinder-volume.pid" ]; then
+    log "cinder-volume: the lab's driver changed since it started: restarting it"
+    stop_daemon cinder-volume
+  fi
   for p in "${CINDER_PROCS[@]}"; do
     start_daemon "cinder-$p" env "PYTHONPATH=$LAB_DIR/cinder_fake" \
       "/usr/bin/cinder-$p" --config-file "$CINDER_CONF"
