@@ -2,14 +2,24 @@
 kube-apiserver and the lab's Nova and Cinder: member db-<i> gets the Volume db-data-<i>;
 a server deleted out of band is replaced and the new one has the same Cinder volume;
 scale 3→2 keeps ordinal 2's volume, detached; 2→3 gives it back; deleting the group
-with Retain leaves the volumes, with Delete leaves nothing."""
+with Retain leaves the volumes, with Delete leaves nothing; a LoadBalancer's pool and a
+DNSRecord follow stateful members as they follow stateless ones."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from tests.integration.helpers import VM_SPEC, apply, condition, wait_gone, wait_ready
+from tests.integration.helpers import (
+    VM_SPEC,
+    apply,
+    condition,
+    kumo_leftovers,
+    members_of,
+    pool_member_addresses,
+    wait_gone,
+    wait_ready,
+)
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 from tests.integration.test_vm_volumes import attached_servers, volume_of
@@ -125,6 +135,92 @@ def test_a_group_deleted_with_delete_leaves_nothing(
         wait_until(
             f"kv-data-{i} gone from Cinder", lambda i=i: volume_of(demo_conn, ids[i]) is None, 60
         )
+
+
+def test_load_balancer_and_dns_follow_stateful_members(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    """Followers key on the group, not on how its members are named or what they keep: the
+    pool and the record hold the members' addresses, and follow a member's replacement."""
+    ns = namespace
+    apply(ns, group("app", 2))
+    balancer = {
+        "apiVersion": API,
+        "kind": "LoadBalancer",
+        "metadata": {"name": "app"},
+        "spec": {
+            "ports": [
+                {
+                    "port": 80,
+                    "protocol": "http",
+                    "realServers": {
+                        "protocol": "http",
+                        "port": 80,
+                        "virtualMachineGroupRef": "app",
+                    },
+                }
+            ]
+        },
+    }
+    record = {
+        "apiVersion": API,
+        "kind": "DNSRecord",
+        "metadata": {"name": "app"},
+        "spec": {
+            "zone": "kumo-demo.test.",
+            "name": f"app-{ns}",  # unique in the shared zone
+            "type": "A",
+            "ttl": 60,
+            "virtualMachineGroupRef": "app",
+        },
+    }
+    apply(ns, balancer)
+    apply(ns, record)
+    ids = volume_ids(ns, "app", 2)
+
+    def following() -> set[str] | None:
+        members = members_of(ns, "app")
+        if len(members) != 2 or any(condition(m).get("status") != "True" for m in members):
+            return None
+        addresses = {m["status"]["ip"] for m in members}
+        lb = get_obj("lb", "app", ns) or {}
+        rec = get_obj("dnsrecord", "app", ns) or {}
+        lb_id, zone_id, rs_id = (
+            (lb.get("status") or {}).get("id"),
+            (rec.get("status") or {}).get("zoneId"),
+            (rec.get("status") or {}).get("id"),
+        )
+        if not (lb_id and zone_id and rs_id):
+            return None
+        if pool_member_addresses(demo_conn, lb_id) != {80: addresses}:
+            return None
+        if set(demo_conn.dns.get_recordset(rs_id, zone_id).records or []) != addresses:
+            return None
+        return addresses
+
+    wait_until("pool and record hold the members' addresses", following, 420)
+    first = wait_until(
+        "app-0 has its volume", lambda: member_with_volume(demo_conn, ns, "app-0", ids[0]), 60
+    )
+
+    demo_conn.compute.delete_server(first)
+
+    def replaced() -> str | None:
+        server_id = member_with_volume(demo_conn, ns, "app-0", ids[0])
+        return server_id if server_id not in (None, first) else None
+
+    wait_until("app-0's new server has the same volume", replaced, 300)
+    wait_until("pool and record follow the new server", following, 300)
+
+    for kind in ("dnsrecord", "lb", "vmg"):
+        kubectl("delete", kind, "app", "-n", ns, "--wait=false")
+    for kind in ("dnsrecord", "lb", "vmg"):
+        wait_gone(kind, "app", ns, 300)
+    for i in range(2):
+        kubectl("delete", "vol", f"app-data-{i}", "-n", ns, "--wait=false")
+    for i in range(2):
+        wait_gone("vol", f"app-data-{i}", ns, 180)
+    assert not any(kumo_leftovers(demo_conn, ns).values())
 
 
 def refused(ns: str, body: dict[str, Any]) -> str:
