@@ -3,7 +3,8 @@ kube-apiserver and the lab's Nova and Cinder: member db-<i> gets the Volume db-d
 a server deleted out of band is replaced and the new one has the same Cinder volume;
 scale 3→2 keeps ordinal 2's volume, detached; 2→3 gives it back; deleting the group
 with Retain leaves the volumes, with Delete leaves nothing; a LoadBalancer's pool and a
-DNSRecord follow stateful members as they follow stateless ones."""
+DNSRecord and a Share's access rules follow stateful members as they follow stateless
+ones."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.integration.helpers import (
 )
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
+from tests.integration.test_shares import active_rules
 from tests.integration.test_vm_volumes import attached_servers, volume_of
 
 API = "kumo.dev/v1alpha1"
@@ -141,7 +143,8 @@ def test_load_balancer_and_dns_follow_stateful_members(
     namespace: str, kumo_operator: Any, demo_conn: Any
 ) -> None:
     """Followers key on the group, not on how its members are named or what they keep: the
-    pool and the record hold the members' addresses, and follow a member's replacement."""
+    pool, the record and the share's rules hold the members' addresses, and follow a
+    member's replacement."""
     ns = namespace
     apply(ns, group("app", 2))
     balancer = {
@@ -174,8 +177,20 @@ def test_load_balancer_and_dns_follow_stateful_members(
             "virtualMachineGroupRef": "app",
         },
     }
+    share = {
+        "apiVersion": API,
+        "kind": "Share",
+        "metadata": {"name": "app"},
+        "spec": {
+            "protocol": "NFS",
+            "size": 1,
+            "shareType": "default",
+            "access": [{"virtualMachineGroupRef": "app", "accessLevel": "rw"}],
+        },
+    }
     apply(ns, balancer)
     apply(ns, record)
+    apply(ns, share)
     ids = volume_ids(ns, "app", 2)
 
     def following() -> set[str] | None:
@@ -196,6 +211,9 @@ def test_load_balancer_and_dns_follow_stateful_members(
             return None
         if set(demo_conn.dns.get_recordset(rs_id, zone_id).records or []) != addresses:
             return None
+        share_id = ((get_obj("share", "app", ns) or {}).get("status") or {}).get("id")
+        if not share_id or active_rules(demo_conn, share_id) != dict.fromkeys(addresses, "rw"):
+            return None
         return addresses
 
     wait_until("pool and record hold the members' addresses", following, 420)
@@ -212,9 +230,9 @@ def test_load_balancer_and_dns_follow_stateful_members(
     wait_until("app-0's new server has the same volume", replaced, 300)
     wait_until("pool and record follow the new server", following, 300)
 
-    for kind in ("dnsrecord", "lb", "vmg"):
+    for kind in ("dnsrecord", "lb", "share", "vmg"):
         kubectl("delete", kind, "app", "-n", ns, "--wait=false")
-    for kind in ("dnsrecord", "lb", "vmg"):
+    for kind in ("dnsrecord", "lb", "share", "vmg"):
         wait_gone(kind, "app", ns, 300)
     for i in range(2):
         kubectl("delete", "vol", f"app-data-{i}", "-n", ns, "--wait=false")
