@@ -88,6 +88,17 @@ class ComputeCalls(CloudBase):
         """Servers changed since ``since`` (deleted ones included, status DELETED), or with
         ``since`` None every server carrying Kumo's tag; and the API's ``Date``."""
         params: dict[str, Any] = {"changes-since": since} if since else {"tags": model.MANAGED_TAG}
+        return await self._list_servers(params)
+
+    async def list_building_servers(self) -> list[model.Server]:
+        """Every server carrying Kumo's tag that Nova holds in ``BUILD``, build requests
+        included, whatever its ``updated_at`` (a changes-since listing leaves out an
+        instance no compute has written to yet)."""
+        listed, _date = await self._list_servers({"tags": model.MANAGED_TAG, "status": "BUILD"})
+        return listed
+
+    async def _list_servers(self, params: dict[str, Any]) -> tuple[list[model.Server], str | None]:
+        """``GET /servers/detail`` with ``params``, every page; and the API's ``Date``."""
 
         def page_through() -> tuple[list[Any], str | None]:
             found: list[Any] = []

@@ -8,7 +8,10 @@ list calls whose cost does not grow with the fleet while nothing changes:
   T, deleted ones included (their tags are gone, so the incremental list is unfiltered
   and matched by ID). T comes from the cloud's own clock (the ``Date`` of the previous
   answer) minus a margin for skew between Nova's nodes, never from the local clock. A
-  full listing filtered by Kumo's tag runs at start and every ``relist_seconds``.
+  full listing filtered by Kumo's tag runs at start and every ``relist_seconds``. Nova
+  returns every build request in every answer, so a queued server missing from them for
+  ``LINGER_QUEUED`` seconds is looked for in one listing of Kumo's servers in BUILD, and
+  read by ID only when missing there too (deleted while queued: no DELETED trace).
 - **Octavia**: one listing of Kumo's load balancers with three fields (id, updated_at,
   provisioning status) per interval. Every change to a listener, pool, member or monitor
   moves its load balancer through ``PENDING_UPDATE`` and bumps ``updated_at``, so only
@@ -163,10 +166,12 @@ def server_group_owner(group: model.ServerGroup) -> str | None:
     return model.owner_of(group.name.split())
 
 
-#: Seconds a server may stay DELETING / BUILD unchanged in the cache before it is read by ID.
+#: Seconds a server may stay DELETING unchanged in the cache before it is read by ID.
 LINGER_DELETING = 5.0
-LINGER_BUILDING = 120.0
-#: At most this many such reads per refresh.
+#: Seconds a queued server (BUILD, no host) may be missing from the changes-since answers
+#: before the watch asks Nova what it holds in BUILD (see :meth:`ServerWatcher._vouch`).
+LINGER_QUEUED = 20.0
+#: At most this many reads by ID per refresh.
 LINGER_CHECKS = 20
 TRANSITIONAL_SHARE = {"creating", "extending", "deleting", "shrinking"}
 TRANSITIONAL_RULE = {"queued_to_apply", "applying", "queued_to_deny", "denying"}
@@ -286,7 +291,10 @@ class ServerWatcher(Watcher):
         #: Turns for creating servers: at most ``max_queued_builds`` of them in BUILD at once.
         self.builds = BuildBudget(env.max_queued_builds, env.now)
         self._since: datetime | None = None
+        #: DELETING servers: as last seen, and since when unchanged.
         self._lingering: dict[str, tuple[model.Server, float]] = {}
+        #: Queued servers: when a listing last showed them (or the watch first saw them).
+        self._vouched: dict[str, float] = {}
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_server(resource.id)
@@ -301,6 +309,7 @@ class ServerWatcher(Watcher):
             answered = server_time(date)
             listed = await self._with_faults(listed)
             changes = cache.replace(token, listed, scope=_marked_server)
+            self._shown({s.id for s in listed}, self.env.now())
         else:
             stats.count("servers-changes-since")
             listed, date = await self.cloud.list_servers_since(format_since(self._since))
@@ -314,40 +323,88 @@ class ServerWatcher(Watcher):
                 and (_marked_server(s) or isinstance(cache.lookup(s.id), model.Server))
             ]
             changes = cache.apply(token, await self._with_faults(kept), gone)
-            changes += await self._confirm_lingering()
+            changes += await self._confirm_lingering({s.id for s in listed})
         self._since = next_since(self._since, answered, listed, self.env.skew)
         return [(cache, c) for c in changes]
 
-    async def _confirm_lingering(self) -> list[Change[model.Server]]:
+    async def _confirm_lingering(self, listed: set[str]) -> list[Change[model.Server]]:
         """Servers that leave no trace in changes-since: one deleted while Nova still held
         it as a build request is simply gone, never listed as DELETED. A server Kumo saw
-        deleting (or building) that has not changed for a while is read by ID — a GET
-        only where no listing can tell, a few per refresh."""
+        deleting that has not changed for a while, and a queued one that the listings
+        stopped showing (:meth:`_vouch`), is read by ID: a GET only where no listing can
+        tell, a few per refresh."""
         now = self.env.now()
-        seen = self._lingering
-        current = {
-            s.id: s for s in self.servers.items() if s.status == "DELETING" or s.status == "BUILD"
-        }
-        for sid in list(seen):
-            if sid not in current or seen[sid][0] != current[sid]:
-                del seen[sid]
-        due = []
-        for sid, server in current.items():
-            since = seen.setdefault(sid, (server, now))[1]
-            wait = LINGER_DELETING if server.status == "DELETING" else LINGER_BUILDING
-            if now - since >= wait:
-                due.append(sid)
+        due = self._deleting_due(now)
         changes: list[Change[model.Server]] = []
+        missing = self._queued_missing(listed, now)
+        if missing:
+            found, changes = await self._vouch(now)
+            due += [sid for sid in missing if sid not in found]
         for sid in due[:LINGER_CHECKS]:
             token = self.servers.begin()
             self.env.stats.count("server-lingering")
             fresh = await self.cloud.fetch_server(sid)
-            seen[sid] = (current[sid], now)  # not again before the next wait
+            if sid in self._lingering:  # not again before the next wait
+                self._lingering[sid] = (self._lingering[sid][0], now)
+            if sid in self._vouched:
+                self._vouched[sid] = now
             if fresh is None:
                 changes += self.servers.apply(token, [], [sid])
             else:
                 changes += self.servers.apply(token, [fresh])
         return changes
+
+    def _deleting_due(self, now: float) -> list[str]:
+        """The DELETING servers unchanged in the cache for ``LINGER_DELETING`` seconds: a
+        build request's delete leaves no trace, and a delete Nova dropped leaves the
+        server as it was (the finalizer waits for the read that shows it)."""
+        seen = self._lingering
+        current = {s.id: s for s in self.servers.items() if s.status == "DELETING"}
+        for sid in list(seen):
+            if sid not in current or seen[sid][0] != current[sid]:
+                del seen[sid]
+        return [
+            sid
+            for sid, server in current.items()
+            if now - seen.setdefault(sid, (server, now))[1] >= LINGER_DELETING
+        ]
+
+    def _shown(self, listed: set[str], now: float) -> set[str]:
+        """Note which queued servers (BUILD, no host) a listing showed; the queued ones."""
+        queued = {s.id for s in self.servers.items() if s.status == "BUILD" and not s.host_id}
+        for sid in [sid for sid in self._vouched if sid not in queued]:
+            del self._vouched[sid]
+        for sid in queued & listed:
+            self._vouched[sid] = now
+        return queued
+
+    def _queued_missing(self, listed: set[str], now: float) -> list[str]:
+        """The queued servers this answer did not show, and no listing has shown for
+        ``LINGER_QUEUED`` seconds (or since the watch first saw them queued). Nova
+        returns every build request in every changes-since answer (their ``updated_at``
+        is not set yet, so the filter cannot leave them out), and a server a compute
+        builds changes with every step: while a fleet builds, none is due."""
+        queued = self._shown(listed, now)
+        return [
+            sid
+            for sid in queued - listed
+            if now - self._vouched.setdefault(sid, now) >= LINGER_QUEUED
+        ]
+
+    async def _vouch(self, now: float) -> tuple[set[str], list[Change[model.Server]]]:
+        """One listing of Kumo's servers Nova holds in BUILD, whatever their ``updated_at``.
+        A queued server can be missing from changes-since for a good reason: the conductor
+        has made it an instance in its cell (no build request any more) whose compute has
+        not started it yet — its ``updated_at`` stays unset until the compute's first
+        write, which waits for one of the compute's build slots, minutes on a busy cloud.
+        Those are in this listing; only a server missing here too is read by ID."""
+        token = self.servers.begin()
+        self.env.stats.count("servers-building")
+        building = await self.cloud.list_building_servers()
+        found = {s.id for s in building}
+        for sid in found & set(self._vouched):
+            self._vouched[sid] = now
+        return found, self.servers.apply(token, building)
 
     async def _with_faults(self, listed: list[model.Server]) -> list[model.Server]:
         """Nova's listings leave out why a server is in ERROR; the reason decides what

@@ -79,6 +79,9 @@ class ComputePort(CloudPort, Protocol):
         self, since: str | None
     ) -> tuple[list[model.Server], str | None]: ...
 
+    @read
+    async def list_building_servers(self) -> list[model.Server]: ...
+
     @write
     async def admit_build(self, uid: str) -> bool: ...
 

@@ -96,6 +96,16 @@ def test_managed_servers_are_listed_by_tag_as_plain_values(
     assert model.owner_of(web2.tags) == "uid-web-2"
 
 
+def test_servers_in_build_are_listed_by_kumos_tag_and_status(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """The watch's check on queued servers missing from changes-since: one listing."""
+    requests_mock.get(f"{NOVA}/servers/detail", json=recorded("nova_servers_detail_tags_kumo.json"))
+    listed = run(cloud.list_building_servers())
+    assert requests_mock.last_request.qs == {"tags": ["kumo"], "status": ["build"]}
+    assert [s.name for s in listed] == ["web-1", "web-2"]
+
+
 def test_get_server_of_a_missing_server_is_none(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
