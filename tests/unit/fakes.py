@@ -277,6 +277,11 @@ class FakeNova:
         ]
         return changed + gone, date
 
+    async def list_project_servers(self) -> tuple[list[model.Server], str | None]:
+        self.calls.append("list_project_servers")
+        date = format_datetime(self.now, usegmt=True)
+        return [self._listed(s) for s in self.servers.values()], date
+
     async def list_building_servers(self) -> list[model.Server]:
         self.calls.append("list_building_servers")
         return [
@@ -339,6 +344,7 @@ class FakeNova:
         return self._create(attrs, description)
 
     async def find_servers_by_name(self, name: str) -> list[model.Server]:
+        self.calls.append("find_servers_by_name")
         return [self._server(s) for s in self.live().values() if s["name"] == name]
 
     async def flavor_ids(self, ref: str, field: str = "spec.flavor") -> tuple[str, str]:

@@ -8,8 +8,11 @@ list calls whose cost does not grow with the fleet while nothing changes:
   T, deleted ones included (their tags are gone, so the incremental list is unfiltered
   and matched by ID). T comes from the cloud's own clock (the ``Date`` of the previous
   answer) minus a margin for skew between Nova's nodes, never from the local clock. A
-  full listing filtered by Kumo's tag runs at start and every ``relist_seconds``. Nova
-  returns every build request in every answer, so a queued server missing from them for
+  full listing filtered by Kumo's tag runs at start and every ``relist_seconds``. The
+  cache holds Kumo's servers and the foreign ones an import or an Observe names (the
+  adapter caches them at their first read; while it holds any, the full listing is of
+  the project's every server), so observing a server costs no GET. Nova returns every
+  build request in every answer, so a queued server missing from them for
   ``LINGER_QUEUED`` seconds is looked for in one listing of Kumo's servers in BUILD, and
   read by ID only when missing there too (deleted while queued: no DELETED trace).
 - **Octavia**: one listing of Kumo's load balancers with three fields (id, updated_at,
@@ -18,6 +21,9 @@ list calls whose cost does not grow with the fleet while nothing changes:
   when that probe differs are load balancers, listeners, pools and monitors listed in
   full — all four before any is applied, so a reconcile never sees a new status with
   old children. Members are read per pool only when the pool's member IDs changed.
+  A load balancer without Kumo's tag that an import or an Observe names is cached at its
+  first read and from then on probed and listed with Kumo's (the probe and the listing
+  then leave out the tag filter and keep Kumo's and those).
 - **Designate**: one zone listing per interval; a zone whose serial, status or
   ``updated_at`` moved has its recordsets listed again.
 - **Manila**: Kumo's shares (one listing filtered by Kumo's metadata), then each of
@@ -305,17 +311,30 @@ class ServerWatcher(Watcher):
         token = cache.begin()
         if full or self._since is None or not cache.synced:
             stats.count("servers-full")
-            listed, date = await self.cloud.list_servers_since(None)
+            if any(not _marked_server(s) for s in cache.items()):
+                # Servers an import or an Observe names: the project's every server, of
+                # which Kumo's and those; a cached one missing is gone.
+                listed, date = await self.cloud.list_project_servers()
+                listed = [
+                    s
+                    for s in listed
+                    if _marked_server(s) or isinstance(cache.lookup(s.id), model.Server)
+                ]
+                scope = None
+            else:
+                listed, date = await self.cloud.list_servers_since(None)
+                scope = _marked_server
             answered = server_time(date)
             listed = await self._with_faults(listed)
-            changes = cache.replace(token, listed, scope=_marked_server)
+            changes = cache.replace(token, listed, scope=scope)
             self._shown({s.id for s in listed}, self.env.now())
         else:
             stats.count("servers-changes-since")
             listed, date = await self.cloud.list_servers_since(format_since(self._since))
             answered = server_time(date)
             gone = [s.id for s in listed if s.status == "DELETED"]
-            # Servers Kumo never watched (no marker, not cached) are none of its business.
+            # Servers Kumo never watched (no marker, not cached) are none of its business;
+            # a foreign one cached (an object imports or observes it) is kept fresh.
             kept = [
                 s
                 for s in listed
@@ -437,7 +456,11 @@ class ServerWatcher(Watcher):
         waiting for the scheduler, the conductor or a compute's build slot — and, until
         scheduled, the build requests every server listing returns. A server a compute
         is building costs no listing anything and is not counted."""
-        return sum(1 for s in self.servers.items() if s.status == "BUILD" and not s.host_id)
+        return sum(
+            1
+            for s in self.servers.items()
+            if s.status == "BUILD" and not s.host_id and _marked_server(s)
+        )
 
 
 class ServerGroupWatcher(Watcher):
@@ -505,13 +528,14 @@ class LoadBalancerWatcher(Watcher):
     async def refresh(self, full: bool) -> Changes:
         stats = self.env.stats
         stats.count("load-balancers-probe")
-        versions = await self.cloud.load_balancer_versions()
+        foreign = self.foreign()
+        versions = await self.cloud.load_balancer_versions(foreign)
         if not full and versions == self._versions and self._probe_agrees(versions):
             return []
         caches = self.caches
         tokens = [c.begin() for c in caches]
         stats.count("load-balancer-tree")
-        lbs, listeners, pools, monitors = await self.cloud.fetch_load_balancer_tree()
+        lbs, listeners, pools, monitors = await self.cloud.fetch_load_balancer_tree(foreign)
         ours = {lb.id for lb in lbs}
         # Applied together, after all four lists: a reconcile never sees half of it.
         changes: Changes = []
@@ -527,6 +551,21 @@ class LoadBalancerWatcher(Watcher):
         if full:
             self.members.clear()  # out-of-band weight changes do not show in the pool
         return changes
+
+    def foreign(self) -> frozenset[str]:
+        """The cached load balancers without Kumo's tag (an import or an Observe names
+        them): listed with Kumo's own."""
+        return frozenset(
+            lb.id for lb in self.load_balancers.items() if model.MANAGED_TAG not in lb.tags
+        )
+
+    def watch(self, lb_id: str) -> None:
+        """The adapter cached ``lb_id`` (not Kumo's) at its first read: its listeners and
+        pools are not cached yet, so readers ask the API for them until the watch lists
+        them, and the next probe lists its whole tree."""
+        self.listeners.doubt(lb_id)
+        self.pools.doubt(lb_id)
+        self._versions = None
 
     def _probe_agrees(self, versions: dict[str, str]) -> bool:
         """The probe shows every cached load balancer in the status the cache has. While
@@ -1185,6 +1224,10 @@ class CloudWatch:
     def watches_zone(self, zone_id: str) -> bool:
         """Has the zone's every recordset been listed into the cache?"""
         return self._dns.watches_zone(zone_id)
+
+    def watch_load_balancer(self, lb_id: str) -> None:
+        """A load balancer without Kumo's marker was cached: watch it like Kumo's own."""
+        self._octavia.watch(lb_id)
 
     def pool_lb(self, pool_id: str) -> str | None:
         return self._octavia.pool_lb(pool_id)

@@ -10,12 +10,14 @@ a server its conductor has made an instance that no compute has started yet has 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from kumo.cloud import model
 from kumo.cloud.cache import GONE
 from kumo.cloud.watch import LINGER_QUEUED, CloudWatch
 from tests.unit.cloud.test_watch import Lists, Recorder, refresh
 from tests.unit.fakes import FakeNova
+from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 
 
 def watching(nova: FakeNova) -> tuple[CloudWatch, Recorder, list[float]]:
@@ -143,3 +145,93 @@ def test_a_listing_that_failed_does_not_count_as_missing() -> None:
     listen(watch, nova, now, 1)
     assert "fetch_server" not in nova.calls
     assert "list_building_servers" not in nova.calls
+
+
+# -- foreign servers an import or an Observe names (issue 24, item 8) -----------------------------
+
+
+def test_a_foreign_server_read_once_is_kept_fresh_by_the_listings() -> None:
+    """The adapter caches the foreign server an observed object named at its first read;
+    from then on changes-since shows its edits and its deletion, and the full relist
+    lists the project's servers (Kumo's tag would leave it out) — no GET."""
+    nova = FakeNova()
+    ours = nova.add_server("ours", tags=model.marker_tags("uid-ours"))
+    theirs = nova.add_server("legacy", tags=["team-a"])
+    other = nova.add_server("unnamed", tags=[])
+    nova.settle()
+    watch, _seen, now = watching(nova)
+    assert watch.servers.lookup(theirs.id) is None, "not named by anyone yet"
+    watch.servers.apply(watch.servers.begin(), [asyncio.run(nova.get_server(theirs.id))])  # type: ignore[list-item]
+    listen(watch, nova, now, 60)
+    nova.servers[theirs.id]["description"] = "edited by hand"
+    nova._touch(nova.servers[theirs.id])
+    listen(watch, nova, now, 1)
+    assert watch.servers.lookup(theirs.id).description == "edited by hand"  # type: ignore[union-attr]
+    assert set(nova.calls) == {"list_servers_since"}
+
+    nova.servers[theirs.id]["metadata"]["role"] = "db"  # as a change Nova's updated misses
+    refresh(watch, "nova", full=True)
+    assert nova.calls[-1] == "list_project_servers"
+    assert watch.servers.lookup(theirs.id).metadata == {"role": "db"}  # type: ignore[union-attr]
+    assert watch.servers.lookup(ours.id) is not None
+    assert watch.servers.lookup(other.id) is None, "still none of Kumo's business"
+    assert "fetch_server" not in nova.calls
+
+    asyncio.run(nova.delete_server(theirs.id))
+    nova.settle()
+    listen(watch, nova, now, 1)
+    assert watch.servers.lookup(theirs.id) is GONE
+    refresh(watch, "nova", full=True)
+    assert nova.calls[-1] == "list_servers", "no foreign server left: Kumo's tag again"
+
+
+def test_a_foreign_server_building_takes_no_turn_of_kumos() -> None:
+    nova = FakeNova()
+    theirs = nova.add_server("legacy", tags=[])
+    watch, _seen, _now = watching(nova)
+    watch.servers.apply(watch.servers.begin(), [asyncio.run(nova.get_server(theirs.id))])  # type: ignore[list-item]
+    assert watch.queued_builds() == 0
+
+
+def foreign_lb_with_pool(octavia: FakeOctavia) -> tuple[str, str]:
+    """A load balancer made by hand (no Kumo tag) with a listener and a pool."""
+    fake = octavia.add_lb(["team-a"], name="legacy")
+    asyncio.run(octavia.create_listener(fake.lb.id, name="l", protocol="http", port=80, tags=[]))
+    fake.lb = dataclasses.replace(fake.lb, provisioning_status="ACTIVE")
+    (listener_id,) = fake.listeners
+    asyncio.run(octavia.create_pool(listener_id, name="p", protocol="http", tags=[]))
+    fake.lb = dataclasses.replace(fake.lb, provisioning_status="ACTIVE")
+    (pool_id,) = fake.pools
+    return fake.lb.id, pool_id
+
+
+def test_a_foreign_load_balancer_read_once_is_watched_with_its_tree() -> None:
+    """What an Observe names: once cached, the probe covers it, its listeners and pools
+    are listed with Kumo's, a member removed by hand shows, and its deletion too."""
+    octavia = FakeOctavia()
+    lb_id, pool_id = foreign_lb_with_pool(octavia)
+    octavia.add_member(pool_id, "vm", "10.0.0.5", 8080)
+    watch = CloudWatch(Lists(octavia=octavia))  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    assert watch.load_balancers.lookup(lb_id) is None, "not Kumo's, not named yet"
+    # What the adapter does at the first read of it:
+    lb = asyncio.run(octavia.get_load_balancer(lb_id))
+    watch.load_balancers.apply(watch.load_balancers.begin(), [lb])  # type: ignore[list-item]
+    watch.watch_load_balancer(lb_id)
+    assert not watch.listeners.answers_for(lb_id), "its children: from the API until listed"
+    octavia.calls.clear()
+    refresh(watch, "octavia")
+    assert octavia.calls == ["load_balancer_versions", "fetch_load_balancer_tree"]
+    assert [p.id for p in watch.pools.items()] == [pool_id]
+    assert len(watch.pools.lookup(pool_id).member_ids) == 1  # type: ignore[union-attr]
+    refresh(watch, "octavia")
+    assert octavia.calls[-1] == "load_balancer_versions", "idle: one probe"
+
+    (member_id,) = watch.pools.lookup(pool_id).member_ids  # type: ignore[union-attr]
+    octavia.remove_member_out_of_band(pool_id, member_id)
+    refresh(watch, "octavia")
+    assert watch.pools.lookup(pool_id).member_ids == []  # type: ignore[union-attr]
+    octavia.delete_out_of_band(lb_id)
+    refresh(watch, "octavia")
+    assert watch.load_balancers.lookup(lb_id) is GONE
+    assert watch._octavia.foreign() == frozenset()
