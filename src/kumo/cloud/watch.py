@@ -342,7 +342,10 @@ class ServerWatcher(Watcher):
                 and (_marked_server(s) or isinstance(cache.lookup(s.id), model.Server))
             ]
             changes = cache.apply(token, await self._with_faults(kept), gone)
-            changes += await self._confirm_lingering({s.id for s in listed})
+            try:
+                changes += await self._confirm_lingering({s.id for s in listed})
+            except ReconcileError as error:  # asked again next time; the listing stands
+                log.debug("reading lingering servers failed: %s", error)
         self._since = next_since(self._since, answered, listed, self.env.skew)
         return [(cache, c) for c in changes]
 

@@ -235,3 +235,29 @@ def test_a_foreign_load_balancer_read_once_is_watched_with_its_tree() -> None:
     refresh(watch, "octavia")
     assert watch.load_balancers.lookup(lb_id) is GONE
     assert watch._octavia.foreign() == frozenset()
+
+
+def test_a_failed_check_on_missing_servers_keeps_what_the_listing_found() -> None:
+    """The BUILD listing fails (a 5xx): the changes-since answer's news is still
+    reported, and the check is made again at the next refresh."""
+    nova = FakeNova()
+    kept, doomed = build_fleet(nova, 2)
+    watch, seen, now = watching(nova)
+    del nova.servers[doomed.id]
+    listen(watch, nova, now, int(LINGER_QUEUED) - 1)
+
+    async def failing() -> list[model.Server]:
+        from kumo.engine.errors import TransientError
+
+        raise TransientError("ServiceUnavailable", "nova-api answered 503")
+
+    building = nova.list_building_servers
+    nova.list_building_servers = failing  # type: ignore[method-assign]
+    nova.settle()  # the kept one goes ACTIVE: news in this very listing
+    listen(watch, nova, now, 1)
+    assert watch.servers.lookup(kept.id).status == "ACTIVE"  # type: ignore[union-attr]
+    assert seen.owners == [{"uid-0"}]
+    nova.list_building_servers = building  # type: ignore[method-assign]
+    listen(watch, nova, now, 1)
+    assert watch.servers.lookup(doomed.id) is GONE
+    assert seen.owners == [{"uid-0"}, {"uid-1"}]
