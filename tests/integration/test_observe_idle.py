@@ -24,6 +24,7 @@ from bench.reqlog import LogWindow, parse_line
 from kumo.engine.reconciler import OBSERVE_SECONDS
 from tests.integration.helpers import apply, server_made_by_hand
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, wait_until
+from tests.integration.test_import_plan import _group, _hand_made_lb
 
 VM_SPEC = {"image": "centos79", "flavor": "m1.tiny", "description": "kumo web"}
 IDLE_SECONDS = 3 * OBSERVE_SECONDS
@@ -45,14 +46,21 @@ def drift_of(namespace: str, name: str) -> list[dict[str, str]]:
     return list(((get_obj("vm", name, namespace) or {}).get("status") or {}).get("drift") or [])
 
 
-def nova_requests(window: LogWindow, project: str) -> list[tuple[str, str]]:
-    """(method, path) of every request of ``project`` nova-api logged since ``window``."""
+def requests_to(
+    window: LogWindow, service: str, project: str | None = None
+) -> list[tuple[str, str]]:
+    """(method, path) of every request ``service`` logged since ``window`` (of ``project``
+    where its log names one; octavia-api's does not)."""
     out = []
-    for service, line in window.lines():
+    for logged, line in window.lines():
         req = parse_line(line)
-        if service.name == "nova" and req is not None and req.project == project:
+        if logged.name == service and req is not None and project in (None, req.project):
             out.append((req.method, req.path))
     return out
+
+
+def nova_requests(window: LogWindow, project: str) -> list[tuple[str, str]]:
+    return requests_to(window, "nova", project)
 
 
 def test_observed_servers_cost_no_read_by_id_while_idle(
@@ -99,3 +107,52 @@ def test_observed_servers_cost_no_read_by_id_while_idle(
     finally:
         with contextlib.suppress(os_exc.NotFoundException):
             demo_conn.compute.delete_server(server.id, ignore_missing=True)
+
+
+def test_an_observed_load_balancer_costs_no_read_by_id_while_idle(
+    namespace: str, kumo_operator: KumoOperator, demo_conn: Any
+) -> None:
+    """The same for Octavia: an Observe LoadBalancer on a hand-made load balancer."""
+    apply(namespace, _group("obs-web", 0, {"image": "centos79", "flavor": "m1.tiny"}))
+    name = f"observed-lb-{namespace}"
+    lb, _listener, _pool = _hand_made_lb(demo_conn, name)
+    try:
+        port = {
+            "port": 80,
+            "protocol": "http",
+            "realServers": {"protocol": "http", "port": 80, "virtualMachineGroupRef": "obs-web"},
+        }
+        apply(
+            namespace,
+            {
+                "apiVersion": "kumo.dev/v1alpha1",
+                "kind": "LoadBalancer",
+                "metadata": {"name": "observed"},
+                "spec": {
+                    "import": {"id": lb.id},
+                    "managementPolicy": "Observe",
+                    "vipNetwork": "kumo-demo-net",
+                    "ports": [port],
+                },
+            },
+        )
+
+        def observed() -> bool:
+            status = (get_obj("lb", "observed", namespace) or {}).get("status") or {}
+            return status.get("phase") == "Observed" and status.get("id") == lb.id
+
+        wait_until("the load balancer observed", observed, 180)
+        window = LogWindow(LOGS)
+        started = time.monotonic()
+        time.sleep(IDLE_SECONDS)  # the measured idle window (see the server's test)
+        idle = requests_to(window, "octavia")
+        reads = [r for r in idle if r[0] == "GET" and lb.id in r[1]]
+        shapes: dict[str, int] = {}
+        for method, path in idle:
+            key = f"{method} {path.split('?')[0].replace(lb.id, '{lb}')}"
+            shapes[key] = shapes.get(key, 0) + 1
+        print(f"\noctavia-api, {time.monotonic() - started:.0f} s idle, 1 observed: {shapes}")
+        assert observed(), "still observed"
+        assert reads == [], f"the observed load balancer read by ID: {reads}"
+    finally:
+        demo_conn.load_balancer.delete_load_balancer(lb.id, cascade=True, ignore_missing=True)
