@@ -24,7 +24,7 @@ from bench.reqlog import LogWindow, parse_line
 from kumo.engine.reconciler import OBSERVE_SECONDS
 from tests.integration.helpers import apply, server_made_by_hand
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, wait_until
-from tests.integration.test_import_plan import _group, _hand_made_lb
+from tests.integration.test_import_plan import _group, _hand_made_lb, drift_of
 
 VM_SPEC = {"image": "centos79", "flavor": "m1.tiny", "description": "kumo web"}
 IDLE_SECONDS = 3 * OBSERVE_SECONDS
@@ -40,10 +40,6 @@ def observing(namespace: str, name: str, ref: dict[str, str]) -> None:
             "spec": {**VM_SPEC, "import": ref, "managementPolicy": "Observe"},
         },
     )
-
-
-def drift_of(namespace: str, name: str) -> list[dict[str, str]]:
-    return list(((get_obj("vm", name, namespace) or {}).get("status") or {}).get("drift") or [])
 
 
 def requests_to(

@@ -14,7 +14,6 @@ from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
 from kumo.cloud.watch import ServerWatcher
-from kumo.engine.errors import TerminalError
 
 
 class ComputeCalls(CloudBase):
@@ -87,21 +86,14 @@ class ComputeCalls(CloudBase):
     async def flavor_ids(self, ref: str, field: str = "spec.flavor") -> tuple[str, str]:
         """The flavor's ID and name (a server shows one or the other, by microversion);
         cached like every name (an observed VM checks its flavor on every pass)."""
-        key = ("flavor-ids", ref)
-        cached: tuple[str, str] | None = self._names.get(key)
-        if cached is None:
-            found = await self._call(
-                f"look up flavor {ref!r}",
-                self.conn.compute.find_flavor,
-                ref,
-                ignore_missing=True,
-                field=field,
-            )
-            if found is None:
-                raise TerminalError("FlavorNotFound", f"flavor {ref!r} not found", field=field)
-            cached = (str(found.id), str(found.name))
-            self._names.put(key, cached)
-        return cached
+        found: tuple[str, str] = await self._resolve_as(
+            "flavor",
+            self.conn.compute.find_flavor,
+            ref,
+            field,
+            lambda x: (str(x.id), str(x.name)),
+        )
+        return found
 
     async def list_servers_since(self, since: str | None) -> tuple[list[model.Server], str | None]:
         """Servers changed since ``since`` (deleted ones included, status DELETED), or with
