@@ -50,6 +50,8 @@ class Row:
     create_to_post_s: list[float] = field(default_factory=list)
     active_to_ready_s: list[float] = field(default_factory=list)
     active_to_member_s: list[float] = field(default_factory=list)
+    #: ``GET /servers/{id}`` nova-api logged during Kumo's converge (issue 24: ≤ 1 % of N)
+    converge_server_reads: int | None = None
 
     @property
     def total_requests(self) -> int:
@@ -314,3 +316,22 @@ def critical_path(row: Row) -> list[str]:
         ("ACTIVE (launched_at) → member in the pool", row.active_to_member_s),
     ]
     return [f"N={row.n} {row.contender}: " + latency_line(n, v) for n, v in parts if v]
+
+
+#: The most ``GET /servers/{id}`` a converge of N VMs may cost, as a share of N.
+SERVER_READS_SHARE = 0.01
+
+
+def server_reads(row: Row) -> tuple[str, bool] | None:
+    """The line on per-server reads during the converge, and whether the goal is met."""
+    if row.converge_server_reads is None:
+        return None
+    limit = SERVER_READS_SHARE * row.n
+    met = row.converge_server_reads <= limit
+    return (
+        f"N={row.n} {row.contender}: GET /servers/{{id}} during converge = "
+        f"{row.converge_server_reads} (goal ≤ {SERVER_READS_SHARE:.0%} of N = {limit:g}: "
+        + ("met" if met else "NOT MET")
+        + ")",
+        met,
+    )

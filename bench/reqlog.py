@@ -137,6 +137,15 @@ class Tally:
         return out
 
 
+_SERVER_BY_ID = re.compile(r"^GET /v2(?:\.1)?(?:/\{id\})?/servers/\{id\}$")
+
+
+def server_reads(tally: Tally) -> int:
+    """How many ``GET /servers/{id}`` (one server read by ID) nova-api logged."""
+    shapes = tally.calls.get("nova", {})
+    return sum(n for shape, n in shapes.items() if _SERVER_BY_ID.match(shape))
+
+
 _ID = re.compile(r"/(?:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
 

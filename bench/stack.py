@@ -29,7 +29,7 @@ from typing import Any
 from bench import lab, report
 from bench.contenders import Direct, Heat, KumoRun, split
 from bench.lab import say, wait_for
-from bench.reqlog import LogWindow, Tally, server_create_times
+from bench.reqlog import LogWindow, Tally, server_create_times, server_reads
 from bench.sampler import Sampler
 
 LOCK = Path("/tmp/kumo-lab.lock")
@@ -161,6 +161,7 @@ class Harness:
         self.hconn = lab.CountingConnection()
         self.project = self.hconn.conn.current_project_id
         self.calls: dict[str, Any] = {}  # per contender: request shapes, for the JSON file
+        self.server_reads = 0  # GET /servers/{id} in the latest window
 
     def window(self) -> tuple[LogWindow, dict[str, int]]:
         return LogWindow(lab.LOGS), self.hconn.snapshot()
@@ -170,6 +171,7 @@ class Harness:
         now = self.hconn.snapshot()
         harness = {k: v - start[1].get(k, 0) for k, v in now.items() if v > start[1].get(k, 0)}
         self.calls[key] = {"logged": tally.calls, "of_which_harness": harness}
+        self.server_reads = server_reads(tally)  # the harness reads no server by ID
         return minus(tally, start[1], now)
 
     # --- direct script and Heat: converge, then delete ---
@@ -213,6 +215,7 @@ class Harness:
             except Exception as error:  # a measurement aid: never fail the run for it
                 say(f"kumo: critical path not measured: {type(error).__name__}: {error}")
             created = self.requests(w, f"{name}-{n}-converge")
+            row.converge_server_reads = self.server_reads
             say(
                 f"kumo: converged in {row.converge_s:.1f}s; settling {self.args.settle_seconds:.0f}s"
             )
@@ -443,9 +446,14 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
     print(report.fleet_table(rows) if fleet else report.table(rows))
     if fleet and len({r.contender for r in rows}) > 1:
         print(report.table(rows))  # converge, delete and requests per service side by side
+    missed = []
     for r in rows:
         for line in report.critical_path(r):
             print(line)
+        if (reads := report.server_reads(r)) is not None:
+            print(reads[0])
+            if not reads[1]:
+                missed.append(reads[0])
     if args.repeat > 1:
         print(report.repeat_summary(rows))
     if args.plots:
@@ -463,6 +471,8 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
                 f"({r.full_listing_bytes} B); idle req/min by service: "
                 + ", ".join(f"{s} {v:.1f}" for s, v in sorted((r.idle_per_min or {}).items()))
             )
+    if missed:
+        raise SystemExit("per-server reads over the goal:\n" + "\n".join(missed))
 
 
 def write_plots(

@@ -170,9 +170,10 @@ class FakeNova:
     ``settle()``; a deleted server stays listed as DELETING (Nova's task_state
     ``deleting``) until the next ``settle()``, and only then disappears. As in the real
     adapter, ``get_server`` returns a DELETING server and ``list_owned_servers`` does
-    not unless asked (``going``). ``list_servers_since`` answers like ``changes-since``: every server changed at
-    or after the time given, deleted ones as DELETED, with Nova's clock (``now``, moved
-    by ``tick``; a compute node's clock may lag it by ``node_lag`` seconds).
+    not unless asked (``going``). ``list_servers_since`` answers like ``changes-since``:
+    every server changed at or after the time given, deleted ones as DELETED, and every
+    build request (a queued server not yet ``schedule``d), with Nova's clock (``now``,
+    moved by ``tick``; a compute node's clock may lag it by ``node_lag`` seconds).
     """
 
     region: str | None = "tokyo1"
@@ -197,6 +198,7 @@ class FakeNova:
 
     def _touch(self, s: dict[str, Any]) -> None:
         s["updated"] = self.now - timedelta(seconds=self.node_lag)
+        s["unwritten"] = False
 
     def _server(self, s: dict[str, Any]) -> model.Server:
         return model.Server(
@@ -219,6 +221,20 @@ class FakeNova:
     def _listed(self, s: dict[str, Any]) -> model.Server:
         """As Nova's listings show a server: without its fault (only a GET has it)."""
         return dataclasses.replace(self._server(s), fault=None)
+
+    def schedule(self) -> None:
+        """Nova's conductor makes every build request an instance in its cell that no
+        compute has started yet: still BUILD without a host, and with no ``updated_at``,
+        so changes-since listings leave them out (only a compute's first write sets it;
+        Nova then shows the creation time as ``updated``)."""
+        for s in self.servers.values():
+            if self._requested(s):
+                s.update(task_state=None, unwritten=True)
+
+    @staticmethod
+    def _requested(s: dict[str, Any]) -> bool:
+        """Still a build request: listed by every changes-since answer, whatever the time."""
+        return s["status"] == "BUILD" and s["host"] is None and s["task_state"] == "scheduling"
 
     def place(self) -> None:
         """Nova's scheduler puts every queued server on a host; they are still BUILD."""
@@ -249,13 +265,30 @@ class FakeNova:
             tagged = [s for s in self.servers.values() if model.MANAGED_TAG in s["tags"]]
             return [self._listed(s) for s in tagged], date
         start = datetime.fromisoformat(since.replace("Z", "+00:00"))
-        changed = [self._listed(s) for s in self.servers.values() if s["updated"] >= start]
+        changed = [
+            self._listed(s)
+            for s in self.servers.values()
+            if self._requested(s) or (not s.get("unwritten") and s["updated"] >= start)
+        ]
         gone = [
             model.Server(id=sid, name="", status="DELETED", updated=_iso(at))
             for sid, at in self.deleted.items()
             if at >= start
         ]
         return changed + gone, date
+
+    async def list_project_servers(self) -> tuple[list[model.Server], str | None]:
+        self.calls.append("list_project_servers")
+        date = format_datetime(self.now, usegmt=True)
+        return [self._listed(s) for s in self.servers.values()], date
+
+    async def list_building_servers(self) -> list[model.Server]:
+        self.calls.append("list_building_servers")
+        return [
+            self._listed(s)
+            for s in self.servers.values()
+            if s["status"] == "BUILD" and model.MANAGED_TAG in s["tags"]
+        ]
 
     async def fetch_server_groups(self) -> list[model.ServerGroup]:
         self.calls.append("fetch_server_groups")
@@ -311,6 +344,7 @@ class FakeNova:
         return self._create(attrs, description)
 
     async def find_servers_by_name(self, name: str) -> list[model.Server]:
+        self.calls.append("find_servers_by_name")
         return [self._server(s) for s in self.live().values() if s["name"] == name]
 
     async def flavor_ids(self, ref: str, field: str = "spec.flavor") -> tuple[str, str]:

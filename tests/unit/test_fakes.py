@@ -37,7 +37,7 @@ from tests.unit.kinds.volume.fake_cinder import FakeCinder
 #: defines must exist on the adapter class with the same signature (or, for a read a
 #: kind's actuator makes of another service, on the whole adapter).
 FAKES = [
-    (FakeNova, ComputeCalls, {"settle", "place", "live", "add_server", "tick"}),
+    (FakeNova, ComputeCalls, {"settle", "schedule", "place", "live", "add_server", "tick"}),
     (
         FakeOctavia,
         OctaviaCalls,

@@ -160,8 +160,21 @@ class CloudBase:
     # -- name resolution (cached for NAME_CACHE_TTL: names rarely move, but do) --------
 
     async def _resolve(self, what: str, find: Callable[..., Any], ref: str, field: str) -> str:
-        key = (what, ref)
-        cached: str | None = self._names.get(key)
+        found: str = await self._resolve_as(what, find, ref, field, _id)
+        return found
+
+    async def _resolve_as(
+        self,
+        what: str,
+        find: Callable[..., Any],
+        ref: str,
+        field: str,
+        value: Callable[[Any], Any],
+    ) -> Any:
+        """``value`` of what ``find`` finds by ``ref``, cached under (what, ref, whether
+        the value is the bare ID): the same lookup may be cached for two values."""
+        key = (what, ref) if value is _id else (what, ref, "value")
+        cached = self._names.get(key)
         if cached is None:
             found = await self._call(
                 f"look up {what} {ref!r}", find, ref, ignore_missing=True, field=field
@@ -170,7 +183,7 @@ class CloudBase:
                 raise TerminalError(
                     f"{what.title()}NotFound", f"{what} {ref!r} not found", field=field
                 )
-            cached = str(found.id)
+            cached = value(found)
             self._names.put(key, cached)
         return cached
 
@@ -228,3 +241,8 @@ def _size_connection_pools(conn: openstack.connection.Connection, size: int) -> 
         if isinstance(adapter, requests.adapters.HTTPAdapter) and adapter._pool_maxsize < size:
             adapter._pool_maxsize = size
             adapter.init_poolmanager(adapter._pool_connections, size, block=adapter._pool_block)
+
+
+def _id(found: Any) -> str:
+    """The ID of what a lookup found (the value most lookups cache)."""
+    return str(found.id)

@@ -14,20 +14,30 @@ from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
 from kumo.cloud.watch import ServerWatcher
-from kumo.engine.errors import TerminalError
 
 
 class ComputeCalls(CloudBase):
     # -- Nova servers (reads from the watch's cache once synced; see watch.py) -----------
 
     async def get_server(self, server_id: str) -> model.Server | None:
-        """The server, or None when it is gone (deleted servers count as gone)."""
-        hit = self.watch.servers.lookup(server_id)
+        """The server, or None when it is gone (deleted servers count as gone).
+
+        A server the cache cannot answer for is read once and then kept in the cache:
+        one without Kumo's marker (what ``spec.import`` or ``managementPolicy: Observe``
+        names) is kept fresh by the watch from then on like Kumo's own (changes-since
+        lists every server, and the full relist lists the project's servers while the
+        cache holds foreign ones), so observing it costs no read per pass."""
+        cache = self.watch.servers
+        hit = cache.lookup(server_id)
         if isinstance(hit, model.Server):
             return hit if hit.status != "DELETED" else None
         if hit is GONE:
             return None
-        return await self.fetch_server(server_id)
+        token = cache.begin()
+        found = await self.fetch_server(server_id)
+        if cache.synced:  # else the watch's first listing is still to come: no one keeps it
+            cache.apply(token, [found] if found else [], [] if found else [server_id])
+        return found
 
     async def fetch_server(self, server_id: str) -> model.Server | None:
         """One server from the API (with its fault, which Nova's listings leave out)."""
@@ -55,12 +65,14 @@ class ComputeCalls(CloudBase):
 
     def list_live_server_addresses(self) -> frozenset[str] | None:
         """Every address of Kumo's servers the watch holds alive, from the cache (no
-        call); None before its first listing. A pool member at none of them has lost
+        call; not the foreign servers it holds for imports); None before its first listing. A pool member at none of them has lost
         its server."""
         cache = self.watch.servers
         if not cache.synced:
             return None
-        return frozenset(a[1] for s in cache.live() for a in s.addresses)
+        return frozenset(
+            a[1] for s in cache.live() if model.MANAGED_TAG in s.tags for a in s.addresses
+        )
 
     async def find_servers_by_name(self, name: str) -> list[model.Server]:
         """Servers named exactly ``name`` (for ``spec.import.name``); not cached."""
@@ -72,22 +84,37 @@ class ComputeCalls(CloudBase):
         return [s for s in found if s.name == name and s.status not in ("DELETED", "DELETING")]
 
     async def flavor_ids(self, ref: str, field: str = "spec.flavor") -> tuple[str, str]:
-        """The flavor's ID and name (a server shows one or the other, by microversion)."""
-        found = await self._call(
-            f"look up flavor {ref!r}",
+        """The flavor's ID and name (a server shows one or the other, by microversion);
+        cached like every name (an observed VM checks its flavor on every pass)."""
+        found: tuple[str, str] = await self._resolve_as(
+            "flavor",
             self.conn.compute.find_flavor,
             ref,
-            ignore_missing=True,
-            field=field,
+            field,
+            lambda x: (str(x.id), str(x.name)),
         )
-        if found is None:
-            raise TerminalError("FlavorNotFound", f"flavor {ref!r} not found", field=field)
-        return str(found.id), str(found.name)
+        return found
 
     async def list_servers_since(self, since: str | None) -> tuple[list[model.Server], str | None]:
         """Servers changed since ``since`` (deleted ones included, status DELETED), or with
         ``since`` None every server carrying Kumo's tag; and the API's ``Date``."""
         params: dict[str, Any] = {"changes-since": since} if since else {"tags": model.MANAGED_TAG}
+        return await self._list_servers(params)
+
+    async def list_project_servers(self) -> tuple[list[model.Server], str | None]:
+        """Every server of the project, Kumo's or not (the full relist while the cache
+        holds servers without Kumo's marker); and the API's ``Date``."""
+        return await self._list_servers({})
+
+    async def list_building_servers(self) -> list[model.Server]:
+        """Every server carrying Kumo's tag that Nova holds in ``BUILD``, build requests
+        included, whatever its ``updated_at`` (a changes-since listing leaves out an
+        instance no compute has written to yet)."""
+        listed, _date = await self._list_servers({"tags": model.MANAGED_TAG, "status": "BUILD"})
+        return listed
+
+    async def _list_servers(self, params: dict[str, Any]) -> tuple[list[model.Server], str | None]:
+        """``GET /servers/detail`` with ``params``, every page; and the API's ``Date``."""
 
         def page_through() -> tuple[list[Any], str | None]:
             found: list[Any] = []

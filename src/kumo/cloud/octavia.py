@@ -36,17 +36,26 @@ class OctaviaCalls(CloudBase):
     # -- Octavia ------------------------------------------------------------------------
 
     async def get_load_balancer(self, lb_id: str) -> model.LoadBalancer | None:
-        hit = self.watch.load_balancers.lookup(lb_id)
+        """The load balancer, or None when it is gone. One the cache cannot answer for
+        (without Kumo's marker: what an import or an Observe names) is read once and then
+        watched like Kumo's own (see :meth:`load_balancer_versions`); its listeners and
+        pools are read from the API until the watch has listed them."""
+        cache = self.watch.load_balancers
+        hit = cache.lookup(lb_id)
         if isinstance(hit, model.LoadBalancer):
             return hit if hit.provisioning_status != "DELETED" else None
         if hit is GONE:
             return None
+        token = cache.begin()
         found = await self._get(
             "get load balancer", self.conn.load_balancer.get_load_balancer, lb_id
         )
-        if found is None or found.provisioning_status == "DELETED":
-            return None
-        return _lb(found)
+        lb = None if found is None or found.provisioning_status == "DELETED" else _lb(found)
+        if cache.synced:  # else the watch's first listing is still to come
+            cache.apply(token, [lb] if lb else [], [] if lb else [lb_id])
+            if lb is not None:
+                self.watch.watch_load_balancer(lb_id)
+        return lb
 
     async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
         cache = self.watch.load_balancers
@@ -80,22 +89,32 @@ class OctaviaCalls(CloudBase):
         self.watch.load_balancers.update(lb_id, lambda lb: dataclasses.replace(lb, tags=list(tags)))
         self.watch.lb_changing(lb_id)
 
-    async def load_balancer_versions(self) -> dict[str, str]:
-        """``{id: "updated_at status"}`` of Kumo's load balancers: one small listing
-        that moves whenever anything under one of them changed (see watch.py)."""
+    async def load_balancer_versions(self, also: frozenset[str] = frozenset()) -> dict[str, str]:
+        """``{id: "updated_at status"}`` of Kumo's load balancers and of those in ``also``
+        (foreign ones the cache holds: then the listing is of the project's every load
+        balancer): one small listing that moves whenever anything under one of them
+        changed (see watch.py)."""
 
         def probe() -> dict[str, str]:
             versions: dict[str, str] = {}
-            params: dict[str, Any] | None = {
-                "tags": model.MANAGED_TAG,
-                "fields": ["id", "updated_at", "provisioning_status"],
-            }
+            fields = ["id", "updated_at", "provisioning_status"]
+            params: dict[str, Any] | None = (
+                {"fields": [*fields, "tags"]}
+                if also
+                else {"tags": model.MANAGED_TAG, "fields": fields}
+            )
             url: str | None = "/lbaas/loadbalancers"
             while url:
                 response = self.conn.load_balancer.get(url, params=params)
                 exceptions.raise_from_response(response)
                 body = response.json()
                 for lb in body.get("loadbalancers") or []:
+                    if (
+                        also
+                        and lb["id"] not in also
+                        and model.MANAGED_TAG not in lb.get("tags", [])
+                    ):
+                        continue
                     versions[lb["id"]] = f"{lb.get('updated_at')} {lb.get('provisioning_status')}"
                 links = [x for x in body.get("loadbalancers_links") or [] if x.get("rel") == "next"]
                 url, params = (links[0]["href"], None) if links else (None, None)
@@ -104,15 +123,21 @@ class OctaviaCalls(CloudBase):
         return await self._call("list load balancers", probe)
 
     async def fetch_load_balancer_tree(
-        self,
+        self, also: frozenset[str] = frozenset()
     ) -> tuple[
         list[model.LoadBalancer], list[model.Listener], list[model.Pool], list[model.HealthMonitor]
     ]:
-        """Kumo's load balancers, then every listener, pool and monitor of the project
-        (load balancers first: the children are at least as new as their status)."""
+        """Kumo's load balancers and those in ``also``, then every listener, pool and
+        monitor of the project (load balancers first: the children are at least as new
+        as their status)."""
+        query = {} if also else {"tags": model.MANAGED_TAG}
         lbs = await self._call(
             "list load balancers",
-            lambda: list(self.conn.load_balancer.load_balancers(tags=model.MANAGED_TAG)),
+            lambda: [
+                x
+                for x in self.conn.load_balancer.load_balancers(**query)
+                if x.id in also or model.MANAGED_TAG in (x.tags or [])
+            ],
         )
         listeners = await self._call(
             "list listeners", lambda: list(self.conn.load_balancer.listeners())

@@ -8,13 +8,22 @@ list calls whose cost does not grow with the fleet while nothing changes:
   T, deleted ones included (their tags are gone, so the incremental list is unfiltered
   and matched by ID). T comes from the cloud's own clock (the ``Date`` of the previous
   answer) minus a margin for skew between Nova's nodes, never from the local clock. A
-  full listing filtered by Kumo's tag runs at start and every ``relist_seconds``.
+  full listing filtered by Kumo's tag runs at start and every ``relist_seconds``. The
+  cache holds Kumo's servers and the foreign ones an import or an Observe names (the
+  adapter caches them at their first read; while it holds any, the full listing is of
+  the project's every server), so observing a server costs no GET. Nova returns every
+  build request in every answer, so a queued server missing from them for
+  ``LINGER_QUEUED`` seconds is looked for in one listing of Kumo's servers in BUILD, and
+  read by ID only when missing there too (deleted while queued: no DELETED trace).
 - **Octavia**: one listing of Kumo's load balancers with three fields (id, updated_at,
   provisioning status) per interval. Every change to a listener, pool, member or monitor
   moves its load balancer through ``PENDING_UPDATE`` and bumps ``updated_at``, so only
   when that probe differs are load balancers, listeners, pools and monitors listed in
   full — all four before any is applied, so a reconcile never sees a new status with
   old children. Members are read per pool only when the pool's member IDs changed.
+  A load balancer without Kumo's tag that an import or an Observe names is cached at its
+  first read and from then on probed and listed with Kumo's (the probe and the listing
+  then leave out the tag filter and keep Kumo's and those).
 - **Designate**: one zone listing per interval; a zone whose serial, status or
   ``updated_at`` moved has its recordsets listed again.
 - **Manila**: Kumo's shares (one listing filtered by Kumo's metadata), then each of
@@ -163,10 +172,12 @@ def server_group_owner(group: model.ServerGroup) -> str | None:
     return model.owner_of(group.name.split())
 
 
-#: Seconds a server may stay DELETING / BUILD unchanged in the cache before it is read by ID.
+#: Seconds a server may stay DELETING unchanged in the cache before it is read by ID.
 LINGER_DELETING = 5.0
-LINGER_BUILDING = 120.0
-#: At most this many such reads per refresh.
+#: Seconds a queued server (BUILD, no host) may be missing from the changes-since answers
+#: before the watch asks Nova what it holds in BUILD (see :meth:`ServerWatcher._vouch`).
+LINGER_QUEUED = 20.0
+#: At most this many reads by ID per refresh.
 LINGER_CHECKS = 20
 TRANSITIONAL_SHARE = {"creating", "extending", "deleting", "shrinking"}
 TRANSITIONAL_RULE = {"queued_to_apply", "applying", "queued_to_deny", "denying"}
@@ -286,7 +297,10 @@ class ServerWatcher(Watcher):
         #: Turns for creating servers: at most ``max_queued_builds`` of them in BUILD at once.
         self.builds = BuildBudget(env.max_queued_builds, env.now)
         self._since: datetime | None = None
+        #: DELETING servers: as last seen, and since when unchanged.
         self._lingering: dict[str, tuple[model.Server, float]] = {}
+        #: Queued servers: when a listing last showed them (or the watch first saw them).
+        self._vouched: dict[str, float] = {}
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_server(resource.id)
@@ -297,16 +311,30 @@ class ServerWatcher(Watcher):
         token = cache.begin()
         if full or self._since is None or not cache.synced:
             stats.count("servers-full")
-            listed, date = await self.cloud.list_servers_since(None)
+            if any(not _marked_server(s) for s in cache.items()):
+                # Servers an import or an Observe names: the project's every server, of
+                # which Kumo's and those; a cached one missing is gone.
+                listed, date = await self.cloud.list_project_servers()
+                listed = [
+                    s
+                    for s in listed
+                    if _marked_server(s) or isinstance(cache.lookup(s.id), model.Server)
+                ]
+                scope = None
+            else:
+                listed, date = await self.cloud.list_servers_since(None)
+                scope = _marked_server
             answered = server_time(date)
             listed = await self._with_faults(listed)
-            changes = cache.replace(token, listed, scope=_marked_server)
+            changes = cache.replace(token, listed, scope=scope)
+            self._shown({s.id for s in listed}, self.env.now())
         else:
             stats.count("servers-changes-since")
             listed, date = await self.cloud.list_servers_since(format_since(self._since))
             answered = server_time(date)
             gone = [s.id for s in listed if s.status == "DELETED"]
-            # Servers Kumo never watched (no marker, not cached) are none of its business.
+            # Servers Kumo never watched (no marker, not cached) are none of its business;
+            # a foreign one cached (an object imports or observes it) is kept fresh.
             kept = [
                 s
                 for s in listed
@@ -314,40 +342,91 @@ class ServerWatcher(Watcher):
                 and (_marked_server(s) or isinstance(cache.lookup(s.id), model.Server))
             ]
             changes = cache.apply(token, await self._with_faults(kept), gone)
-            changes += await self._confirm_lingering()
+            try:
+                changes += await self._confirm_lingering({s.id for s in listed})
+            except ReconcileError as error:  # asked again next time; the listing stands
+                log.debug("reading lingering servers failed: %s", error)
         self._since = next_since(self._since, answered, listed, self.env.skew)
         return [(cache, c) for c in changes]
 
-    async def _confirm_lingering(self) -> list[Change[model.Server]]:
+    async def _confirm_lingering(self, listed: set[str]) -> list[Change[model.Server]]:
         """Servers that leave no trace in changes-since: one deleted while Nova still held
         it as a build request is simply gone, never listed as DELETED. A server Kumo saw
-        deleting (or building) that has not changed for a while is read by ID — a GET
-        only where no listing can tell, a few per refresh."""
+        deleting that has not changed for a while, and a queued one that the listings
+        stopped showing (:meth:`_vouch`), is read by ID: a GET only where no listing can
+        tell, a few per refresh."""
         now = self.env.now()
-        seen = self._lingering
-        current = {
-            s.id: s for s in self.servers.items() if s.status == "DELETING" or s.status == "BUILD"
-        }
-        for sid in list(seen):
-            if sid not in current or seen[sid][0] != current[sid]:
-                del seen[sid]
-        due = []
-        for sid, server in current.items():
-            since = seen.setdefault(sid, (server, now))[1]
-            wait = LINGER_DELETING if server.status == "DELETING" else LINGER_BUILDING
-            if now - since >= wait:
-                due.append(sid)
+        due = self._deleting_due(now)
         changes: list[Change[model.Server]] = []
+        missing = self._queued_missing(listed, now)
+        if missing:
+            found, changes = await self._vouch(now)
+            due += [sid for sid in missing if sid not in found]
         for sid in due[:LINGER_CHECKS]:
             token = self.servers.begin()
             self.env.stats.count("server-lingering")
             fresh = await self.cloud.fetch_server(sid)
-            seen[sid] = (current[sid], now)  # not again before the next wait
+            if sid in self._lingering:  # not again before the next wait
+                self._lingering[sid] = (self._lingering[sid][0], now)
+            if sid in self._vouched:
+                self._vouched[sid] = now
             if fresh is None:
                 changes += self.servers.apply(token, [], [sid])
             else:
                 changes += self.servers.apply(token, [fresh])
         return changes
+
+    def _deleting_due(self, now: float) -> list[str]:
+        """The DELETING servers unchanged in the cache for ``LINGER_DELETING`` seconds: a
+        build request's delete leaves no trace, and a delete Nova dropped leaves the
+        server as it was (the finalizer waits for the read that shows it)."""
+        seen = self._lingering
+        current = {s.id: s for s in self.servers.items() if s.status == "DELETING"}
+        for sid in list(seen):
+            if sid not in current or seen[sid][0] != current[sid]:
+                del seen[sid]
+        return [
+            sid
+            for sid, server in current.items()
+            if now - seen.setdefault(sid, (server, now))[1] >= LINGER_DELETING
+        ]
+
+    def _shown(self, listed: set[str], now: float) -> set[str]:
+        """Note which queued servers (BUILD, no host) a listing showed; the queued ones."""
+        queued = {s.id for s in self.servers.items() if s.status == "BUILD" and not s.host_id}
+        for sid in [sid for sid in self._vouched if sid not in queued]:
+            del self._vouched[sid]
+        for sid in queued & listed:
+            self._vouched[sid] = now
+        return queued
+
+    def _queued_missing(self, listed: set[str], now: float) -> list[str]:
+        """The queued servers this answer did not show, and no listing has shown for
+        ``LINGER_QUEUED`` seconds (or since the watch first saw them queued). Nova
+        returns every build request in every changes-since answer (their ``updated_at``
+        is not set yet, so the filter cannot leave them out), and a server a compute
+        builds changes with every step: while a fleet builds, none is due."""
+        queued = self._shown(listed, now)
+        return [
+            sid
+            for sid in queued - listed
+            if now - self._vouched.setdefault(sid, now) >= LINGER_QUEUED
+        ]
+
+    async def _vouch(self, now: float) -> tuple[set[str], list[Change[model.Server]]]:
+        """One listing of Kumo's servers Nova holds in BUILD, whatever their ``updated_at``.
+        A queued server can be missing from changes-since for a good reason: the conductor
+        has made it an instance in its cell (no build request any more) whose compute has
+        not started it yet — its ``updated_at`` stays unset until the compute's first
+        write, which waits for one of the compute's build slots, minutes on a busy cloud.
+        Those are in this listing; only a server missing here too is read by ID."""
+        token = self.servers.begin()
+        self.env.stats.count("servers-building")
+        building = await self.cloud.list_building_servers()
+        found = {s.id for s in building}
+        for sid in found & set(self._vouched):
+            self._vouched[sid] = now
+        return found, self.servers.apply(token, building)
 
     async def _with_faults(self, listed: list[model.Server]) -> list[model.Server]:
         """Nova's listings leave out why a server is in ERROR; the reason decides what
@@ -380,7 +459,11 @@ class ServerWatcher(Watcher):
         waiting for the scheduler, the conductor or a compute's build slot — and, until
         scheduled, the build requests every server listing returns. A server a compute
         is building costs no listing anything and is not counted."""
-        return sum(1 for s in self.servers.items() if s.status == "BUILD" and not s.host_id)
+        return sum(
+            1
+            for s in self.servers.items()
+            if s.status == "BUILD" and not s.host_id and _marked_server(s)
+        )
 
 
 class ServerGroupWatcher(Watcher):
@@ -448,13 +531,14 @@ class LoadBalancerWatcher(Watcher):
     async def refresh(self, full: bool) -> Changes:
         stats = self.env.stats
         stats.count("load-balancers-probe")
-        versions = await self.cloud.load_balancer_versions()
+        foreign = self.foreign()
+        versions = await self.cloud.load_balancer_versions(foreign)
         if not full and versions == self._versions and self._probe_agrees(versions):
             return []
         caches = self.caches
         tokens = [c.begin() for c in caches]
         stats.count("load-balancer-tree")
-        lbs, listeners, pools, monitors = await self.cloud.fetch_load_balancer_tree()
+        lbs, listeners, pools, monitors = await self.cloud.fetch_load_balancer_tree(foreign)
         ours = {lb.id for lb in lbs}
         # Applied together, after all four lists: a reconcile never sees half of it.
         changes: Changes = []
@@ -470,6 +554,21 @@ class LoadBalancerWatcher(Watcher):
         if full:
             self.members.clear()  # out-of-band weight changes do not show in the pool
         return changes
+
+    def foreign(self) -> frozenset[str]:
+        """The cached load balancers without Kumo's tag (an import or an Observe names
+        them): listed with Kumo's own."""
+        return frozenset(
+            lb.id for lb in self.load_balancers.items() if model.MANAGED_TAG not in lb.tags
+        )
+
+    def watch(self, lb_id: str) -> None:
+        """The adapter cached ``lb_id`` (not Kumo's) at its first read: its listeners and
+        pools are not cached yet, so readers ask the API for them until the watch lists
+        them, and the next probe lists its whole tree."""
+        self.listeners.doubt(lb_id)
+        self.pools.doubt(lb_id)
+        self._versions = None
 
     def _probe_agrees(self, versions: dict[str, str]) -> bool:
         """The probe shows every cached load balancer in the status the cache has. While
@@ -1128,6 +1227,10 @@ class CloudWatch:
     def watches_zone(self, zone_id: str) -> bool:
         """Has the zone's every recordset been listed into the cache?"""
         return self._dns.watches_zone(zone_id)
+
+    def watch_load_balancer(self, lb_id: str) -> None:
+        """A load balancer without Kumo's marker was cached: watch it like Kumo's own."""
+        self._octavia.watch(lb_id)
 
     def pool_lb(self, pool_id: str) -> str | None:
         return self._octavia.pool_lb(pool_id)

@@ -66,6 +66,9 @@ class Owned(Generic[R]):
     #: For ``spec.import``: resources with this name; what differs from the spec that
     #: cannot change in place (old = cloud, new = spec); put the marker on it.
     find_by_name: Callable[[str], Awaitable[list[R]]] | None = None
+    #: Its name: a recorded resource that still has the name ``import`` gives is the one
+    #: it names, with no listing (an observed object asks on every pass).
+    name_of: Callable[[R], str] | None = None
     verify: Callable[[R], Awaitable[list[Change]]] | None = None
     mark: Callable[[R], Awaitable[R]] | None = None  # returns it as marked
     #: ``deletionPolicy: Orphan``: replace the marker by the orphan mark (kumo.ports.model),
@@ -131,7 +134,7 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
         resource = await owned.get_by_id(known)
         if resource is not None:
             if owned.owner_of(resource) != obj.uid:
-                if ref is not None and await _names_it(owned, ref, known):
+                if ref is not None and await _names_it(owned, ref, resource):
                     return await take_over(ctx, obj, owned, resource)
                 raise NotOwned(owned.noun, known, owned.id_field)
             if ctx.audit:  # a create whose answer was lost, then retried: a second one
@@ -172,13 +175,16 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
     return keep
 
 
-async def _names_it(owned: Owned[R], ref: dict[str, str], resource_id: str) -> bool:
+async def _names_it(owned: Owned[R], ref: dict[str, str], resource: R) -> bool:
     """Is the resource status names the one ``spec.import`` names? (Status alone never
     hands Kumo a foreign resource: someone may have written it.)"""
+    resource_id = owned.id_of(resource)
     if ref.get("id"):
         return ref["id"] == resource_id
     if owned.find_by_name is None:
         return False
+    if owned.name_of is not None and owned.name_of(resource) == ref["name"]:
+        return True  # one of those with that name, as a listing by name would show
     return any(owned.id_of(r) == resource_id for r in await owned.find_by_name(ref["name"]))
 
 

@@ -39,8 +39,9 @@ MANAGED_STATUS_KEYS = ("phase", "conditions", "observedGeneration")
 #: uncapped count overflows a float after ~1,024 failures (OverflowError).
 MAX_BACKOFF_EXPONENT = 30
 DRIFTED = "Drifted"
-#: How often an observed object is looked at again: a resource without Kumo's marker is
-#: not in the cloud watch's listings, so its drift is found by this re-read.
+#: How often an observed object is looked at again: a change to a resource without Kumo's
+#: marker names no owner to wake, so its drift is found by this re-read (from the cloud
+#: watch's cache, which keeps what an Observe names fresh: no request per pass).
 OBSERVE_SECONDS = 30.0
 
 Mode = Literal["manage", "observe", "report"]

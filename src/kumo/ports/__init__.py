@@ -79,6 +79,12 @@ class ComputePort(CloudPort, Protocol):
         self, since: str | None
     ) -> tuple[list[model.Server], str | None]: ...
 
+    @read
+    async def list_building_servers(self) -> list[model.Server]: ...
+
+    @read
+    async def list_project_servers(self) -> tuple[list[model.Server], str | None]: ...
+
     @write
     async def admit_build(self, uid: str) -> bool: ...
 
@@ -168,11 +174,13 @@ class LoadBalancingPort(CloudPort, Protocol):
     async def set_load_balancer_tags(self, lb_id: str, tags: list[str]) -> None: ...
 
     @read
-    async def load_balancer_versions(self) -> dict[str, str]: ...
+    async def load_balancer_versions(
+        self, also: frozenset[str] = frozenset()
+    ) -> dict[str, str]: ...
 
     @read
     async def fetch_load_balancer_tree(
-        self,
+        self, also: frozenset[str] = frozenset()
     ) -> tuple[
         list[model.LoadBalancer], list[model.Listener], list[model.Pool], list[model.HealthMonitor]
     ]: ...

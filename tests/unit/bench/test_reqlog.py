@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.reqlog import SERVICES, LogWindow, Service, parse_line, path_shape, tally_lines
+from bench import report
+from bench.reqlog import (
+    SERVICES,
+    LogWindow,
+    Service,
+    Tally,
+    parse_line,
+    path_shape,
+    server_reads,
+    tally_lines,
+)
 
 PROJECT = "73e0690ae08a4da6b711c7bf101b8bbf"
 NOVA = (
@@ -166,3 +176,30 @@ def test_cinder_api_lines_name_the_project() -> None:
     assert req.path.startswith(f"/v3/{PROJECT}/volumes/detail")
     cinder = next(s for s in SERVICES if s.name == "cinder")
     assert (cinder.log, cinder.by_project) == ("cinder-api.log", True)
+
+
+def test_server_reads_count_gets_by_id_only() -> None:
+    """The bench's per-server read count (issue 24): GET /servers/{id}, with or without
+    the project in the path; not listings, not actions, not other services."""
+    tally = Tally()
+    tally.calls["nova"] = {
+        "GET /v2.1/servers/{id}": 3,
+        "GET /v2.1/{id}/servers/{id}": 2,
+        "GET /v2.1/servers/detail?changes-since": 40,
+        "GET /v2.1/servers/{id}/os-interface": 1,
+        "POST /v2.1/servers": 20,
+    }
+    tally.calls["octavia"] = {"GET /v2/lbaas/loadbalancers/{id}": 7}
+    assert server_reads(tally) == 5
+
+
+def test_the_server_reads_goal_is_one_percent_of_n() -> None:
+    row = report.Row("kumo", 300, converge_server_reads=3)
+    assert report.server_reads(row) == (
+        "N=300 kumo: GET /servers/{id} during converge = 3 (goal ≤ 1% of N = 3: met)",
+        True,
+    )
+    row.converge_server_reads = 4
+    line = report.server_reads(row)
+    assert line is not None and not line[1] and "NOT MET" in line[0]
+    assert report.server_reads(report.Row("direct", 300)) is None, "Kumo's rows only"

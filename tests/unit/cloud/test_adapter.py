@@ -96,6 +96,45 @@ def test_managed_servers_are_listed_by_tag_as_plain_values(
     assert model.owner_of(web2.tags) == "uid-web-2"
 
 
+def test_servers_in_build_are_listed_by_kumos_tag_and_status(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """The watch's check on queued servers missing from changes-since: one listing."""
+    requests_mock.get(f"{NOVA}/servers/detail", json=recorded("nova_servers_detail_tags_kumo.json"))
+    listed = run(cloud.list_building_servers())
+    assert requests_mock.last_request.qs == {"tags": ["kumo"], "status": ["build"]}
+    assert [s.name for s in listed] == ["web-1", "web-2"]
+
+
+def test_a_server_without_kumos_marker_is_read_once_then_from_the_cache(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """What an import or an Observe names: the watch keeps it fresh once cached, so an
+    observed server costs one GET, not one per pass (issue 24, item 8)."""
+    foreign = {**recorded("nova_servers_detail_tags_kumo.json")["servers"][0], "tags": []}
+    reads = requests_mock.get(f"{NOVA}/servers/{SERVER_ID}", json={"server": foreign})
+    gone = requests_mock.get(
+        f"{NOVA}/servers/{GONE_ID}", status_code=404, json=recorded("nova_server_not_found.json")
+    )
+    cloud.watch.servers.synced = True  # the watch has listed Nova
+    for _ in range(3):
+        server = run(cloud.get_server(SERVER_ID))
+        assert server is not None and server.name == "web-1"
+        assert run(cloud.get_server(GONE_ID)) is None
+    assert (reads.call_count, gone.call_count) == (1, 1)
+
+
+def test_before_the_watch_listed_nova_a_read_is_not_cached(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """Nothing would keep it fresh yet (the watch's first listing decides the cache)."""
+    foreign = {**recorded("nova_servers_detail_tags_kumo.json")["servers"][0], "tags": []}
+    reads = requests_mock.get(f"{NOVA}/servers/{SERVER_ID}", json={"server": foreign})
+    run(cloud.get_server(SERVER_ID))
+    run(cloud.get_server(SERVER_ID))
+    assert reads.call_count == 2
+
+
 def test_get_server_of_a_missing_server_is_none(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
@@ -133,6 +172,30 @@ def test_get_load_balancer_of_a_missing_one_is_none(
         json=recorded("octavia_lb_not_found.json"),
     )
     assert run(cloud.get_load_balancer(LB_ID)) is None
+
+
+def test_a_load_balancer_without_kumos_marker_is_read_once_then_watched(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """What an import or an Observe names (issue 24, item 8): one GET, then the cache;
+    its listeners are read from the API until the watch has listed them."""
+    body = {
+        "id": LB_ID,
+        "name": "legacy",
+        "provisioning_status": "ACTIVE",
+        "operating_status": "ONLINE",
+        "vip_address": "10.0.0.9",
+        "tags": ["team-a"],
+    }
+    reads = requests_mock.get(f"{OCTAVIA}/lbaas/loadbalancers/{LB_ID}", json={"loadbalancer": body})
+    listeners = requests_mock.get(f"{OCTAVIA}/lbaas/listeners", json={"listeners": []})
+    cloud.watch.load_balancers.synced = cloud.watch.listeners.synced = True
+    for _ in range(3):
+        lb = run(cloud.get_load_balancer(LB_ID))
+        assert lb is not None and lb.name == "legacy"
+        assert run(cloud.list_listeners(LB_ID)) == []
+    assert (reads.call_count, listeners.call_count) == (1, 1)
+    assert cloud.watch._octavia.foreign() == {LB_ID}
 
 
 def test_get_recordset_of_a_missing_one_is_none(

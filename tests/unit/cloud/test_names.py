@@ -205,3 +205,21 @@ def test_a_recreated_zone_is_looked_up_again() -> None:
 )
 def test_missing_ids(error: Exception | None, gone: list[str]) -> None:
     assert missing_ids(error, ["img-1", "flv-1"]) == gone
+
+
+def test_a_flavors_id_and_name_are_looked_up_once_and_apart_from_its_id() -> None:
+    """An observed VM checks its flavor on every pass: one lookup per TTL, not per pass
+    (cached under its own key: ``flavor_id`` caches the bare ID of the same lookup)."""
+    conn = FakeGlanceNova()
+    finds: list[str] = []
+
+    def find_flavor(ref: str, ignore_missing: bool) -> Any:
+        finds.append(ref)
+        return SimpleNamespace(id="flv-1", name="m1.tiny")
+
+    conn.compute.find_flavor = find_flavor
+    cloud = OpenStackCloud(conn)  # type: ignore[arg-type]
+    for _ in range(3):
+        assert asyncio.run(cloud.flavor_ids("m1.tiny")) == ("flv-1", "m1.tiny")
+        assert asyncio.run(cloud.flavor_id("m1.tiny")) == "flv-1"
+    assert finds == ["m1.tiny", "m1.tiny"]

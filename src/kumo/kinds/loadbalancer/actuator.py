@@ -217,6 +217,7 @@ def _load_balancers(
         list_owned=lambda: cloud.list_owned_load_balancers(obj.uid),
         delete=delete,
         find_by_name=lambda name: cloud.find_load_balancers_by_name(name),
+        name_of=lambda lb: lb.name,
         verify=verify,
         mark=mark,
         release=release,

@@ -494,6 +494,7 @@ def _servers(
         list_owned=lambda: cloud.list_owned_servers(obj.uid, going=going),
         delete=delete,
         find_by_name=lambda name: cloud.find_servers_by_name(name),
+        name_of=lambda server: server.name,
         verify=verify,
         mark=mark,
         release=release,

@@ -335,24 +335,27 @@ class FakeOctavia:
 
     # -- what a cloud watch lists --------------------------------------------------------------
 
-    async def load_balancer_versions(self) -> dict[str, str]:
+    def _watched(self, also: frozenset[str]) -> list[FakeLB]:
+        """Kumo's load balancers and those of ``also``, as the adapter's listings keep."""
+        return [f for f in self.lbs.values() if model.MANAGED_TAG in f.lb.tags or f.lb.id in also]
+
+    async def load_balancer_versions(self, also: frozenset[str] = frozenset()) -> dict[str, str]:
         self.calls.append("load_balancer_versions")
         # Like updated_at: moves whenever anything under the load balancer changed; the
         # status last, as the adapter's "updated_at status".
         return {
             f.lb.id: f"{(f.lb, f.listeners, f.pools, f.members, f.monitors)!r} "
             f"{f.lb.provisioning_status}"
-            for f in self.lbs.values()
-            if model.MANAGED_TAG in f.lb.tags
+            for f in self._watched(also)
         }
 
     async def fetch_load_balancer_tree(
-        self,
+        self, also: frozenset[str] = frozenset()
     ) -> tuple[
         list[model.LoadBalancer], list[model.Listener], list[model.Pool], list[model.HealthMonitor]
     ]:
         self.calls.append("fetch_load_balancer_tree")
-        fakes = [f for f in self.lbs.values() if model.MANAGED_TAG in f.lb.tags]
+        fakes = self._watched(also)
         return (
             [f.lb for f in fakes],
             [replace(x, lb_id=f.lb.id) for f in fakes for x in f.listeners.values()],

@@ -119,6 +119,24 @@ def test_observe_reports_drift_field_by_field_and_changes_nothing() -> None:
     assert "finalizers" not in world.obj(VIRTUAL_MACHINE, "vm").meta
 
 
+def test_observe_by_name_lists_by_name_once_then_compares_the_recorded_name() -> None:
+    """An observed object is passed over every 30 s: its server, recorded by ID, still
+    has the name ``import`` gives, so no listing by name (issue 24, item 8)."""
+    world = World()
+    sid = hand_made(world)
+    spec = {**SPEC, "import": {"name": "legacy-web"}, "managementPolicy": "Observe"}
+    world.add(VIRTUAL_MACHINE, "vm", spec)
+    for _ in range(3):
+        reconcile(world)
+    assert status(world)["id"] == sid
+    assert world.cloud.calls.count("find_servers_by_name") == 1
+    assert condition(world, "Drifted")["status"] == "True"  # description "old" vs "web"
+    world.cloud.servers[sid]["name"] = "renamed"  # no longer the one import names
+    reconcile(world)
+    assert world.cloud.calls.count("find_servers_by_name") == 2
+    assert condition(world, "Ready")["reason"] == "NotOwned"
+
+
 def test_observe_reports_an_image_mismatch_as_drift() -> None:
     world = World()
     sid = hand_made(world, image_id="img-other")
