@@ -26,6 +26,9 @@ class VolumeRef:
     name: str  # the Volume object
     uid: str  # its UID: the owner its snapshots carry
     volume_id: str | None  # the Cinder volume (None: not made yet, nothing to copy)
+    #: Cinder snapshots a volume only while it is available or in-use (not attaching,
+    #: detaching, extending): until then the step waits.
+    steady: bool = True
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,8 @@ def plan_snapshots(
                 continue  # no Cinder volume yet: nothing to lose
             taken = step_snapshots(replacement, volume, mine)
             if not taken:
-                plan.create.append((replacement, volume))
+                if volume.steady:
+                    plan.create.append((replacement, volume))
                 states.append("creating")
             elif any(s.status == "available" for s in taken):
                 states.append("available")

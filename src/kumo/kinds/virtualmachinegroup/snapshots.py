@@ -22,6 +22,8 @@ from kumo.kinds.labels import VOLUME_TEMPLATE_LABEL
 from kumo.kinds.virtualmachinegroup import plan, snapshot_plan
 
 STEP_SECONDS = 2.0
+#: Volume states (the Volume object's ``status.volumeStatus``) Cinder snapshots from.
+STEADY = frozenset({"available", "in-use"})
 FIELD = "spec.snapshotBeforeReplace"
 
 
@@ -100,9 +102,14 @@ def _replacement(
         body = by_name.get(plan.volume_name(obj.name, template.name, ordinal or 0))
         if body is None or not body["metadata"].get("uid"):
             continue
-        volume_id = (body.get("status") or {}).get("id")
+        status = body.get("status") or {}
         refs.append(
-            snapshot_plan.VolumeRef(body["metadata"]["name"], body["metadata"]["uid"], volume_id)
+            snapshot_plan.VolumeRef(
+                body["metadata"]["name"],
+                body["metadata"]["uid"],
+                status.get("id"),
+                steady=status.get("volumeStatus") in STEADY,
+            )
         )
     return snapshot_plan.Replacement(name, str(member["metadata"].get("uid", "")), tuple(refs))
 

@@ -150,7 +150,13 @@ class VolumeActuator:
                 "deleted once they let it go",
                 after=DELETE_SECONDS,
             )
-        left = await snapshots.delete_for(ctx, obj)
+        owned = owned_volumes(ctx, obj.uid)
+        # Its snapshots go once it is detached (Kumo's servers first, and never while a
+        # foreign server holds it: then the volume stays, and so do they).
+        attached = snapshots.snapshotted(obj.body) and any(
+            v.attachments for v in await ownership.carrying_marker(obj, owned)
+        )
+        left = [] if attached else await snapshots.delete_for(ctx, obj)
         if left:
             return Result.waiting(
                 "Deleting",
@@ -158,7 +164,7 @@ class VolumeActuator:
                 f"deleting snapshot(s) {', '.join(sorted(s.id for s in left))} first",
                 after=DELETE_SECONDS,
             )
-        return await ownership.finalize_owned(ctx, obj, owned_volumes(ctx, obj.uid), DELETE_SECONDS)
+        return await ownership.finalize_owned(ctx, obj, owned, DELETE_SECONDS)
 
     async def release(self, ctx: Context, obj: Obj, spec: VolumeSpec | None) -> None:
         """The volume stays, attached or not, with the orphan mark instead of the marker;

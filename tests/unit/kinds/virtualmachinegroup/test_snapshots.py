@@ -223,6 +223,12 @@ def test_plan_creates_waits_clears_and_fails() -> None:
     assert other.create == [(MEMBER, VOL)]
 
 
+def test_plan_waits_for_a_volume_cinder_is_working_on() -> None:
+    busy = Replacement("g-1", "uid-m", (VolumeRef("g-data-1", "uid-vol", "vol-1", steady=False),))
+    decided = plan_snapshots(1, [busy], [], frozenset({"uid-vol"}))
+    assert (decided.create, decided.waiting) == ([], ["g-1"])
+
+
 def test_plan_keeps_the_newest_and_the_steps_own() -> None:
     owners = frozenset({"uid-vol"})
     older = [snap(f"old-{i}", "available", member=f"uid-{i}", at=f"07:0{i}") for i in range(3)]
