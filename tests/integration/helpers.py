@@ -146,7 +146,7 @@ def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
             if (r.get("name") or "").startswith(prefix)
         ],
         # Cinder: Kumo's volumes and snapshots (snapshotBeforeReplace) carry its metadata.
-        "volumes": [
+        "cinder_volumes": [
             v["id"]
             for v in _cinder_list(conn, "volumes")
             if v.get("status") != "deleting" and (v.get("name") or "").startswith(prefix)
