@@ -4,8 +4,9 @@ each member of a stateful group only after a Cinder snapshot of its volume is
 `available`; every member keeps its volume; a second rollout (back to the first flavor)
 takes new snapshots and keeps one per volume; the group's deletion (whenDeleted: Delete)
 deletes them before the volumes. A snapshot Cinder refuses (the project's snapshot quota
-set to 0 by the admin for the test, restored after) stops the rollout naming the field,
-without replacing the server; once the quota is back, the rollout goes on."""
+set by the admin to what is in use for the test, restored after) stops the rollout naming the field,
+without replacing the server; once the quota is back, the rollout goes on. A kill -9 right
+after the snapshot's create makes no second snapshot once Kumo is back."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 
 from tests.integration.helpers import condition, kumo_leftovers, wait_gone, wait_reason
 from tests.integration.kube_fixtures import kubectl
-from tests.integration.kumo_fixtures import get_obj, wait_until
+from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
 from tests.integration.test_stateful_groups import group, member_with_volume, volume_ids
 from tests.integration.test_vm_volumes import volume_of
 
@@ -153,7 +154,11 @@ def test_a_refused_snapshot_stops_the_rollout(
         "sq-0 has its volume", lambda: member_with_volume(demo_conn, ns, "sq-0", volume), 300
     )
 
-    set_snapshot_quota(admin_conn, demo_conn, 0)
+    # Cinder refuses a limit below what is in use: the limit is the usage, so the next
+    # snapshot is over it (413 "Maximum number of snapshots allowed (N) exceeded").
+    path = f"/os-quota-sets/{demo_conn.current_project_id}?usage=True"
+    usage = admin_conn.block_storage.get(path, microversion="3.0").json()["quota_set"]
+    set_snapshot_quota(admin_conn, demo_conn, int(usage["snapshots"]["in_use"]))
     set_flavor(ns, "sq", "m1.small")
     cond = wait_reason("vmg", "sq", ns, "QuotaExceeded", 120)
     assert cond["message"].startswith("spec.snapshotBeforeReplace: snapshot of volume"), cond
@@ -173,6 +178,46 @@ def test_a_refused_snapshot_stops_the_rollout(
 
     kubectl("delete", "vmg", "sq", "-n", ns, "--wait=false")
     wait_gone("vmg", "sq", ns, 300)
+    wait_until(
+        "no Kumo resources left", lambda: not any(kumo_leftovers(demo_conn, ns).values()), 120
+    )
+
+
+def test_a_kill_after_the_snapshot_create_takes_no_second_one(
+    namespace: str, kumo_operator: KumoOperator, demo_conn: Any
+) -> None:
+    ns = namespace
+    spec = {"snapshotBeforeReplace": {"keep": 1}, "volumeRetention": {"whenDeleted": "Delete"}}
+    kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(group("sc", 1, **spec)))
+    (volume,) = volume_ids(ns, "sc", 1).values()
+    server = wait_until(
+        "sc-0 has its volume", lambda: member_with_volume(demo_conn, ns, "sc-0", volume), 300
+    )
+    kumo_operator.stop()
+    crashing = like(kumo_operator, "operator-crash-snapshot.log")
+    crashing.start(env={"KUMO_FAILPOINTS": "after-snapshot-create"})
+    try:
+        set_flavor(ns, "sc", "m1.small")
+        wait_until("operator died at the failpoint", lambda: crashing.proc.poll() is not None, 120)
+        assert crashing.proc.returncode == -9
+        (taken,) = snapshots_of(demo_conn, volume)  # the create went out
+        member = get_obj("vm", "sc-0", ns) or {}
+        assert member["status"]["id"] == server and not member["metadata"].get("deletionTimestamp")
+    finally:
+        crashing.kill()
+        kumo_operator.start()  # the restart
+    wait_until("rolled out after the restart", lambda: rolled_out(ns, "sc", 1), 420)
+    assert [s["id"] for s in snapshots_of(demo_conn, volume)] == [taken["id"]], (
+        "adopted, not remade"
+    )
+    assert (
+        wait_until(
+            "sc-0 has its volume", lambda: member_with_volume(demo_conn, ns, "sc-0", volume), 120
+        )
+        != server
+    )
+    kubectl("delete", "vmg", "sc", "-n", ns, "--wait=false")
+    wait_gone("vmg", "sc", ns, 300)
     wait_until(
         "no Kumo resources left", lambda: not any(kumo_leftovers(demo_conn, ns).values()), 120
     )

@@ -16,6 +16,7 @@ from kumo.api import kinds
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
 from kumo.cloud.model import SNAPSHOT_GROUP_KEY
 from kumo.engine.errors import TerminalError
+from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Obj
 from kumo.kinds import snapshots
 from kumo.kinds.labels import VOLUME_TEMPLATE_LABEL
@@ -145,6 +146,7 @@ async def _take(
             volume.uid, obj.namespace, obj.name, replacement.member_uid, hash_
         ),
     )
+    failpoint("after-snapshot-create")  # crash tests: the next pass must adopt it
     ctx.events.emit(
         obj,
         "Normal",
