@@ -19,7 +19,7 @@ import pytest
 from tests.integration.helpers import condition, kumo_leftovers, wait_gone, wait_reason
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
-from tests.integration.test_stateful_groups import group, member_with_volume, volume_ids
+from tests.integration.test_stateful_groups import group, member_with_volume, refused, volume_ids
 from tests.integration.test_vm_volumes import volume_of
 
 MV = "3.22"  # snapshot listings filter by metadata from 3.22
@@ -221,3 +221,12 @@ def test_a_kill_after_the_snapshot_create_takes_no_second_one(
     wait_until(
         "no Kumo resources left", lambda: not any(kumo_leftovers(demo_conn, ns).values()), 120
     )
+
+
+def test_admission_refuses_snapshots_without_volume_templates_and_keep_0(
+    namespace: str, kumo_operator: Any
+) -> None:
+    bare = group("b", 0, volumeTemplates=[], snapshotBeforeReplace={"keep": 1})
+    assert "spec.snapshotBeforeReplace: requires spec.volumeTemplates" in refused(namespace, bare)
+    none_kept = group("k", 0, snapshotBeforeReplace={"keep": 0})
+    assert "spec.snapshotBeforeReplace.keep" in refused(namespace, none_kept)

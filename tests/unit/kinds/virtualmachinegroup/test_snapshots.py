@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
 from kumo.cloud import model
 from kumo.kinds.snapshots import SNAPSHOTS_ANNOTATION, snapshot_metadata
+from kumo.kinds.virtualmachinegroup import plan
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
 from kumo.kinds.virtualmachinegroup.snapshot_plan import (
     Replacement,
@@ -200,6 +202,25 @@ def test_an_orphaned_volume_releases_its_snapshots() -> None:
 
 
 # -- the pure decisions ---------------------------------------------------------------------
+
+
+def test_validate_refuses_snapshots_without_volume_templates() -> None:
+    spec = VirtualMachineGroupSpec.model_validate(
+        {**SPEC, "volumeTemplates": [], "snapshotBeforeReplace": {"keep": 1}}
+    )
+    assert plan.validate(spec) == "spec.snapshotBeforeReplace: requires spec.volumeTemplates"
+    assert plan.validate(VirtualMachineGroupSpec.model_validate(SPEC)) is None
+
+
+def test_only_template_replacements_below_replicas_are_snapshotted() -> None:
+    spec = VirtualMachineGroupSpec.model_validate(SPEC)  # replicas 2
+    members = [
+        plan.MemberView("g-0", "new", ready=True),
+        plan.MemberView("g-1", "old", ready=True),
+        plan.MemberView("g-2", "old", ready=True),  # scale-down
+    ]
+    going = ["g-2", "g-1", "g-0"]
+    assert plan.template_replacements(spec, "g", "new", members, going) == ["g-1"]
 
 
 VOL = VolumeRef("g-data-1", "uid-vol", "vol-1")
