@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kumo.cloud.model import SNAPSHOT_MEMBER_KEY, Snapshot, metadata_owner
+from kumo.kinds.snapshots import SNAPSHOT_BUSY
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def plan_snapshots(
 def _beyond(keep: int, replacement: Replacement, mine: Sequence[Snapshot]) -> list[Snapshot]:
     """A cleared member's volumes' snapshots past the newest ``keep`` (the step's own
     counts as the newest whatever the clocks say)."""
-    beyond = []
+    beyond: list[Snapshot] = []
     for volume in replacement.volumes:
         if volume.volume_id is None:
             continue
@@ -126,7 +127,8 @@ def _beyond(keep: int, replacement: Replacement, mine: Sequence[Snapshot]) -> li
             ),
             key=lambda s: (s.id not in current, _newest_first(s.created_at), s.id),
         )
-        beyond.extend(ranked[keep:])
+        # Cinder deletes a snapshot only once it is settled: a busy one goes next time.
+        beyond.extend(s for s in ranked[keep:] if s.status not in SNAPSHOT_BUSY)
     return beyond
 
 

@@ -259,6 +259,12 @@ def test_plan_keeps_the_newest_and_the_steps_own() -> None:
     assert decided.count == 2
 
 
+def test_plan_prunes_no_snapshot_cinder_is_still_making() -> None:
+    older = snap("old", "creating", member="uid-0", at="07:00")
+    decided = plan_snapshots(1, [MEMBER], [older, snap("s", "available")], frozenset({"uid-vol"}))
+    assert decided.prune == [] and decided.count == 2
+
+
 def test_plan_counts_and_prunes_only_owned_snapshots() -> None:
     foreign = model.Snapshot("f", "f", "available", "vol-1", 1, "2026-11-25T09:00", {})
     stranger = snap("x", "available", member="uid-9", at="09:00")
