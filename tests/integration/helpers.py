@@ -145,4 +145,27 @@ def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
             for r in conn.network.get("/routers", params={"tags": "kumo"}).json()["routers"]
             if (r.get("name") or "").startswith(prefix)
         ],
+        # Cinder: Kumo's volumes and snapshots (snapshotBeforeReplace) carry its metadata.
+        "cinder_volumes": [
+            v["id"]
+            for v in _cinder_list(conn, "volumes")
+            if v.get("status") != "deleting" and (v.get("name") or "").startswith(prefix)
+        ],
+        "volume_snapshots": [
+            s["id"]
+            for s in _cinder_list(conn, "snapshots")
+            if s.get("status") != "deleting" and (s.get("name") or "").startswith(prefix)
+        ],
     }
+
+
+def _cinder_list(conn: Any, what: str) -> list[dict[str, Any]]:
+    """Cinder ``what`` (volumes, snapshots) carrying Kumo's metadata (3.22: the snapshot
+    listing's metadata filter; below it Cinder ignores the filter)."""
+    response = conn.block_storage.get(
+        f"/{what}/detail",
+        params={"metadata": json.dumps({"kumo": "managed"})},
+        microversion="3.22",
+    )
+    found: list[dict[str, Any]] = response.json()[what]
+    return [x for x in found if (x.get("metadata") or {}).get("kumo") == "managed"]

@@ -87,6 +87,7 @@ class FakeKube:
         self._rv = itertools.count(2)
         self.secret_reads: list[tuple[str, str]] = []
         self.patches: list[tuple[str, Body]] = []
+        self._made: dict[str, int] = {}  # name → how many objects of it were created
 
     def _save(self, kind: str, body: Body) -> Body:
         body["metadata"]["resourceVersion"] = str(next(self._rv))
@@ -133,7 +134,11 @@ class FakeKube:
         meta = body["metadata"]
         if "generateName" in meta:
             meta["name"] = meta.pop("generateName") + new_id("x")[-4:]
-        meta.update(namespace=namespace, uid=f"uid-{meta['name']}", generation=1)
+        # Each object its own UID, as the API server gives: a name made again (an
+        # ordinal member replaced) gets another (``uid-<name>`` the first time).
+        made = self._made[meta["name"]] = self._made.get(meta["name"], 0) + 1
+        uid = f"uid-{meta['name']}" + (f"-{made}" if made > 1 else "")
+        meta.update(namespace=namespace, uid=uid, generation=1)
         meta.setdefault("creationTimestamp", "2026-11-22T00:00:00Z")
         return self._save(info.kind, body)
 

@@ -101,6 +101,19 @@ class VolumeRetention(KumoModel):
     a group of the same name created later takes them back)."""
 
 
+#: The most snapshots kept per volume (a typo must not keep a thousand).
+MAX_SNAPSHOTS_KEPT = 100
+
+
+class SnapshotBeforeReplace(KumoModel):
+    """Cinder snapshots of a member's volumes before a template change replaces it."""
+
+    keep: int = Field(default=1, ge=1, le=MAX_SNAPSHOTS_KEPT)
+    """How many of Kumo's snapshots to keep per volume, newest first: once a member's
+    new snapshots are `available`, older ones of the same volume beyond `keep` are
+    deleted (only snapshots carrying Kumo's marker for that volume)."""
+
+
 class VirtualMachineGroupSpec(ManagedSpec):
     """Desired state of a VirtualMachineGroup."""
 
@@ -127,6 +140,12 @@ class VirtualMachineGroupSpec(ManagedSpec):
             "!has(self.volumeTemplates) || "
             "self.volumeTemplates.all(t, self.volumeTemplates.exists_one(u, u.name == t.name))",
             "spec.volumeTemplates: names must be unique",
+        ),
+        Rule(
+            "!has(self.snapshotBeforeReplace) "
+            "|| (has(self.volumeTemplates) && size(self.volumeTemplates) > 0)",
+            "spec.snapshotBeforeReplace: requires spec.volumeTemplates (it snapshots "
+            "members' template volumes)",
         ),
     )
 
@@ -173,6 +192,10 @@ class VirtualMachineGroupSpec(ManagedSpec):
     its `spec.volumes` (a replaced server gets the same volumes). Cannot change."""
     volume_retention: VolumeRetention = Field(default_factory=VolumeRetention)
     """What becomes of the members' volumes on scale-down and on the group's deletion."""
+    snapshot_before_replace: SnapshotBeforeReplace | None = None
+    """Before a template change replaces member i (delete-then-create), snapshot each of
+    its template volumes and wait for `available`; a snapshot that fails stops the
+    rollout there (the member is not replaced). Unset: no snapshots."""
 
     @field_validator("volume_templates")
     @classmethod
@@ -226,3 +249,6 @@ class VirtualMachineGroupStatus(ManagedStatus):
     Retain`), detached; a member of that ordinal gets them again."""
     retained_volume_count: int = 0
     """How many `retainedVolumes` there are."""
+    snapshot_count: int = 0
+    """Kumo's snapshots of the members' volumes (`snapshotBeforeReplace`), as counted
+    at the latest rollout step that took or pruned one."""

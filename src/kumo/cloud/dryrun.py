@@ -524,6 +524,18 @@ class DryRunCloud:
             "update", "server", server_id, Change("spec.volumes", f"attach {volume_id}", None)
         )
 
+    async def create_snapshot(
+        self, volume_id: str, *, name: str, description: str, metadata: dict[str, str]
+    ) -> model.Snapshot:
+        self._record("create", "snapshot", name, Change("volume", None, volume_id))
+        return model.Snapshot(NEW_ID, name, "creating", volume_id, metadata=dict(metadata))
+
+    async def set_snapshot_metadata(self, snapshot_id: str, metadata: dict[str, str]) -> None:
+        self._record("update", "snapshot", snapshot_id, Change("metadata", None, metadata))
+
+    async def delete_snapshot(self, snapshot_id: str) -> None:
+        self._record("delete", "snapshot", snapshot_id)
+
     # -- Neutron networks, subnets and routers -----------------------------------------------
 
     async def create_network(

@@ -40,7 +40,7 @@ def classify(error: Exception, action: str, field: str | None = None) -> Reconci
     detail = _detail(error)
     text = f"{action}: {detail}"
     if isinstance(error, os_exc.HttpException) and status is not None:
-        if status in (413, 403) and "quota" in detail.lower():
+        if status in (413, 403) and _over_quota(detail):
             return TerminalError("QuotaExceeded", text, field=field, recheck=QUOTA_RECHECK_SECONDS)
         if status == 409:
             return TransientError("CloudBusy", text, field=field, retry_after=2.0)
@@ -55,6 +55,13 @@ def classify(error: Exception, action: str, field: str | None = None) -> Reconci
         if status == 404:
             return TerminalError("NotFound", text, field=field)
     return TransientError("CloudUnreachable", text, field=field)
+
+
+def _over_quota(detail: str) -> bool:
+    """Nova and Cinder name the quota; Cinder's snapshot count limit does not
+    ("Maximum number of snapshots allowed (0) exceeded")."""
+    text = detail.lower()
+    return "quota" in text or ("maximum number of" in text and "exceeded" in text)
 
 
 def refused(error: BaseException) -> bool:

@@ -53,7 +53,8 @@ RECORDS: tuple[KindRecord, ...] = (
     KindRecord(
         kinds.VIRTUAL_MACHINE_GROUP,
         VirtualMachineGroupActuator,
-        ("compute",),
+        # Volumes: snapshotBeforeReplace snapshots members' volumes.
+        ("compute", "volumes"),
         # Volumes: a stateful group's volume templates, made as Volume objects.
         creates=(kinds.VIRTUAL_MACHINE, kinds.VOLUME),
     ),

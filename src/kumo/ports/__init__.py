@@ -548,6 +548,27 @@ class VolumesPort(CloudPort, Protocol):
     @write
     async def detach_volume(self, server_id: str, volume_id: str) -> None: ...
 
+    @read
+    async def list_snapshots(self, metadata: dict[str, str]) -> list[model.Snapshot]:
+        """The project's snapshots whose metadata holds every item of ``metadata``: one
+        filtered listing from the API, never cached (only a rollout step asks)."""
+        ...
+
+    @write
+    async def create_snapshot(
+        self, volume_id: str, *, name: str, description: str, metadata: dict[str, str]
+    ) -> model.Snapshot:
+        """Snapshot the volume, attached or not (``force``: crash-consistent)."""
+        ...
+
+    @write
+    async def set_snapshot_metadata(self, snapshot_id: str, metadata: dict[str, str]) -> None:
+        """Make ``metadata`` the snapshot's whole metadata (Orphan releases the marker)."""
+
+    @write
+    async def delete_snapshot(self, snapshot_id: str) -> None:
+        """Delete; a snapshot already gone is fine."""
+
 
 class NetworksPort(CloudPort, Protocol):
     """Neutron networks, their subnets, and routers to the outside with their interfaces."""

@@ -24,6 +24,9 @@ __all__ = [
     "SHARE_MANAGED_VALUE",
     "SHARE_ORPHAN_KEY",
     "SHARE_OWNER_KEY",
+    "SNAPSHOT_GROUP_KEY",
+    "SNAPSHOT_MEMBER_KEY",
+    "SNAPSHOT_TEMPLATE_KEY",
     "AccessRule",
     "ExportLocation",
     "FloatingIP",
@@ -44,6 +47,7 @@ __all__ = [
     "Server",
     "ServerGroup",
     "Share",
+    "Snapshot",
     "Subnet",
     "Volume",
     "floating_ip_owner",
@@ -243,6 +247,14 @@ SHARE_OWNER_KEY = "kumo-owner"
 SHARE_ORPHAN_KEY = "kumo-orphan"
 #: On an access rule: the VirtualMachine it is for (informative; status is derived from it).
 RULE_VM_KEY = "kumo-vm"
+#: On a Cinder snapshot a stateful group took (``snapshotBeforeReplace``): the group
+#: (``<namespace>/<name>``, the one filtered listing), the member VirtualMachine it was
+#: taken before replacing (its UID: one snapshot per volume per replaced member), and
+#: the template the member was replaced for. Its owner (``kumo-owner``) is the Volume
+#: object of the snapshotted volume.
+SNAPSHOT_GROUP_KEY = "kumo-group"
+SNAPSHOT_MEMBER_KEY = "kumo-member"
+SNAPSHOT_TEMPLATE_KEY = "kumo-template"
 
 
 def marker_metadata(uid: str) -> dict[str, str]:
@@ -476,3 +488,17 @@ class Volume:
     attachments: tuple[str, ...] = ()
     source_image: str | None = None
     snapshot_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A Cinder volume snapshot. Marked like volumes, in its metadata."""
+
+    id: str
+    name: str
+    status: str
+    volume_id: str
+    size: int = 0
+    #: Cinder's ``created_at`` (ISO 8601, UTC): newest first is the keep order.
+    created_at: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)

@@ -36,6 +36,13 @@ def http_error(status: int, details: str = "", **headers: str) -> os_exc.HttpExc
         (403, "Quota exceeded for instances", TerminalError, "QuotaExceeded"),
         (413, "Quota exceeded for resources: ['cores']", TerminalError, "QuotaExceeded"),
         (413, "This request was rate-limited.", TransientError, "CloudUnavailable"),
+        # Cinder's snapshot count limit names no quota.
+        (
+            413,
+            "SnapshotLimitExceeded: Maximum number of snapshots allowed (0) exceeded",
+            TerminalError,
+            "QuotaExceeded",
+        ),
         (404, "Instance x could not be found.", TerminalError, "NotFound"),
         (409, "Invalid state PENDING_UPDATE of loadbalancer", TransientError, "CloudBusy"),
         (429, "This request was rate-limited.", TransientError, "CloudUnavailable"),

@@ -13,6 +13,7 @@ refs are taken is read from the members and ``status.imports`` (plan.py decides)
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Collection
 from typing import Any
@@ -32,7 +33,7 @@ from kumo.kinds.labels import (
     TEMPLATE_HASH_LABEL,
     VOLUME_TEMPLATE_LABEL,
 )
-from kumo.kinds.virtualmachinegroup import plan
+from kumo.kinds.virtualmachinegroup import plan, snapshots
 
 EXPECTATION_TTL = 60.0
 
@@ -148,6 +149,10 @@ class VirtualMachineGroupActuator:
             if ctx.store.get(kinds.VOLUME.kind, obj.namespace, name) is not None
         }
         blocked = set(taken.values())
+        gate = await _snapshot_gate(ctx, obj, spec, (hash_, views, bodies), decision, volume_bodies)
+        if gate is not None and gate.held:
+            kept = [n for n in decision.delete if n not in gate.held]
+            decision = dataclasses.replace(decision, delete=kept)
 
         for name in decision.delete:
             await ctx.kube.delete(kinds.VIRTUAL_MACHINE, obj.namespace, name)
@@ -200,15 +205,29 @@ class VirtualMachineGroupActuator:
         extra: dict[str, Any] = {
             "retainedVolumes": retained or None,
             "retainedVolumeCount": len(retained),
+            "snapshotCount": gate.count if gate else obj.status.get("snapshotCount") or 0,
         }
         notes = f"; {len(retained)} volume(s) retained" if retained else ""
+        notes += gate.note if gate else ""
         if taken:
             notes += (
                 f"; Volume(s) {', '.join(sorted(taken))} exist and are not this group's: "
                 f"member(s) {', '.join(plan.member_name(obj.name, i) for i in sorted(blocked))} "
                 "not made"
             )
-        return _report(obj, spec, group, hash_, views, bodies, extra, notes)
+        result = _report(obj, spec, group, hash_, views, bodies, extra, notes)
+        if gate is not None and gate.failure is not None:
+            failure = gate.failure
+            raise TerminalError(
+                failure.reason,
+                failure.detail,
+                field=failure.field,
+                recheck=failure.recheck,
+                status=result.status,
+            )
+        if gate is not None and gate.held:
+            result.requeue_after = snapshots.STEP_SECONDS  # snapshots are not watched
+        return result
 
     async def finalize(
         self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec | None
@@ -364,6 +383,27 @@ class VirtualMachineGroupActuator:
             elif exists:
                 pending.append(plan.MemberView(name, hash_, ready=False, import_key=key))
         return pending
+
+
+async def _snapshot_gate(
+    ctx: Context,
+    obj: Obj,
+    spec: VirtualMachineGroupSpec,
+    members: tuple[str, list[plan.MemberView], list[Body]],
+    decision: plan.OrdinalPlan,
+    volumes: list[Body],
+) -> snapshots.Gate | None:
+    """``snapshotBeforeReplace``: the members this pass replaces for a template change
+    go only once their volumes' snapshots are available (None: nothing to snapshot).
+    ``members``: the current template hash, the members' views and bodies."""
+    hash_, views, bodies = members
+    if spec.snapshot_before_replace is None or not spec.volume_templates:
+        return None
+    names = set(plan.template_replacements(spec, obj.name, hash_, views, decision.delete))
+    if not names:
+        return None
+    replaced = [b for b in bodies if b["metadata"]["name"] in names]
+    return await snapshots.gate(ctx, obj, spec, hash_, replaced, volumes)
 
 
 async def _sync_deletion_policy(

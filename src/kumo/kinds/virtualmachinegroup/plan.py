@@ -309,6 +309,8 @@ def validate(spec: VirtualMachineGroupSpec) -> str | None:
         )
     if spec.identity == "Ordinal" and spec.import_ is not None:
         return "spec.import: not supported with identity Ordinal"
+    if spec.snapshot_before_replace is not None and not spec.volume_templates:
+        return "spec.snapshotBeforeReplace: requires spec.volumeTemplates"
     return None
 
 
@@ -429,6 +431,27 @@ def plan_ordinals(
     if spec.volume_retention.when_scaled_down == "Delete":
         return OrdinalPlan(creates, delete, new_volumes, [v.name for v in beyond], [])
     return OrdinalPlan(creates, delete, new_volumes, [], sorted(v.name for v in beyond))
+
+
+def template_replacements(
+    spec: VirtualMachineGroupSpec,
+    group: str,
+    current_hash: str,
+    members: Sequence[MemberView],
+    delete: Sequence[str],
+) -> list[str]:
+    """Of the members a pass deletes, those a template change replaces (an ordinal below
+    ``replicas`` built from an older template): what ``snapshotBeforeReplace`` snapshots
+    first. Not a scale-down's (their volumes stay or go by ``volumeRetention``)."""
+    going = set(delete)
+    return [
+        m.name
+        for m in members
+        if m.name in going
+        and m.template_hash != current_hash
+        and (ordinal := ordinal_of(group, m.name)) is not None
+        and ordinal < spec.replicas
+    ]
 
 
 def volume_deletion(

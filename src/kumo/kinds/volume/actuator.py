@@ -6,8 +6,10 @@ second volume) → wait while Cinder works on it (creating, extending, attaching
 extend if the spec grew → update the description → report (size, attachments). A
 smaller size is never applied: it is reported (`ShrinkRefused`).
 
-Deletion: every attachment to a server Kumo owns (a VirtualMachine's) is detached
-first, then the volume is deleted. A volume attached to a server Kumo does not own is
+Deletion: the snapshots carrying the Volume's marker (a stateful group's
+``snapshotBeforeReplace``, kinds/snapshots.py) are deleted first — Cinder keeps a volume
+that has snapshots — then every attachment to a server Kumo owns (a VirtualMachine's) is
+detached, then the volume is deleted. A volume attached to a server Kumo does not own is
 never detached or deleted: the pass stays Ready=False (`AttachedToForeignServer`,
 naming the server). ``deletionPolicy: Orphan`` leaves it, attached or not.
 
@@ -34,7 +36,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import references
+from kumo.kinds import references, snapshots
 from kumo.kinds.volume import plan
 
 #: Seconds between passes while Cinder works (an empty volume takes a second or two).
@@ -148,10 +150,26 @@ class VolumeActuator:
                 "deleted once they let it go",
                 after=DELETE_SECONDS,
             )
-        return await ownership.finalize_owned(ctx, obj, owned_volumes(ctx, obj.uid), DELETE_SECONDS)
+        owned = owned_volumes(ctx, obj.uid)
+        # Its snapshots go once it is detached (Kumo's servers first, and never while a
+        # foreign server holds it: then the volume stays, and so do they).
+        attached = snapshots.snapshotted(obj.body) and any(
+            v.attachments for v in await ownership.carrying_marker(obj, owned)
+        )
+        left = [] if attached else await snapshots.delete_for(ctx, obj)
+        if left:
+            return Result.waiting(
+                "Deleting",
+                "Deleting",
+                f"deleting snapshot(s) {', '.join(sorted(s.id for s in left))} first",
+                after=DELETE_SECONDS,
+            )
+        return await ownership.finalize_owned(ctx, obj, owned, DELETE_SECONDS)
 
     async def release(self, ctx: Context, obj: Obj, spec: VolumeSpec | None) -> None:
-        """The volume stays, attached or not, with the orphan mark instead of the marker."""
+        """The volume stays, attached or not, with the orphan mark instead of the marker;
+        so do its snapshots."""
+        await snapshots.release_for(ctx, obj)
         await ownership.release_owned(ctx, obj, owned_volumes(ctx, obj.uid))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:

@@ -4,8 +4,11 @@
   ``attaching``, a detaching one ``detaching``, a deleted one ``deleting``; the next
   ``get_volume`` or listing settles it (``available``/``in-use``, or gone).
 * Volumes have metadata, no tags; attachments name servers.
-* Cinder refuses to delete a volume that is attached (400), and to extend one that is
-  not available.
+* Cinder refuses to delete a volume that is attached (400) or has snapshots (400), and
+  to extend one that is not available.
+* Snapshots: a created one is ``creating`` until the next listing (then ``available``,
+  or ``error`` for a volume in ``fail_snapshots``); a deleted one ``deleting``, then
+  gone. ``snapshot_quota`` refuses creates beyond it (Cinder's 413, terminal).
 """
 
 from __future__ import annotations
@@ -31,6 +34,11 @@ class FakeCinder:
         self.volumes: dict[str, model.Volume] = {}
         self._settle: dict[str, model.Volume | None] = {}  # what the next read shows
         self.calls: list[str] = []
+        self.snapshots: dict[str, model.Snapshot] = {}
+        self._snapshots_settle: dict[str, model.Snapshot | None] = {}
+        self.fail_snapshots: set[str] = set()  # volume IDs whose snapshots end in error
+        self.snapshot_quota: int | None = None
+        self._clock = itertools.count(1)
 
     # -- helpers for tests ----------------------------------------------------------------
 
@@ -158,6 +166,8 @@ class FakeCinder:
             return
         if volume.attachments:
             raise TerminalError("InvalidVolume", f"volume {volume_id} is attached")
+        if any(s.volume_id == volume_id for s in self.snapshots.values()):
+            raise TerminalError("CloudRejected", f"volume {volume_id} has dependent snapshots")
         self.volumes[volume_id] = replace(volume, status="deleting")
         self._settle[volume_id] = None
 
@@ -176,3 +186,55 @@ class FakeCinder:
         kept = tuple(s for s in volume.attachments if s != server_id)
         self.volumes[volume_id] = replace(volume, status="detaching")
         self._settle[volume_id] = self._settled(replace(volume, attachments=kept))
+
+    # -- snapshots --------------------------------------------------------------------------
+
+    async def list_snapshots(self, metadata: dict[str, str]) -> list[model.Snapshot]:
+        self.calls.append("list_snapshots")
+        for snapshot_id, after in list(self._snapshots_settle.items()):
+            del self._snapshots_settle[snapshot_id]
+            if after is None:
+                self.snapshots.pop(snapshot_id, None)
+            else:
+                self.snapshots[snapshot_id] = after
+        return [s for s in self.snapshots.values() if metadata.items() <= s.metadata.items()]
+
+    async def create_snapshot(
+        self, volume_id: str, *, name: str, description: str, metadata: dict[str, str]
+    ) -> model.Snapshot:
+        self.calls.append("create_snapshot")
+        if self.snapshot_quota is not None and len(self.snapshots) >= self.snapshot_quota:
+            raise TerminalError(
+                "QuotaExceeded",
+                "create snapshot: Maximum number of snapshots allowed "
+                f"({self.snapshot_quota}) exceeded",
+                field="spec.snapshotBeforeReplace",
+            )
+        volume = self.volumes[volume_id]
+        snapshot = model.Snapshot(
+            f"snap-{next(_ids):04d}",
+            name,
+            "creating",
+            volume_id,
+            volume.size,
+            f"2026-11-25T08:{next(self._clock):02d}:00.000000",
+            dict(metadata),
+        )
+        self.snapshots[snapshot.id] = snapshot
+        failed = volume_id in self.fail_snapshots
+        self._snapshots_settle[snapshot.id] = replace(
+            snapshot, status="error" if failed else "available"
+        )
+        return snapshot
+
+    async def set_snapshot_metadata(self, snapshot_id: str, metadata: dict[str, str]) -> None:
+        self.calls.append("set_snapshot_metadata")
+        self.snapshots[snapshot_id] = replace(self.snapshots[snapshot_id], metadata=dict(metadata))
+
+    async def delete_snapshot(self, snapshot_id: str) -> None:
+        self.calls.append("delete_snapshot")
+        snapshot = self.snapshots.get(snapshot_id)
+        if snapshot is None:
+            return
+        self.snapshots[snapshot_id] = replace(snapshot, status="deleting")
+        self._snapshots_settle[snapshot_id] = None
