@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: up down test chaos unit lint crds rbac venv bench bench-fleet bench-memory bench-group bench-idle clean image
+.PHONY: up down test chaos unit lint crds rbac venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful clean image
 
 up: venv
 	bash dev/up.sh
@@ -72,6 +72,13 @@ bench-group: venv
 IDLE_GROUPS ?= 10,100
 bench-idle: venv
 	PYTHONPATH=src $(VENV)/bin/python -m bench idle-neutron --groups $(IDLE_GROUPS) $(BENCH_ARGS)
+
+# A stateful group (identity Ordinal, one 1-GiB volume per member) against the direct
+# script, N = 50, three alternating pairs (issue 23; lab, ≈ 15 min).
+STATEFUL_N ?= 50
+STATEFUL_REPEAT ?= 3
+bench-stateful: venv
+	PYTHONPATH=src $(VENV)/bin/python -m bench stateful --n $(STATEFUL_N) --repeat $(STATEFUL_REPEAT) $(BENCH_ARGS)
 
 clean: down
 	rm -rf .kumo-dev $(VENV)

@@ -5,6 +5,7 @@ python -m bench group [--sizes 20,100]   Kumo's CPU per VM by group size, in mem
 python -m bench stack [--n 20,100]       Kumo vs. direct openstacksdk vs. Heat on the lab
 python -m bench fleet [--n 300 --groups 3 --contenders kumo,direct]   a big fleet; Kumo once converged
 python -m bench idle-neutron [--groups 10,100]  idle Neutron requests/min by security groups
+python -m bench stateful [--n 50 --repeat 3]   a stateful group (volumes) vs. direct openstacksdk
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ def main() -> None:
     stack.add_arguments(
         sub.add_parser("fleet", help="real-stack: a big fleet (Kumo, and the direct script)"), True
     )
-    from bench import idle
+    from bench import idle, stateful
+
+    stateful.add_arguments(
+        sub.add_parser("stateful", help="real-stack: a stateful group vs. the direct script")
+    )
 
     idle.add_arguments(sub.add_parser("idle-neutron", help="lab: idle Neutron req/min by groups"))
     args = parser.parse_args()
@@ -39,6 +44,8 @@ def main() -> None:
         group.run(args)
     elif args.command == "idle-neutron":
         idle.run(args)
+    elif args.command == "stateful":
+        stateful.run(args)
     else:
         stack.run(args, fleet=args.command == "fleet")
 

@@ -70,6 +70,7 @@ PORTS = {
     8778: "placement",
     9001: "designate",
     8004: "heat",
+    8776: "cinder",
 }
 
 
@@ -124,6 +125,9 @@ def leftovers(conn: Any) -> dict[str, list[str]]:
             for lb in conn.load_balancer.load_balancers()
             if (lb.name or "").startswith(PREFIX)
         ],
+        "volumes": [
+            v.id for v in conn.block_storage.volumes() if (v.name or "").startswith(PREFIX)
+        ],
         "recordsets": [  # "<zone id>/<recordset id>": the delete needs both
             f"{zone.id}/{rs.id}"
             for zone in conn.dns.zones()
@@ -165,6 +169,9 @@ def sweep(conn: Any, timeout: float = 600) -> None:
         if not now["servers"]:
             for group in now["server_groups"]:
                 conn.compute.delete_server_group(group, ignore_missing=True)
+            for volume in now["volumes"]:  # detached once their servers are gone
+                with contextlib.suppress(Exception):  # still detaching: retried
+                    conn.block_storage.delete_volume(volume, ignore_missing=True)
         return not any(now.values())
 
     wait_for("benchmark resources deleted", gone, timeout, interval=3)

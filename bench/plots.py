@@ -51,15 +51,15 @@ def ready_over_time(rows: Sequence[Row], path: Path) -> Path:
     return path
 
 
-def requests_per_service(rows: Sequence[Row], path: Path) -> Path:
+def requests_per_service(rows: Sequence[Row], path: Path, shown: Sequence[str] = SHOWN) -> Path:
     plt = _pyplot()
     done = [r for r in rows if r.requests and not r.error]
-    services = [s for s in SHOWN if any(r.requests.get(s) for r in done)]
+    services = [s for s in shown if any(r.requests.get(s) for r in done)]
     services.append("other")
     fig, ax = plt.subplots(figsize=SIZE)
     width = 0.8 / max(1, len(done))
     for i, row in enumerate(done):
-        other = row.total_requests - sum(row.requests.get(s, 0) for s in SHOWN)
+        other = row.total_requests - sum(row.requests.get(s, 0) for s in shown)
         values = [row.requests.get(s, 0) for s in services[:-1]] + [other]
         xs = [x + i * width for x in range(len(services))]
         ax.bar(xs, values, width, label=f"{row.contender} N={row.n}")

@@ -52,6 +52,11 @@ class Row:
     active_to_member_s: list[float] = field(default_factory=list)
     #: ``GET /servers/{id}`` nova-api logged during Kumo's converge (issue 24: ≤ 1 % of N)
     converge_server_reads: int | None = None
+    #: The stateful benchmark: Cinder volume creates (POST /volumes) in converge + delete,
+    #: and per stage (volume POST, server POST, attach POST, done seen) the seconds since
+    #: the converge started at which each member reached it
+    volume_creates: int | None = None
+    stages: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def total_requests(self) -> int:
@@ -70,35 +75,41 @@ def _pair(values: list[float]) -> str:
     return f"{percentile(values, 50):.1f}/{percentile(values, 95):.1f}"
 
 
-HEADER = (
-    "N",
-    "contender",
-    "converge s",
-    "delete s",
-    *(f"{s} req" for s in SHOWN),
-    "other req",
-    "total req",
-    "idle req/min",
-    "idle nova B/min",
-    "repair noticed p50/p95 s",
-    "repair VM p50/p95 s",
-    "repair member p50/p95 s",
-    "peak RSS MiB",
-    "CPU s",
-)
+def header(shown: Sequence[str] = SHOWN) -> tuple[str, ...]:
+    """The table's columns, with a request column for each service in ``shown``."""
+    return (
+        "N",
+        "contender",
+        "converge s",
+        "delete s",
+        *(f"{s} req" for s in shown),
+        "other req",
+        "total req",
+        "idle req/min",
+        "idle nova B/min",
+        "repair noticed p50/p95 s",
+        "repair VM p50/p95 s",
+        "repair member p50/p95 s",
+        "peak RSS MiB",
+        "CPU s",
+    )
 
 
-def cells(row: Row) -> list[str]:
+HEADER = header()
+
+
+def cells(row: Row, shown: Sequence[str] = SHOWN) -> list[str]:
+    width = len(header(shown))
     if row.error:
-        return [str(row.n), row.contender, f"FAILED: {row.error}"] + [""] * (len(HEADER) - 3)
-    other = row.total_requests - sum(row.requests.get(s, 0) for s in SHOWN)
+        return [str(row.n), row.contender, f"FAILED: {row.error}"] + [""] * (width - 3)
+    other = row.total_requests - sum(row.requests.get(s, 0) for s in shown)
     idle = "—" if row.idle_per_min is None else _f(sum(row.idle_per_min.values()))
     return [
         str(row.n),
         row.contender,
         _f(row.converge_s),
         _f(row.delete_s),
-        *(str(row.requests.get(s, 0)) if row.requests else "—" for s in SHOWN),
+        *(str(row.requests.get(s, 0)) if row.requests else "—" for s in shown),
         str(other) if row.requests else "—",
         str(row.total_requests) if row.requests else "—",
         idle,
@@ -111,7 +122,7 @@ def cells(row: Row) -> list[str]:
     ]
 
 
-def ratio_cells(row: Row, base: Row) -> list[str] | None:
+def ratio_cells(row: Row, base: Row, shown: Sequence[str] = SHOWN) -> list[str] | None:
     """``row / base`` for converge, delete and request counts (None if either failed)."""
     if row.error or base.error:
         return None
@@ -123,18 +134,19 @@ def ratio_cells(row: Row, base: Row) -> list[str] | None:
 
     out = [str(row.n), f"{row.contender}/{base.contender}", r(row.converge_s, base.converge_s)]
     out.append(r(row.delete_s, base.delete_s))
-    for s in SHOWN:
+    for s in shown:
         out.append(r(row.requests.get(s, 0), base.requests.get(s, 0)) if row.requests else "—")
-    other = row.total_requests - sum(row.requests.get(s, 0) for s in SHOWN)
-    base_other = base.total_requests - sum(base.requests.get(s, 0) for s in SHOWN)
+    other = row.total_requests - sum(row.requests.get(s, 0) for s in shown)
+    base_other = base.total_requests - sum(base.requests.get(s, 0) for s in shown)
     out.append(r(other, base_other))
     out.append(r(row.total_requests, base.total_requests))
-    return out + [""] * (len(HEADER) - len(out))
+    return out + [""] * (len(header(shown)) - len(out))
 
 
-def table(rows: Sequence[Row], base: str = "direct") -> str:
-    """All rows, then for each N the ratios of every other contender to ``base``."""
-    body = [cells(r) for r in rows]
+def table(rows: Sequence[Row], base: str = "direct", shown: Sequence[str] = SHOWN) -> str:
+    """All rows, then for each N the ratios of every other contender to ``base``; a
+    request column per service in ``shown`` (the rest summed as "other")."""
+    body = [cells(r, shown) for r in rows]
     ratios = []
     for row in rows:
         if row.contender == base:
@@ -146,10 +158,10 @@ def table(rows: Sequence[Row], base: str = "direct") -> str:
         ref = refs[k] if k < len(refs) else None
         if ref is None:
             continue
-        line = ratio_cells(row, ref)
+        line = ratio_cells(row, ref, shown)
         if line is not None:
             ratios.append(line)
-    return format_table(list(HEADER), body, ratios)
+    return format_table(list(header(shown)), body, ratios)
 
 
 def format_table(header: list[str], body: list[list[str]], footer: list[list[str]]) -> str:

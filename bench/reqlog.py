@@ -219,16 +219,29 @@ _SERVERS = re.compile(r"^/v2(?:\.1)?(?:/[0-9a-f]{32})?/servers/?$")
 
 def server_create_times(lines: Iterable[tuple[Service, str]], project: str | None) -> list[float]:
     """The wall-clock times (seconds since the epoch, the log's local time) at which
-    nova-api received each ``POST /servers`` of ``project``, in log order: the line's
-    time is when it answered, less the ``time:`` it took."""
+    nova-api received each ``POST /servers`` of ``project``, in log order."""
+    return request_times(lines, project, "nova", "POST", _SERVERS)
+
+
+def request_times(
+    lines: Iterable[tuple[Service, str]],
+    project: str | None,
+    service: str,
+    method: str,
+    path: re.Pattern[str],
+) -> list[float]:
+    """The wall-clock times (seconds since the epoch, the log's local time) at which
+    ``service`` received each ``method`` request of ``project`` whose path (without the
+    query) matches ``path``, in log order: the line's time is when it answered, less the
+    ``time:`` it took (oslo lines only)."""
     import datetime as _dt
 
     out = []
-    for service, line in lines:
-        if service.name != "nova":
+    for svc, line in lines:
+        if svc.name != service:
             continue
         req = parse_line(line)
-        if req is None or req.method != "POST" or not _SERVERS.match(req.path.split("?")[0]):
+        if req is None or req.method != method or not path.match(req.path.split("?")[0]):
             continue
         if project is not None and req.project != project:
             continue

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -175,13 +175,15 @@ class Harness:
         return minus(tally, start[1], now)
 
     # --- direct script and Heat: converge, then delete ---
-    def run_simple(self, contender: Direct | Heat, n: int) -> report.Row:
+    def run_simple(self, contender: Any, n: int) -> report.Row:
+        """A contender with ``converge()`` and ``delete()`` (Direct, Heat, …), timed."""
         row = report.Row(contender.name, n)
         w = self.window()
-        t0 = time.monotonic()
+        t0, t0_wall = time.monotonic(), time.time()
         try:
             contender.converge()
             row.converge_s = time.monotonic() - t0
+            self.measure(contender, row, w[0], t0_wall)
             created = self.requests(w, f"{contender.name}-{n}-converge")
         finally:
             row.ready_timeline = list(getattr(contender, "timeline", []))
@@ -195,11 +197,19 @@ class Harness:
 
     # --- Kumo ---
     def run_kumo(
-        self, n: int, fleet: bool = False, name: str = "kumo", extra: list[str] | None = None
+        self,
+        n: int,
+        fleet: bool = False,
+        name: str = "kumo",
+        extra: list[str] | None = None,
+        kumo: KumoRun | None = None,
     ) -> report.Row:
+        """A Kumo run: ``kumo`` if given (another workload, e.g. the stateful group's),
+        else the stack's or the fleet's."""
         groups, dns = (self.args.groups, self.args.dns) if fleet else (1, False)
         row = report.Row(name, n, groups=groups, dns_records=groups if dns else 0)
-        kumo = KumoRun(n, self.kube, self.hconn, self.args.drift_seconds, groups, dns, extra)
+        if kumo is None:
+            kumo = KumoRun(n, self.kube, self.hconn, self.args.drift_seconds, groups, dns, extra)
         self.kumo = kumo
         try:
             kumo.setup()
@@ -210,10 +220,7 @@ class Harness:
                 kumo.converge()
             row.converge_s = time.monotonic() - t0
             row.ready_timeline = list(kumo.timeline)
-            try:
-                self.critical_path(kumo, row, w[0], t0_wall)
-            except Exception as error:  # a measurement aid: never fail the run for it
-                say(f"kumo: critical path not measured: {type(error).__name__}: {error}")
+            self.measure(kumo, row, w[0], t0_wall)
             created = self.requests(w, f"{name}-{n}-converge")
             row.converge_server_reads = self.server_reads
             say(
@@ -235,6 +242,21 @@ class Harness:
         finally:
             kumo.teardown()
             self.kumo = None
+
+    def measure(self, contender: Any, row: report.Row, window: LogWindow, t0_wall: float) -> None:
+        """After a converge, before its requests are counted: Kumo's critical path
+        (another harness measures its own workload's steps). A measurement aid: it never
+        fails the run."""
+        try:
+            self.measure_steps(contender, row, window, t0_wall)
+        except Exception as error:
+            say(f"{row.contender}: critical path not measured: {type(error).__name__}: {error}")
+
+    def measure_steps(
+        self, contender: Any, row: report.Row, window: LogWindow, t0_wall: float
+    ) -> None:
+        if isinstance(contender, KumoRun):
+            self.critical_path(contender, row, window, t0_wall)
 
     @contextlib.contextmanager
     def profile(self, kumo: KumoRun, phase: str) -> Iterator[None]:
@@ -379,68 +401,28 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
             split(n, args.groups)
         except ValueError as error:
             raise SystemExit(f"--groups: {error}") from None
-    rows: list[report.Row] = []
-    RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     kind = "fleet" if fleet else "stack"
-    commit = subprocess.run(
-        ["git", "-C", str(lab.ROOT), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    with lab_lock(args.no_lock):
-        if "heat" in contenders:
-            ensure_heat()
-        h = Harness(args, stamp)
-        lab.sweep(h.hconn.conn)  # a previous run's leftovers
-        sampler = Sampler(lambda: h.kumo.pid if h.kumo and h.kumo.proc else None)
-        # Always: octavia-api and keystone log no project, so another operator's polls
-        # would be counted as the contender's.
-        with single_operator(h.kube), sampler:
-            try:
-                for n in sizes:
-                    for k, name in ((k, c) for k in range(args.repeat) for c in contenders):
-                        run_no = f" (run {k + 1}/{args.repeat})" if args.repeat > 1 else ""
-                        say(f"=== N={n}: {name}{run_no}")
-                        sampler.phase(f"{name} N={n}{run_no}")
-                        h.run_no = k + 1
-                        try:
-                            if name == "kumo":
-                                row = h.run_kumo(n, fleet=fleet)
-                            elif name in variants:
-                                row = h.run_kumo(n, fleet, name, variants[name])
-                            elif name == "direct":
-                                row = h.run_simple(Direct(n, args.groups if fleet else 1), n)
-                                row.groups = args.groups if fleet else 1
-                            elif name == "heat":
-                                row = h.run_simple(Heat(n), n)
-                            else:
-                                raise SystemExit(f"unknown contender {name}")
-                        except (Exception, KeyboardInterrupt) as error:
-                            row = report.Row(name, n, error=f"{type(error).__name__}: {error}")
-                            say(f"{name} N={n} failed: {row.error}")
-                            lab.sweep(h.hconn.conn)
-                            if isinstance(error, KeyboardInterrupt):
-                                raise
-                        rows.append(row)
-                        say(report.table([row]).splitlines()[-1])
-            finally:
-                lab.sweep(h.hconn.conn)
-    out = RESULTS / f"{kind}-{stamp}.json"
-    out.write_text(
-        json.dumps(
-            {
-                "commit": commit,
-                "args": vars(args),
-                "rows": [asdict(r) for r in rows],
-                "request_shapes": h.calls,
-                "samples": sampler.as_dict(),
-                "profiles": [str(p) for p in h.profiles],
-            },
-            indent=1,
-        )
+    commit = kumo_commit()
+
+    def run_one(h: Harness, name: str, n: int) -> report.Row:
+        if name == "kumo":
+            return h.run_kumo(n, fleet=fleet)
+        if name in variants:
+            return h.run_kumo(n, fleet, name, variants[name])
+        if name == "direct":
+            row = h.run_simple(Direct(n, args.groups if fleet else 1), n)
+            row.groups = args.groups if fleet else 1
+            return row
+        if name == "heat":
+            return h.run_simple(Heat(n), n)
+        raise SystemExit(f"unknown contender {name}")
+
+    prepare = ensure_heat if "heat" in contenders else None
+    h, rows, sampler = sitting(
+        args, lambda: Harness(args, stamp), sizes, contenders, run_one, prepare
     )
+    out = save(kind, stamp, commit, args, rows, h, sampler)
     print()
     print(f"Kumo commit {commit}; {time.strftime('%Y-%m-%d %H:%M')}; details: {out}")
     print(report.fleet_table(rows) if fleet else report.table(rows))
@@ -475,8 +457,93 @@ def run(args: argparse.Namespace, fleet: bool) -> None:
         raise SystemExit("per-server reads over the goal:\n" + "\n".join(missed))
 
 
+def kumo_commit() -> str:
+    return subprocess.run(
+        ["git", "-C", str(lab.ROOT), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+
+
+def sitting(
+    args: argparse.Namespace,
+    make_harness: Callable[[], Harness],
+    sizes: list[int],
+    contenders: list[str],
+    run_one: Callable[[Harness, str, int], report.Row],
+    prepare: Callable[[], None] | None = None,
+) -> tuple[Harness, list[report.Row], Sampler]:
+    """One sitting on the lab: under its lock, with make up's operator paused and the
+    sampler running, for each N the contenders ``args.repeat`` times alternately
+    (``run_one`` runs one); a failed run becomes a row with its error. Leftovers are
+    swept before, after a failure and at the end."""
+    rows: list[report.Row] = []
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with lab_lock(args.no_lock):
+        if prepare is not None:
+            prepare()
+        h = make_harness()
+        lab.sweep(h.hconn.conn)  # a previous run's leftovers
+        sampler = Sampler(lambda: h.kumo.pid if h.kumo and h.kumo.proc else None)
+        # Always: octavia-api and keystone log no project, so another operator's polls
+        # would be counted as the contender's.
+        with single_operator(h.kube), sampler:
+            try:
+                for n in sizes:
+                    for k, name in ((k, c) for k in range(args.repeat) for c in contenders):
+                        run_no = f" (run {k + 1}/{args.repeat})" if args.repeat > 1 else ""
+                        say(f"=== N={n}: {name}{run_no}")
+                        sampler.phase(f"{name} N={n}{run_no}")
+                        h.run_no = k + 1
+                        try:
+                            row = run_one(h, name, n)
+                        except (Exception, KeyboardInterrupt) as error:
+                            row = report.Row(name, n, error=f"{type(error).__name__}: {error}")
+                            say(f"{name} N={n} failed: {row.error}")
+                            lab.sweep(h.hconn.conn)
+                            if isinstance(error, KeyboardInterrupt):
+                                raise
+                        rows.append(row)
+                        say(report.table([row]).splitlines()[-1])
+            finally:
+                lab.sweep(h.hconn.conn)
+    return h, rows, sampler
+
+
+def save(
+    kind: str,
+    stamp: str,
+    commit: str,
+    args: argparse.Namespace,
+    rows: list[report.Row],
+    h: Harness,
+    sampler: Sampler,
+) -> Path:
+    """Every number of the sitting in .kumo-dev/bench/<kind>-<stamp>.json."""
+    out = RESULTS / f"{kind}-{stamp}.json"
+    out.write_text(
+        json.dumps(
+            {
+                "commit": commit,
+                "args": vars(args),
+                "rows": [asdict(r) for r in rows],
+                "request_shapes": h.calls,
+                "samples": sampler.as_dict(),
+                "profiles": [str(p) for p in h.profiles],
+            },
+            indent=1,
+        )
+    )
+    return out
+
+
 def write_plots(
-    rows: list[report.Row], samples: dict[str, Any], stem: str, fleet: bool
+    rows: list[report.Row],
+    samples: dict[str, Any],
+    stem: str,
+    fleet: bool,
+    shown: tuple[str, ...] = report.SHOWN,
 ) -> list[Path]:
     """The run's PNGs in .kumo-dev/bench/ (a missing matplotlib skips them, saying so)."""
     try:
@@ -486,7 +553,7 @@ def write_plots(
         return []
     out = [
         plots.ready_over_time(rows, RESULTS / f"{stem}-ready.png"),
-        plots.requests_per_service(rows, RESULTS / f"{stem}-requests.png"),
+        plots.requests_per_service(rows, RESULTS / f"{stem}-requests.png", shown),
     ]
     if fleet or samples.get("t"):
         out.append(plots.cpu_over_time(samples, RESULTS / f"{stem}-cpu.png"))
