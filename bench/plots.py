@@ -28,7 +28,9 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
-def ready_over_time(rows: Sequence[Row], path: Path) -> Path:
+def ready_over_time(
+    rows: Sequence[Row], path: Path, ylabel: str = "VMs Ready (Kumo) / ACTIVE (direct)"
+) -> Path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=SIZE)
     seen: dict[tuple[str, int], int] = {}
@@ -41,7 +43,7 @@ def ready_over_time(rows: Sequence[Row], path: Path) -> Path:
         label = f"{row.contender} N={row.n}" + (f" run {k}" if repeated else "")
         ax.step(t, n, where="post", label=label)
     ax.set_xlabel("seconds since the objects / creates were submitted")
-    ax.set_ylabel("VMs Ready (Kumo) / ACTIVE (direct)")
+    ax.set_ylabel(ylabel)
     ax.set_title("VMs ready over time")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize="small")

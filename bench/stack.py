@@ -544,6 +544,7 @@ def write_plots(
     stem: str,
     fleet: bool,
     shown: tuple[str, ...] = report.SHOWN,
+    ready: str | None = None,
 ) -> list[Path]:
     """The run's PNGs in .kumo-dev/bench/ (a missing matplotlib skips them, saying so)."""
     try:
@@ -552,7 +553,7 @@ def write_plots(
         say(f"no plots ({error}): pip install -e '.[bench]'")
         return []
     out = [
-        plots.ready_over_time(rows, RESULTS / f"{stem}-ready.png"),
+        plots.ready_over_time(rows, RESULTS / f"{stem}-ready.png", *([ready] if ready else [])),
         plots.requests_per_service(rows, RESULTS / f"{stem}-requests.png", shown),
     ]
     if fleet or samples.get("t"):

@@ -7,8 +7,8 @@ import re
 
 from bench.report import Row, table
 from bench.reqlog import Service, request_times
-from bench.stateful import (
-    SERVICES,
+from bench.stateful import SERVICES
+from bench.stateful_plan import (
     Member,
     failed,
     members_from,
