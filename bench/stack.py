@@ -473,6 +473,7 @@ def sitting(
     contenders: list[str],
     run_one: Callable[[Harness, str, int], report.Row],
     prepare: Callable[[], None] | None = None,
+    shown: tuple[str, ...] = report.SHOWN,
 ) -> tuple[Harness, list[report.Row], Sampler]:
     """One sitting on the lab: under its lock, with make up's operator paused and the
     sampler running, for each N the contenders ``args.repeat`` times alternately
@@ -505,7 +506,7 @@ def sitting(
                             if isinstance(error, KeyboardInterrupt):
                                 raise
                         rows.append(row)
-                        say(report.table([row]).splitlines()[-1])
+                        say(report.table([row], shown=shown).splitlines()[-1])
             finally:
                 lab.sweep(h.hconn.conn)
     return h, rows, sampler

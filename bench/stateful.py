@@ -320,7 +320,7 @@ def run(args: argparse.Namespace) -> None:
         return row
 
     h, rows, sampler = stack.sitting(
-        args, lambda: StatefulHarness(args, stamp), sizes, contenders, run_one
+        args, lambda: StatefulHarness(args, stamp), sizes, contenders, run_one, shown=SERVICES
     )
     out = stack.save("stateful", stamp, commit, args, rows, h, sampler)
     print()
