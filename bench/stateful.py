@@ -329,6 +329,8 @@ def run(args: argparse.Namespace) -> None:
     for r in rows:
         for line in stage_lines(r):
             print(line)
+        if (reads := report.server_reads(r)) is not None:
+            print(reads[0])  # issue 24's figure, shown; the stack benchmark judges it
     for line in per_member_lines(rows):
         print(line)
     if args.repeat > 1:
