@@ -19,6 +19,7 @@ Replay a run with ``KUMO_CHAOS_SEED=<seed>`` (printed in the summary line).
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -46,11 +47,13 @@ def test_stateful_group_under_kills(
     before = stack.snapshot_orphans(conn)
     owners: set[str] = set()
     problems: list[str] = []
+    seconds: list[int] = []  # each phase's, kills included: reported with the figures
 
     def phase(
         what: str, act: Callable[[], None], max_delay: float, replicas: int, flavor: str,
         avoid: frozenset[str] = frozenset(),
     ) -> stateful.Converged:  # fmt: skip
+        started = time.monotonic()
         act()
         for _ in range(KILLS_PER_PHASE):
             stack.seen_owners(ns, owners)
@@ -67,6 +70,7 @@ def test_stateful_group_under_kills(
         except AssertionError:
             run.report("?", "?", settled=False, phase=what)
             raise
+        seconds.append(round(time.monotonic() - started))
         stack.seen_owners(ns, owners)
         problems.extend(f"{what}: {p}" for p in stateful.audit(conn, ns, first, state))
         return state
@@ -95,6 +99,7 @@ def test_stateful_group_under_kills(
     # Deletion: the group deletes its members, then its Volume objects (whenDeleted:
     # Delete), each of which deletes its Cinder volume; a kill lands in the middle.
     stack.seen_owners(ns, owners)
+    started = time.monotonic()
     kubectl("delete", "vmg", stateful.GROUP, "-n", ns, "--wait=false")
     for _ in range(KILLS_PER_PHASE):
         stack.kill_at_work(operator, round(rng.uniform(0.0, 6.0), 1))
@@ -107,6 +112,7 @@ def test_stateful_group_under_kills(
         interval=2,
     )
     remains = stack.wait_nothing_remains(conn, owners)
+    seconds.append(round(time.monotonic() - started))
     problems += [f"left after deletion: {m.kind} {m.id} ({m.name})" for m in remains]
     names = {f"{ns}-{name}" for name in first}
     left = [v for v in stack.cinder_volumes(conn) if v.name in names]
@@ -117,5 +123,5 @@ def test_stateful_group_under_kills(
     duplicates = sum("duplicate" in p or "servers for owner" in p for p in problems)
     lost = sum("lost volume" in p for p in problems)
     leaked = len({m.key for m in leaks} | {m.key for m in remains}) + len(left)
-    run.report(leaked, duplicates, lost=lost, problems=len(problems))
+    run.report(leaked, duplicates, lost=lost, problems=len(problems), seconds=seconds)
     assert not problems, "\n".join(problems)
