@@ -23,9 +23,10 @@ from tests.chaos.audit import (
 from tests.integration.helpers import apply
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj
+from tests.integration.test_stateful_groups import group as stateful_group
 
 GROUP = "st"
-TEMPLATE = "data"
+TEMPLATE = "data"  # the volume template of test_stateful_groups.group
 FLAVORS = ("m1.tiny", "m1.small")
 
 
@@ -38,22 +39,15 @@ def volume(ordinal: int) -> str:
 
 
 def group_manifest(replicas: int, flavor: str = FLAVORS[0]) -> dict[str, Any]:
-    """Retain on scale-down (ordinal i's volume waits, detached, for i to come back),
-    Delete with the group (so deleting it must leave nothing)."""
-    return {
-        "apiVersion": stack.API,
-        "kind": "VirtualMachineGroup",
-        "metadata": {"name": GROUP},
-        "spec": {
-            "replicas": replicas,
-            "haPolicy": "none",
-            "identity": "Ordinal",
-            "strategy": {"maxSurge": 0, "maxUnavailable": 1},
-            "template": {**stack.TEMPLATE, "flavor": flavor},
-            "volumeTemplates": [{"name": TEMPLATE, "size": 1}],
-            "volumeRetention": {"whenScaledDown": "Retain", "whenDeleted": "Delete"},
-        },
-    }
+    """The integration suite's stateful group (one volume template ``data``), on the chaos
+    stack's template; Retain on scale-down (ordinal i's volume waits, detached, for i to
+    come back), Delete with the group (so deleting it must leave nothing)."""
+    return stateful_group(
+        GROUP,
+        replicas,
+        template={**stack.TEMPLATE, "flavor": flavor},
+        volumeRetention={"whenScaledDown": "Retain", "whenDeleted": "Delete"},
+    )
 
 
 def create(namespace: str, replicas: int) -> None:
