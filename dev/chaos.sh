@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make chaos`: the long chaos run on the real local kube-apiserver and OpenStack —
-# 100 SIGKILLs of the operator in a random churn, 10 minutes of churn behind the fault
+# 100 SIGKILLs of the operator in a random churn (and 18 through a stateful group's life), 10 minutes of churn behind the fault
 # proxy, 30 s outages of nova-api and of the Kubernetes API (tests/chaos, docs/testing.md).
 # Like dev/test.sh, the lab is brought up first so per-test timeouts measure tests.
 # Override any figure from the environment: KUMO_CHAOS_KILLS, KUMO_CHAOS_FAULT_SECONDS,

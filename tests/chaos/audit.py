@@ -17,6 +17,13 @@ Definitions:
   for one VirtualMachine, two load balancers for one LoadBalancer, …);
 * a **mismatch** is a VirtualMachine whose servers are not exactly ``[status.id]``
   (none, or another one than recorded).
+
+A stateful group's volumes (:class:`CinderVolume`, :func:`volume_problems`) add:
+
+* a **lost** volume: an ordinal whose Volume object no longer records the Cinder volume it
+  first had (another ID, none, or that volume gone from Cinder): its data is gone;
+* a **duplicate** volume: more than one Cinder volume of one name or one marker;
+* a **shared** volume: one attached to two servers at once.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ MARKER_WORD = re.compile(rf"(?:^|\s){re.escape(OWNER_PREFIX)}(\S+)")
 class Marked:
     """One cloud resource carrying Kumo's marker."""
 
-    kind: str  # "server", "load_balancer", "server_group", "recordset"
+    kind: str  # "server", "load_balancer", "server_group", "recordset", "volume"
     id: str
     owner: str
     name: str = ""
@@ -109,6 +116,74 @@ def server_mismatches(
         for uid, status_id in sorted(recorded.items())
         if sorted(servers.get(uid, [])) != ([status_id] if status_id else [])
     }
+
+
+@dataclass(frozen=True)
+class CinderVolume:
+    """One Cinder volume as the audit needs it."""
+
+    id: str
+    name: str
+    owner: str | None  # its marker (metadata ``kumo-owner``), if any
+    servers: tuple[str, ...] = ()  # the servers it is attached to
+
+
+def lost_volumes(first: Mapping[str, str], now: Mapping[str, str | None]) -> dict[str, str]:
+    """Volume object name → what became of the Cinder volume it first recorded, for every
+    name in ``first`` (name → the first ID) whose ID is not the same in ``now``."""
+    return {
+        name: f"{volume_id} -> {now.get(name) or 'none'}"
+        for name, volume_id in sorted(first.items())
+        if now.get(name) != volume_id
+    }
+
+
+def duplicate_volumes(
+    volumes: Iterable[CinderVolume], names: Iterable[str], owners: Iterable[str] = ()
+) -> dict[str, list[str]]:
+    """Each of ``names`` (Cinder volume names) and ``owners`` (marker UIDs) held by more
+    than one volume → their sorted IDs."""
+    wanted_names, wanted_owners = set(names), set(owners)
+    held: dict[str, list[str]] = defaultdict(list)
+    for v in volumes:
+        if v.name in wanted_names:
+            held[f"name {v.name}"].append(v.id)
+        if v.owner and v.owner in wanted_owners:
+            held[f"marker {v.owner}"].append(v.id)
+    return {k: sorted(ids) for k, ids in sorted(held.items()) if len(ids) > 1}
+
+
+def shared_volumes(volumes: Iterable[CinderVolume]) -> dict[str, list[str]]:
+    """Volume ID → its servers, for every volume attached to more than one server."""
+    return {v.id: sorted(v.servers) for v in volumes if len(set(v.servers)) > 1}
+
+
+def volume_problems(
+    volumes: Iterable[CinderVolume],
+    first: Mapping[str, str],
+    now: Mapping[str, str | None],
+    cinder_names: Mapping[str, str],
+) -> list[str]:
+    """Every lost, duplicate or shared volume of a stateful group, in words.
+
+    ``first``: Volume object name → the Cinder ID it had when first seen; ``now``: the
+    same names → the ID recorded now; ``cinder_names``: Volume object name → the name its
+    Cinder volume has. Owners judged: the markers of the volumes in ``now``."""
+    volumes = list(volumes)
+    present = {v.id for v in volumes}
+    gone = {n: i for n, i in now.items() if i and i not in present}
+    problems = [f"lost volume {name}: {what}" for name, what in lost_volumes(first, now).items()]
+    problems += [f"lost volume {name}: {i} is not in Cinder" for name, i in sorted(gone.items())]
+    owners = {v.owner for v in volumes if v.id in set(now.values()) and v.owner}
+    problems += [
+        f"duplicate volumes for {key}: {ids}"
+        for key, ids in duplicate_volumes(volumes, cinder_names.values(), owners).items()
+    ]
+    problems += [
+        f"volume {vid} attached to {len(servers)} servers: {servers}"
+        for vid, servers in shared_volumes(volumes).items()
+    ]
+    return problems
 
 
 def count_duplicates(duplicates: Mapping[tuple[str, str], list[str]]) -> int:

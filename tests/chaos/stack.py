@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from openstack import exceptions as os_exc
 
+from kumo.cloud.model import SHARE_OWNER_KEY
 from tests.chaos.audit import (
+    CinderVolume,
     Marked,
     count_duplicates,
     find_duplicates,
@@ -141,15 +144,15 @@ def namespace_uids(namespace: str) -> set[str]:
     return {item["metadata"]["uid"] for item in json.loads(out)["items"]}
 
 
-def _status(obj: dict[str, Any] | None) -> dict[str, Any]:
+def status_of(obj: dict[str, Any] | None) -> dict[str, Any]:
     return dict((obj or {}).get("status") or {})
 
 
-def _current(obj: dict[str, Any] | None) -> bool:
+def current(obj: dict[str, Any] | None) -> bool:
     """Ready, and Ready about the latest spec."""
     if obj is None or condition(obj).get("status") != "True":
         return False
-    return bool(_status(obj).get("observedGeneration") == obj["metadata"].get("generation"))
+    return bool(status_of(obj).get("observedGeneration") == obj["metadata"].get("generation"))
 
 
 # -- reading the cloud (directly, not through the proxy) -------------------------------
@@ -175,7 +178,26 @@ def cloud_markers(conn: Any) -> list[Marked]:
             owner = owner_in_text(rs.description)
             if owner:
                 found.append(Marked("recordset", rs.id, owner, rs.name or ""))
+    for v in cinder_volumes(conn):
+        if v.owner:
+            found.append(Marked("volume", v.id, v.owner, v.name))
     return found
+
+
+def cinder_volumes(conn: Any) -> list[CinderVolume]:
+    """Every volume of the project, marked or not, with the servers it is attached to."""
+    response = conn.block_storage.get("/volumes/detail", microversion="3.0")
+    response.raise_for_status()
+    return [
+        CinderVolume(
+            id=v["id"],
+            name=v.get("name") or "",
+            owner=(v.get("metadata") or {}).get(SHARE_OWNER_KEY) or None,
+            servers=tuple(a["server_id"] for a in v.get("attachments") or [] if a.get("server_id")),
+        )
+        for v in response.json()["volumes"]
+        if v.get("status") != "deleted"
+    ]
 
 
 def snapshot_orphans(conn: Any) -> frozenset[tuple[str, str]]:
@@ -225,8 +247,8 @@ def settled(conn: Any, namespace: str, replicas: int) -> Settled | None:
     other member left (not even one being deleted), the pool holding exactly their
     addresses, the DNS record publishing the VIP. None until then."""
     group = get_obj("vmg", GROUP, namespace)
-    st = _status(group)
-    if not _current(group) or (st.get("readyReplicas"), st.get("replicas")) != (
+    st = status_of(group)
+    if not current(group) or (st.get("readyReplicas"), st.get("replicas")) != (
         replicas,
         replicas,
     ):
@@ -235,27 +257,27 @@ def settled(conn: Any, namespace: str, replicas: int) -> Settled | None:
     vms = group_vms(namespace)
     if len(vms) != replicas or any(v["metadata"].get("deletionTimestamp") for v in vms):
         return None
-    if not all(_current(v) and _status(v).get("id") and _status(v).get("ip") for v in vms):
+    if not all(current(v) and status_of(v).get("id") and status_of(v).get("ip") for v in vms):
         return None
     # Statuses alone can look settled while a new leader has not yet seen that a recorded
     # server was deleted (a kill right after an out-of-band delete): ask Nova too.
-    if not all(_server_active(conn, _status(v)["id"]) for v in vms):
+    if not all(server_active(conn, status_of(v)["id"]) for v in vms):
         return None
-    ips = {_status(v)["ip"] for v in vms}
+    ips = {status_of(v)["ip"] for v in vms}
     lb = get_obj("lb", LB, namespace)
-    vip, lb_id = _status(lb).get("vip"), _status(lb).get("id")
-    if not _current(lb) or not vip or not lb_id:
+    vip, lb_id = status_of(lb).get("vip"), status_of(lb).get("id")
+    if not current(lb) or not vip or not lb_id:
         return None
     if pool_member_addresses(conn, lb_id) != {PORT: ips}:
         return None
     dns = get_obj("dns", DNS, namespace)
-    if not _current(dns) or _status(dns).get("records") != [vip]:
+    if not current(dns) or status_of(dns).get("records") != [vip]:
         return None
     assert lb is not None and dns is not None
     return Settled(group, vms, lb, dns, ips)
 
 
-def _server_active(conn: Any, server_id: str) -> bool:
+def server_active(conn: Any, server_id: str) -> bool:
     try:
         server = conn.compute.get_server(server_id)
     except os_exc.NotFoundException:
@@ -305,13 +327,13 @@ def judge(conn: Any, state: Settled, before: frozenset[tuple[str, str]]) -> Verd
         _count_duplicates(conn, state, verdict)
     verdict.problems += verdict.duplicate_problems
 
-    pools = pool_member_addresses(conn, _status(state.lb)["id"])
+    pools = pool_member_addresses(conn, status_of(state.lb)["id"])
     if pools != {PORT: state.ips}:
         verdict.problems.append(f"pool members {pools} != Ready members {sorted(state.ips)}")
-    dns = _status(state.dns)
+    dns = status_of(state.dns)
     try:
         rs = conn.dns.get_recordset(dns["id"], dns["zoneId"])
-        if sorted(rs.records) != [_status(state.lb)["vip"]] or rs.status != "ACTIVE":
+        if sorted(rs.records) != [status_of(state.lb)["vip"]] or rs.status != "ACTIVE":
             verdict.problems.append(f"recordset {rs.id}: {rs.status} {rs.records}")
     except os_exc.NotFoundException:
         verdict.problems.append(f"recordset {dns.get('id')} is gone")
@@ -328,7 +350,7 @@ def _count_duplicates(conn: Any, state: Settled, verdict: Verdict) -> bool:
     markers = cloud_markers(conn)
     namespace = state.group["metadata"]["namespace"]
     vms = [v for v in group_vms(namespace) if not v["metadata"].get("deletionTimestamp")]
-    recorded = {v["metadata"]["uid"]: _status(v).get("id") for v in vms}
+    recorded = {v["metadata"]["uid"]: status_of(v).get("id") for v in vms}
     mismatches = server_mismatches(recorded, markers)
     problems = [
         f"VM {uid}: servers {ids}, status.id {recorded[uid]}" for uid, ids in mismatches.items()
@@ -346,7 +368,7 @@ def _count_duplicates(conn: Any, state: Settled, verdict: Verdict) -> bool:
 
 def _lb_children_surplus(conn: Any, state: Settled, problems: list[str]) -> int:
     """Listeners and pools beyond one per port, members registered twice."""
-    lb_id = _status(state.lb)["id"]
+    lb_id = status_of(state.lb)["id"]
     listeners = list(conn.load_balancer.listeners(load_balancer_id=lb_id))
     pools = [  # filtered here: Octavia's pool filters differ between releases
         p
@@ -465,6 +487,16 @@ def ensure_leading(operator: KumoOperator, timeout: float = 90) -> None:
     if operator.proc is None:
         operator.start()
     operator.wait_role("leader", timeout)
+
+
+def kill_at_work(operator: KumoOperator, delay: float) -> None:
+    """SIGKILL the leading ``operator`` ``delay`` seconds after it leads (so the kill lands
+    in the middle of its work), and start it again: it waits as standby until the dead
+    holder's lease expires."""
+    ensure_leading(operator)  # the kill must hit a leader at work
+    time.sleep(delay)  # the random moment: this is the chaos, not a wait
+    operator.kill()
+    operator.start()
 
 
 OperatorFactory = Callable[..., KumoOperator]

@@ -18,7 +18,6 @@ costs ~12-15 s: the restarted operator waits for the dead holder's lease to expi
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -82,9 +81,6 @@ def _run(step: Step, namespace: str, operator: KumoOperator, conn: Any) -> int:
             victim = members[step.value % len(members)]
             conn.compute.delete_server(victim["status"]["id"], ignore_missing=True)
     else:
-        stack.ensure_leading(operator)  # the kill must hit a leader at work
-        time.sleep(step.delay)  # the random moment: this is the chaos, not a wait
-        operator.kill()
-        operator.start()  # waits as standby until the dead holder's lease expires
+        stack.kill_at_work(operator, step.delay)
         return 1
     return 0

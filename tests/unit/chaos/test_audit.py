@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from tests.chaos.audit import (
+    CinderVolume,
     Marked,
     baseline,
     count_duplicates,
+    duplicate_volumes,
     find_duplicates,
     find_leaks,
+    lost_volumes,
     orphaned,
     owner_in_tags,
     owner_in_text,
     server_mismatches,
+    shared_volumes,
     summary_line,
+    volume_problems,
 )
 
 A, B, C = (
@@ -111,3 +116,56 @@ def test_the_summary_line() -> None:
     )
     unsettled = summary_line(test="faults", seed=1, kills=0, faults={}, leaks="?", duplicates="?")
     assert "leaks=? duplicates=?" in unsettled
+
+
+def test_a_volume_is_lost_when_its_object_records_another_id_or_none() -> None:
+    first = {"st-data-0": "v0", "st-data-1": "v1", "st-data-2": "v2"}
+    now = {"st-data-0": "v0", "st-data-1": "v9", "st-data-2": None}
+    assert lost_volumes(first, now) == {"st-data-1": "v1 -> v9", "st-data-2": "v2 -> none"}
+    assert lost_volumes(first, dict(first)) == {}
+
+
+def test_duplicate_volumes_by_name_and_by_marker() -> None:
+    volumes = [
+        CinderVolume("v1", "ns-st-data-0", A),
+        CinderVolume("v2", "ns-st-data-0", B),  # same name, another marker
+        CinderVolume("v3", "other", C),
+        CinderVolume("v4", "renamed", C),  # same marker, another name
+        CinderVolume("v5", "ns-st-data-9", None),  # not judged
+        CinderVolume("v6", "ns-st-data-9", None),
+    ]
+    assert duplicate_volumes(volumes, ["ns-st-data-0", "ns-st-data-1"], [A, C]) == {
+        "marker " + C: ["v3", "v4"],
+        "name ns-st-data-0": ["v1", "v2"],
+    }
+
+
+def test_a_volume_on_two_servers_is_shared() -> None:
+    volumes = [
+        CinderVolume("v1", "a", A, ("s1",)),
+        CinderVolume("v2", "b", B, ("s2", "s1")),
+        CinderVolume("v3", "c", C, ()),
+    ]
+    assert shared_volumes(volumes) == {"v2": ["s1", "s2"]}
+
+
+def test_volume_problems_name_every_failure() -> None:
+    names = {"st-data-0": "ns-st-data-0", "st-data-1": "ns-st-data-1"}
+    first = {"st-data-0": "v0", "st-data-1": "v1"}
+    good = [
+        CinderVolume("v0", "ns-st-data-0", A, ("s0",)),
+        CinderVolume("v1", "ns-st-data-1", B, ()),
+    ]
+    assert volume_problems(good, first, dict(first), names) == []
+
+    bad = [
+        CinderVolume("v0", "ns-st-data-0", A, ("s0", "s9")),
+        CinderVolume("v7", "ns-st-data-0", A, ()),  # a second one of the name and marker
+    ]
+    problems = volume_problems(bad, first, {"st-data-0": "v0", "st-data-1": "v1"}, names)
+    assert problems == [
+        "lost volume st-data-1: v1 is not in Cinder",
+        f"duplicate volumes for marker {A}: ['v0', 'v7']",
+        "duplicate volumes for name ns-st-data-0: ['v0', 'v7']",
+        "volume v0 attached to 2 servers: ['s0', 's9']",
+    ]

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from tests.chaos import stack
-from tests.chaos.audit import Marked
+from tests.chaos.audit import CinderVolume, Marked
 
-GROUP_UID, LB_UID, DNS_UID = "uid-group", "uid-lb", "uid-dns"
+GROUP_UID, LB_UID, DNS_UID, VOLUME_UID = "uid-group", "uid-lb", "uid-dns", "uid-vol"
 VM_UIDS = ["uid-vm-1", "uid-vm-2"]
 
 
@@ -51,6 +51,18 @@ class FakeCloud:
             NS(id="rs-soa", name="kumo-demo.test.", description=None, records=[], status="ACTIVE"),
         ]
         self.members = [NS(address="10.10.0.1"), NS(address="10.10.0.2")]
+        self.volumes: list[dict[str, Any]] = [
+            {
+                "id": "vol-1",
+                "name": "ns-data",
+                "status": "in-use",
+                "metadata": {"kumo": "managed", "kumo-owner": VOLUME_UID},
+                "attachments": [{"server_id": "srv-0"}],
+            },
+            {"id": "vol-foreign", "name": "x", "status": "available", "metadata": {}},
+            {"id": "vol-gone", "name": "y", "status": "deleted", "metadata": {}},
+        ]
+        self.block_storage = NS(get=self._cinder_get)
         self.compute = NS(
             servers=lambda: list(self.servers),
             server_groups=lambda: list(self.groups),
@@ -68,6 +80,10 @@ class FakeCloud:
             get_recordset=lambda rs_id, zone_id: next(r for r in self.recordsets if r.id == rs_id),
         )
 
+    def _cinder_get(self, path: str, microversion: str) -> Any:
+        assert path == "/volumes/detail"
+        return NS(raise_for_status=lambda: None, json=lambda: {"volumes": list(self.volumes)})
+
 
 def vm(i: int) -> dict[str, Any]:
     return {
@@ -79,7 +95,7 @@ def vm(i: int) -> dict[str, Any]:
 @pytest.fixture
 def cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloud]:
     fake = FakeCloud()
-    live = {GROUP_UID, LB_UID, DNS_UID, *VM_UIDS}
+    live = {GROUP_UID, LB_UID, DNS_UID, VOLUME_UID, *VM_UIDS}
     monkeypatch.setattr(stack, "live_uids", lambda: set(live))
     monkeypatch.setattr(stack, "group_vms", lambda namespace: [vm(0), vm(1)])
     monkeypatch.setattr(stack, "LEAK_GRACE", 0.2)
@@ -110,6 +126,14 @@ def test_markers_of_every_kind_are_found_and_foreign_ones_ignored(cloud: FakeClo
         ("server", "srv-0"),
         ("server", "srv-1"),
         ("server_group", "sg-1"),
+        ("volume", "vol-1"),
+    ]
+
+
+def test_cinder_volumes_are_read_with_their_marker_and_servers(cloud: FakeCloud) -> None:
+    assert stack.cinder_volumes(cloud) == [
+        CinderVolume("vol-1", "ns-data", VOLUME_UID, ("srv-0",)),
+        CinderVolume("vol-foreign", "x", None, ()),
     ]
 
 
