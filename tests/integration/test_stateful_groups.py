@@ -23,7 +23,7 @@ from tests.integration.helpers import (
 )
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
-from tests.integration.test_shares import active_rules
+from tests.integration.test_shares import active_rules, share_manifest
 from tests.integration.test_vm_volumes import attached_servers, volume_of
 
 API = "kumo.dev/v1alpha1"
@@ -177,17 +177,7 @@ def test_load_balancer_and_dns_follow_stateful_members(
             "virtualMachineGroupRef": "app",
         },
     }
-    share = {
-        "apiVersion": API,
-        "kind": "Share",
-        "metadata": {"name": "app"},
-        "spec": {
-            "protocol": "NFS",
-            "size": 1,
-            "shareType": "default",
-            "access": [{"virtualMachineGroupRef": "app", "accessLevel": "rw"}],
-        },
-    }
+    share = share_manifest("app", 1, [{"virtualMachineGroupRef": "app", "accessLevel": "rw"}])
     apply(ns, balancer)
     apply(ns, record)
     apply(ns, share)
