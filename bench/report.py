@@ -38,7 +38,11 @@ class Row:
     repair_vm_s: list[float] = field(default_factory=list)
     repair_member_s: list[float] = field(default_factory=list)
     peak_rss_mib: float | None = None
-    cpu_s: float | None = None
+    cpu_s: float | None = None  # Kumo's CPU seconds from its start to before the delete
+    #: Kumo's CPU seconds during the converge alone and during the delete alone (per VM
+    #: created / deleted: divide by n; issue 24 compares them across group sizes)
+    cpu_converge_s: float | None = None
+    cpu_delete_s: float | None = None
     restart_full_pass_s: float | None = None
     error: str | None = None
     #: (seconds since the converge started, VMs Ready/ACTIVE), at each of the harness's polls
@@ -327,7 +331,26 @@ def critical_path(row: Row) -> list[str]:
         ("ACTIVE (launched_at) → Ready seen", row.active_to_ready_s),
         ("ACTIVE (launched_at) → member in the pool", row.active_to_member_s),
     ]
-    return [f"N={row.n} {row.contender}: " + latency_line(n, v) for n, v in parts if v]
+    lines = [f"N={row.n} {row.contender}: " + latency_line(n, v) for n, v in parts if v]
+    if (cpu := cpu_per_vm(row)) is not None:
+        lines.append(cpu)
+    return lines
+
+
+def cpu_per_vm(row: Row) -> str | None:
+    """Kumo's CPU per VM created and per VM deleted (ms), when measured."""
+    if row.cpu_converge_s is None or not row.n:
+        return None
+    created = f"{1000 * row.cpu_converge_s / row.n:.1f} ms per VM created"
+    deleted = (
+        f", {1000 * row.cpu_delete_s / row.n:.1f} ms per VM deleted"
+        if row.cpu_delete_s is not None
+        else ""
+    )
+    return (
+        f"N={row.n} {row.contender}: CPU {created}{deleted} "
+        f"(group size {row.n // max(row.groups, 1)})"
+    )
 
 
 #: The most ``GET /servers/{id}`` a converge of N VMs may cost, as a share of N.

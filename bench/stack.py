@@ -216,9 +216,11 @@ class Harness:
             kumo.start()
             w = self.window()
             t0, t0_wall = time.monotonic(), time.time()
+            cpu0 = kumo.usage()[1]
             with self.profile(kumo, f"{name}-{n}-converge"):
                 kumo.converge()
             row.converge_s = time.monotonic() - t0
+            row.cpu_converge_s = kumo.usage()[1] - cpu0
             row.ready_timeline = list(kumo.timeline)
             self.measure(kumo, row, w[0], t0_wall)
             created = self.requests(w, f"{name}-{n}-converge")
@@ -231,12 +233,16 @@ class Harness:
             self.repairs(kumo, row)
             if fleet:
                 kumo = self.restart(kumo, row)
-            row.peak_rss_mib, row.cpu_s = kumo.usage()
+            rss, cpu0 = kumo.usage()
+            # After a restart (fleet), row already holds the first process's figures.
+            row.peak_rss_mib = max(row.peak_rss_mib or 0.0, rss)
+            row.cpu_s = (row.cpu_s or 0.0) + cpu0
             w = self.window()
             t0 = time.monotonic()
             with self.profile(kumo, f"{name}-{n}-delete"):
                 kumo.delete()
             row.delete_s = time.monotonic() - t0
+            row.cpu_delete_s = kumo.usage()[1] - cpu0
             row.requests = add(created, self.requests(w, f"{name}-{n}-delete"))
             return row
         finally:

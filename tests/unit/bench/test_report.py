@@ -8,6 +8,8 @@ from bench.report import (
     FLEET_HEADER,
     HEADER,
     Row,
+    cpu_per_vm,
+    critical_path,
     fleet_table,
     format_table,
     percentile,
@@ -99,3 +101,13 @@ def test_minus_takes_out_the_harness_requests() -> None:
     tally = Tally(requests={"nova": 10, "octavia": 4})
     assert minus(tally, {"nova": 3}, {"nova": 5, "octavia": 4}) == {"nova": 8}
     assert add({"nova": 1}, {"nova": 2, "heat": 3}) == {"heat": 3, "nova": 3}
+
+
+def test_cpu_per_vm_divides_each_phase_by_n_and_names_the_group_size() -> None:
+    row = Row("kumo", 300, groups=3, cpu_converge_s=6.0, cpu_delete_s=1.5)
+    line = cpu_per_vm(row)
+    assert line == (
+        "N=300 kumo: CPU 20.0 ms per VM created, 5.0 ms per VM deleted (group size 100)"
+    )
+    assert line in critical_path(row)
+    assert cpu_per_vm(Row("direct", 300)) is None
