@@ -298,10 +298,23 @@ class OctaviaCalls(CloudBase):
         return cached[1] if cached else await self.list_members(pool_id)
 
     async def fetch_members(self, pool_id: str) -> list[model.Member]:
-        found = await self._call(
-            "list members", lambda: list(self.conn.load_balancer.members(pool_id))
-        )
+        found = await self._call("list members", lambda: self._raw_members(pool_id))
         return [_member(x) for x in found]
+
+    def _raw_members(self, pool_id: str) -> list[dict[str, Any]]:
+        """In the call's thread: the pool's members as Octavia's JSON, every page. Not the
+        SDK's ``Member`` resources: building one per member was most of the cost of a
+        read, and a pool that follows a group is read at every change of its members."""
+        found: list[dict[str, Any]] = []
+        url: str | None = f"/lbaas/pools/{pool_id}/members"
+        while url:
+            response = self.conn.load_balancer.get(url)
+            os_exc.raise_from_response(response, error_message=f"GET {url}")
+            body = response.json()
+            found += body.get("members") or []
+            links = [x for x in body.get("members_links") or [] if x.get("rel") == "next"]
+            url = links[0]["href"] if links else None
+        return found
 
     def _members_changing(self, pool_id: str) -> None:
         cached = self.watch.members.get(pool_id)
@@ -329,9 +342,9 @@ class OctaviaCalls(CloudBase):
         path = f"/lbaas/pools/{pool_id}/members"
 
         def replace() -> None:
-            current = list(self.conn.load_balancer.members(pool_id))
-            foreign = [m for m in current if model.owner_of(m.tags) != uid]
-            taken = {(m.address, m.protocol_port) for m in foreign}
+            current = self._raw_members(pool_id)
+            foreign = [m for m in current if model.owner_of(m.get("tags") or []) != uid]
+            taken = {(m.get("address"), m.get("protocol_port")) for m in foreign}
             body = [_as_is(m) for m in foreign]
             body += [_member_body(m) for m in members if (m.address, m.port) not in taken]
             response = self.conn.load_balancer.put(path, json={"members": body})
@@ -486,22 +499,25 @@ def _member_body(m: model.MemberSpec) -> dict[str, Any]:
     return body
 
 
-def _as_is(x: Any) -> dict[str, Any]:
-    """A member's every writable field as Octavia reports it. Fields left out of a batch
-    entry do not stay as they were: Octavia applies its defaults (weight 1, admin state
-    up, not a backup, no monitor address or port)."""
+def _as_is(x: dict[str, Any]) -> dict[str, Any]:
+    """A member's every writable field as Octavia reports it (its JSON). Fields left out
+    of a batch entry do not stay as they were: Octavia applies its defaults (weight 1,
+    admin state up, not a backup, no monitor address or port)."""
     fields = {
-        "name": x.name,
-        "address": x.address,
-        "protocol_port": x.protocol_port,
-        "weight": x.weight,
-        "admin_state_up": x.is_admin_state_up,
-        "backup": x.backup,
-        "subnet_id": x.subnet_id,
-        "monitor_address": x.monitor_address,
-        "monitor_port": x.monitor_port,
-        "tags": list(x.tags or []),
+        key: x.get(key)
+        for key in (
+            "name",
+            "address",
+            "protocol_port",
+            "weight",
+            "admin_state_up",
+            "backup",
+            "subnet_id",
+            "monitor_address",
+            "monitor_port",
+        )
     }
+    fields["tags"] = list(x.get("tags") or [])
     return {k: v for k, v in fields.items() if v is not None}
 
 
@@ -548,15 +564,17 @@ def _pool(x: Any) -> model.Pool:
     )
 
 
-def _member(x: Any) -> model.Member:
+def _member(x: dict[str, Any]) -> model.Member:
+    """A listed member, from Octavia's JSON."""
+    weight = x.get("weight")
     return model.Member(
-        id=x.id,
-        name=x.name or "",
-        address=x.address,
-        port=x.protocol_port,
-        monitor_port=x.monitor_port,
-        tags=list(x.tags or []),
-        weight=1 if x.weight is None else x.weight,
+        id=x["id"],
+        name=x.get("name") or "",
+        address=x["address"],
+        port=x["protocol_port"],
+        monitor_port=x.get("monitor_port"),
+        tags=list(x.get("tags") or []),
+        weight=1 if weight is None else weight,
     )
 
 

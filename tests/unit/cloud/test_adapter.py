@@ -527,6 +527,32 @@ def test_list_members_reports_the_weight(cloud: OpenStackCloud, requests_mock: r
     assert (member.name, member.address, member.port, member.weight) == ("a", "10.0.0.10", 80, 0)
 
 
+def test_list_members_follows_every_page(cloud: OpenStackCloud, requests_mock: rm.Mocker) -> None:
+    """Members are read as Octavia's JSON (not the SDK's resources), so the adapter
+    follows the ``members_links`` itself."""
+    url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
+    requests_mock.get(
+        url,
+        json={
+            "members": [octavia_member("10.0.0.10", ["kumo"])],
+            "members_links": [{"rel": "next", "href": f"{url}?limit=1&marker=mem-10.0.0.10"}],
+        },
+    )
+    requests_mock.get(
+        f"{url}?limit=1&marker=mem-10.0.0.10",
+        complete_qs=True,
+        json={
+            "members": [octavia_member("10.0.0.11", ["kumo"], monitor_port=8080)],
+            "members_links": [{"rel": "previous", "href": f"{url}?limit=1&page_reverse=1"}],
+        },
+    )
+    members = run(cloud.list_members(POOL_ID))
+    assert [(m.address, m.monitor_port) for m in members] == [
+        ("10.0.0.10", None),
+        ("10.0.0.11", 8080),
+    ]
+
+
 def test_while_kumos_member_change_is_pending_the_old_members_are_shown_not_read_again(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
