@@ -41,3 +41,36 @@ def test_scopes_are_apart_and_members_that_left_are_forgotten() -> None:
     assert len(memo._seen["g"]) == 2, "m0 left g: forgotten"
     memo.forget("g")
     assert memo.of("g", bodies) == ["m0", "m1", "m2"] and memo.derived == 7
+
+
+def test_per_body_derives_once_per_body_and_keeps_the_last_few() -> None:
+    from kumo.kinds.derived import PerBody
+
+    index = PerBody(lambda b: {m: i for i, m in enumerate(b["status"]["members"])}, size=2)
+    a = {"metadata": {}, "status": {"members": ["x", "y"]}}
+    b = {"metadata": {}, "status": {"members": ["y"]}}
+    c = {"metadata": {}, "status": {"members": ["z"]}}
+    assert index(a)["y"] == 1 and index(a)["x"] == 0 and index.derived == 1
+    assert index(b) == {"y": 0} and index(a) == {"x": 0, "y": 1} and index.derived == 2
+    index(c)  # a is the most recently asked of a, b: b goes
+    assert index.derived == 3 and index(a)["x"] == 0 and index.derived == 3
+    assert index(b) == {"y": 0} and index.derived == 4
+    a["status"] = {"members": ["w"]}  # replaced in place: seen as a change
+    assert index(a) == {"w": 0}
+
+
+def test_load_balancer_members_by_vm_name_match_a_scan() -> None:
+    from kumo.kinds import ordering
+
+    members = [{"name": f"m{i}", "address": f"10.0.0.{i}", "weight": 1} for i in range(50)]
+    lb = {
+        "metadata": {"name": "lb"},
+        "status": {
+            "ports": [{"port": 80, "members": members}, {"port": 81, "members": members[:3]}]
+        },
+    }
+    for name in ("m1", "m7", "nobody"):
+        scan = tuple(
+            (p["port"], m) for p in lb["status"]["ports"] for m in p["members"] if m["name"] == name
+        )
+        assert ordering.listed_members(lb, name) == scan

@@ -82,13 +82,14 @@ class LoadBalancerActuator:
             _addresses(ctx.store, obj.namespace),
             ctx.cloud.list_live_server_addresses(),
         )
-        drains = plan.draining(spec, wanted, tree, obj.uid, clock)
+        changes = plan.pool_changes(spec, wanted, tree, obj.uid, clock)
+        drains = plan.draining(spec, wanted, tree, obj.uid, clock, changes)
         if pending:
             message = f"load balancer is {lb.provisioning_status}"
             return _waiting(ctx, obj, spec, tree, message, drains)
         unapplied = await _unapplied_changes(ctx, obj, spec, lb)
         name = plan.lb_name(obj.namespace, obj.name)
-        steps = plan.plan_steps(spec, wanted, tree, obj.uid, name, clock)
+        steps = plan.plan_steps(spec, wanted, tree, obj.uid, name, clock, changes)
         if steps:
             result = await _apply(ctx, obj, spec, tree, steps, drains)
         else:

@@ -37,6 +37,10 @@ class WantedMember:
     port: int
     monitor_port: int | None = None
 
+    def fields(self) -> tuple[str, str, int, int | None]:
+        """Its fields in order: what its order compares (a sort key)."""
+        return (self.name, self.address, self.port, self.monitor_port)
+
 
 @dataclass(frozen=True)
 class DrainClock:

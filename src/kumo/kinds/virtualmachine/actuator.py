@@ -668,11 +668,7 @@ def _load_balancers_using(store: Store, obj: Obj) -> list[Body]:
     return [
         lb
         for lb in store.list("LoadBalancer", obj.namespace)
-        if any(
-            m.get("name") == obj.name
-            for port in (lb.get("status") or {}).get("ports") or []
-            for m in port.get("members") or []
-        )
+        if ordering.listed_members(lb, obj.name)
     ]
 
 
