@@ -168,7 +168,8 @@ class Actuator(Protocol):
     info: KindInfo
     # Optional: ``coalesce_seconds``, how long the controller waits before a pass that
     # another object's change asks of this kind (dependents), so a burst of changes
-    # (a group's members) costs one pass; absent means 0.
+    # (a group's members) costs one pass; absent means 0. Or ``coalesce_for(key,
+    # store)``: that wait for one dependent (a group's grows with its size).
     # Optional: ``watched_waits``, reasons of the Ready condition whose wait is for
     # something the cloud watch reports (and the pass reads from the watch's cache):
     # the controller stretches such a wait's unchanged polls, as a deletion's.

@@ -51,12 +51,13 @@ POLL_PATIENCE = 3
 #: changing one after another then cost one pass of the dependent, not one each.
 DEPENDENT_WINDOW_SECONDS = 1.0
 POLL_CAP_SECONDS = 16.0
-#: A live object's wait that its kind declares watched (``watched_waits``: the cloud
-#: watch reports every change of what it waits for, e.g. a server leaving BUILD, and
-#: its pass reads the watch's cache) backs off the same way, up to this: its polls
-#: can see nothing the watch has not already woken it for, they are only a safety net.
-#: A VM building while Nova works through a fleet one server at a time otherwise
-#: polled every 2 s for as long as its turn took, O(N) passes per VM.
+#: A wait that its kind declares watched (``watched_waits``: the cloud watch reports
+#: every change of what it waits for, e.g. a server leaving BUILD or going, and its
+#: pass reads the watch's cache) backs off the same way, live or deleting, up to this:
+#: its polls can see nothing the watch has not already woken it for, they are only a
+#: safety net. A VM building (or deleting) while Nova works through a fleet one server
+#: at a time otherwise polled every 2 s (16 s) for as long as its turn took, O(N)
+#: passes per VM.
 WATCHED_POLL_CAP_SECONDS = 60.0
 
 
@@ -142,9 +143,11 @@ class Controller:
             self._enqueue(key)
         for actuator in self.actuators.values():
             after = getattr(actuator, "coalesce_seconds", 0.0)
+            coalesce = getattr(actuator, "coalesce_for", None)
             for dependent in actuator.dependents(kind, body, self.store):
                 self._polls.pop(dependent, None)
-                self._enqueue(dependent, after, within=DEPENDENT_WINDOW_SECONDS)
+                wait = coalesce(dependent, self.store) if coalesce is not None else after
+                self._enqueue(dependent, wait, within=DEPENDENT_WINDOW_SECONDS)
         metrics.QUEUE_DEPTH.set(len(self.queue))
 
     def _enqueue(
@@ -256,10 +259,10 @@ class Controller:
         version = obj.meta.get("resourceVersion")
         delay = await self.engine.run(actuator, ctx, obj)
         wrote = obj.meta.get("resourceVersion") != version
-        if obj.meta.get("deletionTimestamp"):
-            delay = self._poll_delay(key, delay, wrote)
-        elif _waiting_on_watch(actuator, obj):
-            delay = self._poll_delay(key, delay, wrote, cap=WATCHED_POLL_CAP_SECONDS)
+        watched = _waiting_on_watch(actuator, obj)
+        if obj.meta.get("deletionTimestamp") or watched:
+            cap = WATCHED_POLL_CAP_SECONDS if watched else POLL_CAP_SECONDS
+            delay = self._poll_delay(key, delay, wrote, cap=cap)
         else:
             self._polls.pop(key, None)
         meta = obj.body.get("metadata", {})

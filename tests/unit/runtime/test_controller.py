@@ -586,3 +586,51 @@ def test_only_the_waits_a_kind_declares_watched_back_off() -> None:
         ctl.kube = FakeKube(ctl.store)
         ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
         assert _delays(ctl, Key("VirtualMachine", "default", "vm"), 6) == expected
+
+
+def test_a_deleting_vm_waiting_for_nova_backs_off_to_the_watched_cap() -> None:
+    """A VM whose server Nova is deleting waits on what the watch reports (the server
+    going): its polls stretch up to 60 s, not 16 s; a wait the kind does not declare
+    watched (the Waiter's) keeps the deletion cap."""
+    ctl = controller()
+    key = Key("VirtualMachine", "default", "vm")
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
+    _delays(ctl, key, 2)  # finalizer, server created
+    body = json.loads(json.dumps(ctl.store.get("VirtualMachine", "default", "vm")))
+    body["metadata"]["deletionTimestamp"] = "2026-11-25T00:00:00Z"
+    body["metadata"]["resourceVersion"] = str(int(body["metadata"]["resourceVersion"]) + 1)
+    ctl.observe("VirtualMachine", "MODIFIED", body)
+    delays = _delays(ctl, key, 9)
+    assert delays == [2, 2, 2, 4, 8, 16, 32, 60, 60]
+    server = next(iter(ctl.clouds.cloud.servers.values()))
+    assert server["status"] == "DELETING"  # FakeNova shows it until it is gone
+    assert (
+        ctl.store.get("VirtualMachine", "default", "vm")["status"]["conditions"][0]["reason"]
+        == "Deleting"
+    )
+
+
+@pytest.mark.parametrize(
+    ("replicas", "wait"), [(None, 0.5), (20, 0.5), (100, 0.5), (300, 1.5), (1000, 2.0)]
+)
+def test_a_bigger_group_coalesces_its_member_changes_longer_up_to_two_seconds(
+    replicas: int | None, wait: float
+) -> None:
+    """A group's pass costs O(members) and its members change one at a time, so the wait
+    before the pass a member's change asks grows with spec.replicas above 100 members,
+    bounded at 2 s (what it delays is the group's status and next step, no pool member)."""
+    ctl = controller()
+    spec: dict[str, Any] = {"template": SPEC}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    ctl.observe("VirtualMachineGroup", "ADDED", make_body(VIRTUAL_MACHINE_GROUP, "g", spec))
+    ctl.queue = WorkQueue()
+    member = make_body(
+        VIRTUAL_MACHINE,
+        "g-0",
+        SPEC,
+        ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
+    )
+    ctl.observe("VirtualMachine", "ADDED", member)
+    due, _ = ctl.queue._due[Key("VirtualMachineGroup", "default", "g")]
+    assert wait - 0.2 < due - time.monotonic() <= wait

@@ -100,16 +100,21 @@ def pool_members(
     went to 0 — as recorded in status; a member found at weight 0 with no record
     starts its clock now."""
     drain = datetime.timedelta(seconds=port.real_servers.drain_seconds)
-    foreign = {(m.address, m.port) for m in current if owner_of(m.tags) != uid}
-    ours = sorted(
-        (m for m in current if owner_of(m.tags) == uid), key=lambda m: (m.address, m.port)
-    )
+    foreign: set[tuple[str, int]] = set()
+    mine = []
+    for m in current:  # (each member's owner read once: this runs per pass per pool)
+        if owner_of(m.tags) == uid:
+            mine.append(m)
+        else:
+            foreign.add((m.address, m.port))
+    ours = sorted(mine, key=lambda m: (m.address, m.port))
+    tags = marker_tags(uid)
     batch: list[MemberSpec] = []
     claimed: set[tuple[str, int]] = set()
     for w in wanted:
         key = (w.address, w.port)
         if key not in foreign and key not in claimed:
-            batch.append(MemberSpec(w.name, w.address, w.port, w.monitor_port, 1, marker_tags(uid)))
+            batch.append(MemberSpec(w.name, w.address, w.port, w.monitor_port, 1, list(tags)))
             claimed.add(key)
     draining: list[Draining] = []
     started: list[Draining] = []
@@ -127,7 +132,7 @@ def pool_members(
             continue
         if m.weight != 0:
             started.append(leaving)
-        batch.append(MemberSpec(m.name, m.address, m.port, m.monitor_port, 0, marker_tags(uid)))
+        batch.append(MemberSpec(m.name, m.address, m.port, m.monitor_port, 0, list(tags)))
     held = {(m.address, m.port) for m in ours}
     return PoolMembers(
         batch=batch,

@@ -51,11 +51,12 @@ ERROR_COUNTERS = ("errorReplacements", "lastErrorReplacement")
 
 class VirtualMachineActuator:
     info = kinds.VIRTUAL_MACHINE
-    #: A building server's change (ACTIVE, ERROR, gone) is reported by the cloud watch,
-    #: which wakes the VM, and the pass reads the server from the watch's cache: its
-    #: 2-s polls back off (controller), instead of O(N) of them per VM while Nova works
-    #: through a fleet.
-    watched_waits = frozenset({"Building"})
+    #: A building or deleting server's change (ACTIVE, ERROR, gone) is reported by the
+    #: cloud watch, which wakes the VM, and the pass reads the server from the watch's
+    #: cache: its polls back off up to 60 s (controller), instead of O(N) of them per VM
+    #: while Nova works through a fleet. (Not ``Draining``: a LoadBalancer's or Share's
+    #: status change wakes it, and its drain timeout is measured by its polls.)
+    watched_waits = frozenset({"Building", "Deleting"})
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> Result:
         user_data = await _user_data(ctx, obj, spec)

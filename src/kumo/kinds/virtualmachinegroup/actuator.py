@@ -43,8 +43,16 @@ class VirtualMachineGroupActuator:
     info = kinds.VIRTUAL_MACHINE_GROUP
     #: A member's change is looked at after this long, so a burst of member changes (a
     #: scale-out's creates, a fleet turning ACTIVE) costs one pass over all members, not
-    #: one each. What it delays is the group's status and rollout steps, not any server.
+    #: one each. What it delays is the group's status and its next step (rollout, a
+    #: member object replaced), not any server, pool member or DNS value (LoadBalancers
+    #: and DNSRecords follow the members themselves).
     coalesce_seconds = 0.5
+    #: ... for a group of up to this many members; a bigger one waits in proportion, up
+    #: to COALESCE_MAX_SECONDS: a pass costs O(members) (its status lists them all), and
+    #: members change one at a time as Nova works through them (one every ~0.5 s), so
+    #: a fixed window made a group's passes O(members²) over a fleet.
+    COALESCE_MEMBERS = 100
+    COALESCE_MAX_SECONDS = 2.0
 
     def __init__(self) -> None:
         # uid → {member name: (expected to exist?, since, the ref it imports)}
@@ -289,6 +297,16 @@ class VirtualMachineGroupActuator:
         self._expected.pop(obj.uid, None)
         self._expected_volumes.pop(obj.uid, None)
         self._derived.forget(obj.uid)
+
+    def coalesce_for(self, key: Key, store: Store) -> float:
+        """How long the group ``key`` waits before the pass a member's change asks of it:
+        0.5 s up to 100 members (``spec.replicas``), in proportion above (1.5 s at 300),
+        2 s at most."""
+        body = store.get(key.kind, key.namespace, key.name) or {}
+        replicas = (body.get("spec") or {}).get("replicas")
+        size = replicas if isinstance(replicas, int) else 0
+        scaled = self.coalesce_seconds * size / self.COALESCE_MEMBERS
+        return min(self.COALESCE_MAX_SECONDS, max(self.coalesce_seconds, scaled))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """A member changed: its group must recount. A referrer that goes first (a
