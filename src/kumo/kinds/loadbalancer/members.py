@@ -20,6 +20,8 @@ one member at a time (one per pass), and many changes in one batch.
 from __future__ import annotations
 
 import datetime
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,7 +109,7 @@ def pool_members(
             mine.append(m)
         else:
             foreign.add((m.address, m.port))
-    ours = sorted(mine, key=lambda m: (m.address, m.port))
+    ours = sorted(mine, key=_ADDRESS_PORT)
     tags = marker_tags(uid)
     batch: list[MemberSpec] = []
     claimed: set[tuple[str, int]] = set()
@@ -133,13 +135,13 @@ def pool_members(
         if m.weight != 0:
             started.append(leaving)
         batch.append(MemberSpec(m.name, m.address, m.port, m.monitor_port, 0, list(tags)))
-    held = {(m.address, m.port) for m in ours}
+    held = set(map(_ADDRESS_PORT, ours))
     return PoolMembers(
         batch=batch,
         draining=draining,
         started=started,
         removed=removed,
-        added=[b for b in batch if (b.address, b.port) not in held],
+        added=[b for b in batch if _ADDRESS_PORT(b) not in held],
         changed=_shape(batch) != _shape(ours),
     )
 
@@ -199,12 +201,17 @@ def _server_gone(addresses: dict[str, str | None], m: Member) -> bool:
 
 def _shape(members: list[Member] | list[MemberSpec]) -> set[tuple[Any, ...]]:
     """What a batch update would change about a member set (tags aside)."""
-    return {_state(m) for m in members}
+    return set(map(_state, members))
 
 
-def _state(m: Member | MemberSpec) -> tuple[Any, ...]:
-    """What an update would change about one member (tags aside)."""
-    return (m.name, m.address, m.port, m.monitor_port, m.weight)
+#: What an update would change about one member (tags aside); its identity in a pool.
+#: (attrgetter: in C, as a pass reads them for every member of every pool.)
+_state: Callable[[Member | MemberSpec], tuple[Any, ...]] = operator.attrgetter(
+    "name", "address", "port", "monitor_port", "weight"
+)
+_ADDRESS_PORT: Callable[[Member | MemberSpec], tuple[str, int]] = operator.attrgetter(
+    "address", "port"
+)
 
 
 def label(m: Member | MemberSpec) -> str:

@@ -17,6 +17,7 @@ the port's ``drainSeconds``, then removed. When the drain started is recorded in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,20 +189,34 @@ def moves_members(lb: Body, vm: Body) -> bool:
 
 
 def wanted_members(vms: list[Body], port: Port) -> list[members.WantedMember]:
+    wanted = port_wanting(port)
+    return sort_wanted(w for w in map(wanted, vms) if w is not None)
+
+
+def sort_wanted(found: Iterable[members.WantedMember]) -> list[members.WantedMember]:
+    """Sorted by the fields in order, as WantedMember's own order, without a Python-level
+    comparison per pair (a 300-member pool took ~2,500 of them per pass)."""
+    return sorted(found, key=members.WantedMember.fields)
+
+
+def port_wanting(port: Port) -> Callable[[Body], members.WantedMember | None]:
+    """What a VM is to ``port``'s pool: the member it should be, or None (another
+    group's, or not Ready with an address)."""
     group = port.real_servers.virtual_machine_group_ref
-    mport = monitor_port(port)
-    # Sorted by the fields in order, as WantedMember's own order, without a Python-level
-    # comparison per pair (a 300-member pool took ~2,500 of them per pass).
-    return sorted(
-        (
-            members.WantedMember(
-                vm["metadata"]["name"], vm["status"]["ip"], port.real_servers.port, mport
-            )
-            for vm in vms
-            if (vm["metadata"].get("labels") or {}).get(GROUP_LABEL) == group and is_member_vm(vm)
-        ),
-        key=members.WantedMember.fields,
-    )
+    backend, mport = port.real_servers.port, monitor_port(port)
+
+    def wanted(vm: Body) -> members.WantedMember | None:
+        if (vm["metadata"].get("labels") or {}).get(GROUP_LABEL) != group or not is_member_vm(vm):
+            return None
+        return members.WantedMember(vm["metadata"]["name"], vm["status"]["ip"], backend, mport)
+
+    return wanted
+
+
+def port_key(port: Port) -> tuple[str, int, int | None]:
+    """All of a port that :func:`port_wanting` reads: equal keys, same answers."""
+    rs = port.real_servers
+    return (rs.virtual_machine_group_ref, rs.port, monitor_port(port))
 
 
 # -- observed tree -----------------------------------------------------------------------------
