@@ -130,6 +130,7 @@ class DNSRecordActuator:
 
     async def release(self, ctx: Context, obj: Obj, spec: DNSRecordSpec | None) -> None:
         zones = [z for z in [obj.status.get("zoneId")] if z]
+        plan.MEMBERS.forget(obj.uid)
         await ownership.release_owned(ctx, obj, _recordsets(ctx, obj, *zones))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:

@@ -131,14 +131,19 @@ class LoadBalancerActuator:
         waiting = ordering.wait_for_referrers(ctx.store, obj)
         if waiting:
             return waiting
-        for known in [k for k in self._wanted if k[0] == obj.uid]:
-            del self._wanted[known]
+        self._forget(obj)
         return await ownership.finalize_owned(ctx, obj, _load_balancers(ctx, obj), DELETE_SECONDS)
 
     async def release(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> None:
         """Only the load balancer carries the orphan mark: its listeners, pools and
         members are Octavia's children of it, never swept on their own."""
+        self._forget(obj)
         await ownership.release_owned(ctx, obj, _load_balancers(ctx, obj))
+
+    def _forget(self, obj: Obj) -> None:
+        """The object goes: its cache of wanted members with it."""
+        for known in [k for k in self._wanted if k[0] == obj.uid]:
+            del self._wanted[known]
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """LoadBalancers whose members change when a VM (of a referenced group) or a
