@@ -634,3 +634,22 @@ def test_a_bigger_group_coalesces_its_member_changes_longer_up_to_two_seconds(
     ctl.observe("VirtualMachine", "ADDED", member)
     due, _ = ctl.queue._due[Key("VirtualMachineGroup", "default", "g")]
     assert wait - 0.2 < due - time.monotonic() <= wait
+
+
+def test_a_big_group_in_a_rollout_keeps_the_short_wait() -> None:
+    """A rollout's steps each wait for a member's change (a new one Ready): while the
+    group's status says members are not up to date, it waits 0.5 s whatever its size."""
+    ctl = controller()
+    group = make_body(VIRTUAL_MACHINE_GROUP, "g", {"template": SPEC, "replicas": 300})
+    group["status"] = {"replicas": 301, "updatedReplicas": 40}
+    ctl.observe("VirtualMachineGroup", "ADDED", group)
+    ctl.queue = WorkQueue()
+    member = make_body(
+        VIRTUAL_MACHINE,
+        "g-0",
+        SPEC,
+        ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
+    )
+    ctl.observe("VirtualMachine", "ADDED", member)
+    due, _ = ctl.queue._due[Key("VirtualMachineGroup", "default", "g")]
+    assert 0.3 < due - time.monotonic() <= 0.5

@@ -301,10 +301,15 @@ class VirtualMachineGroupActuator:
     def coalesce_for(self, key: Key, store: Store) -> float:
         """How long the group ``key`` waits before the pass a member's change asks of it:
         0.5 s up to 100 members (``spec.replicas``), in proportion above (1.5 s at 300),
-        2 s at most."""
+        2 s at most. 0.5 s while its status says a rollout is under way (members not up
+        to date): each of its steps waits for a member's change, and no step of it waits
+        longer than before."""
         body = store.get(key.kind, key.namespace, key.name) or {}
         replicas = (body.get("spec") or {}).get("replicas")
         size = replicas if isinstance(replicas, int) else 0
+        status = body.get("status") or {}
+        if (status.get("updatedReplicas") or 0) < (status.get("replicas") or 0):
+            return self.coalesce_seconds
         scaled = self.coalesce_seconds * size / self.COALESCE_MEMBERS
         return min(self.COALESCE_MAX_SECONDS, max(self.coalesce_seconds, scaled))
 
