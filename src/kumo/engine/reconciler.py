@@ -406,9 +406,13 @@ def prune_none(value: Any) -> Any:
     """Drop ``None`` everywhere: absent and null mean the same in status, and the API
     server would reject a null where the schema says string."""
     if isinstance(value, dict):
-        return {k: prune_none(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [prune_none(v) for v in value]
+        return {
+            k: prune_none(v) if isinstance(v, dict | list) else v
+            for k, v in value.items()
+            if v is not None
+        }
+    if isinstance(value, list):  # (no call per scalar: a group's status lists every member)
+        return [prune_none(v) if isinstance(v, dict | list) else v for v in value]
     return value
 
 

@@ -17,9 +17,11 @@ Every wait is bounded (``WAIT_LIMIT_SECONDS``).
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 from kumo.engine.objects import Body, Key, Obj, Store
 from kumo.engine.result import Result
+from kumo.kinds.derived import PerBody
 from kumo.kinds.references import goes_first, referenced_names
 
 WAIT_LIMIT_SECONDS = 120.0
@@ -74,16 +76,31 @@ def unblocked_by(kind: str, body: Body, target: str) -> list[Key]:
     return [Key(target, namespace, name) for f in fields for name in referenced_names(spec, f)]
 
 
+def _listed_members(lb: Body) -> dict[str, tuple[tuple[Any, Body], ...]]:
+    members: dict[str, list[tuple[Any, Body]]] = {}
+    for port in (lb.get("status") or {}).get("ports") or []:
+        for m in port.get("members") or []:
+            members.setdefault(m.get("name"), []).append((port.get("port"), m))
+    return {name: tuple(found) for name, found in members.items()}
+
+
+#: A LoadBalancer's status, indexed once per body (kinds/derived.py): each VM's event
+#: and each deleting VM's pass looks itself up in it, which was a scan of every member.
+_LISTED = PerBody(_listed_members)
+
+
+def listed_members(lb: Body, vm_name: str) -> tuple[tuple[Any, Body], ...]:
+    """(port, member entry) of each member a LoadBalancer's status lists for the VM
+    ``vm_name`` (entries are shared: do not change them)."""
+    return _LISTED(lb).get(vm_name, ())
+
+
 def load_balancers_holding(store: Store, namespace: str, vm_name: str) -> list[str]:
     """LoadBalancers whose status still lists the VM ``vm_name`` as a pool member."""
     return sorted(
         lb["metadata"]["name"]
         for lb in store.list("LoadBalancer", namespace)
-        if any(
-            m.get("name") == vm_name
-            for port in (lb.get("status") or {}).get("ports") or []
-            for m in port.get("members") or []
-        )
+        if listed_members(lb, vm_name)
     )
 
 

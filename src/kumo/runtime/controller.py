@@ -22,6 +22,7 @@ from typing import Any
 from kumo.api.kinds import KINDS, KindInfo
 from kumo.cloud.dryrun import DryRunCloud
 from kumo.cloud.notifications import NoticeBoard
+from kumo.engine import conditions
 from kumo.engine.errors import ReconcileError, TransientError
 from kumo.engine.objects import Actuator, Body, Context, Key, Obj, copy_body
 from kumo.engine.queue import WorkQueue
@@ -50,6 +51,14 @@ POLL_PATIENCE = 3
 #: changing one after another then cost one pass of the dependent, not one each.
 DEPENDENT_WINDOW_SECONDS = 1.0
 POLL_CAP_SECONDS = 16.0
+#: A wait that its kind declares watched (``watched_waits``: the cloud watch reports
+#: every change of what it waits for, e.g. a server leaving BUILD or going, and its
+#: pass reads the watch's cache) backs off the same way, live or deleting, up to this:
+#: its polls can see nothing the watch has not already woken it for, they are only a
+#: safety net. A VM building (or deleting) while Nova works through a fleet one server
+#: at a time otherwise polled every 2 s (16 s) for as long as its turn took, O(N)
+#: passes per VM.
+WATCHED_POLL_CAP_SECONDS = 60.0
 
 
 class EventRecorder:
@@ -134,9 +143,11 @@ class Controller:
             self._enqueue(key)
         for actuator in self.actuators.values():
             after = getattr(actuator, "coalesce_seconds", 0.0)
+            coalesce = getattr(actuator, "coalesce_for", None)
             for dependent in actuator.dependents(kind, body, self.store):
                 self._polls.pop(dependent, None)
-                self._enqueue(dependent, after, within=DEPENDENT_WINDOW_SECONDS)
+                wait = coalesce(dependent, self.store) if coalesce is not None else after
+                self._enqueue(dependent, wait, within=DEPENDENT_WINDOW_SECONDS)
         metrics.QUEUE_DEPTH.set(len(self.queue))
 
     def _enqueue(
@@ -247,8 +258,11 @@ class Controller:
         self._audit.discard(key)
         version = obj.meta.get("resourceVersion")
         delay = await self.engine.run(actuator, ctx, obj)
-        if obj.meta.get("deletionTimestamp"):
-            delay = self._poll_delay(key, delay, obj.meta.get("resourceVersion") != version)
+        wrote = obj.meta.get("resourceVersion") != version
+        watched = _waiting_on_watch(actuator, obj)
+        if obj.meta.get("deletionTimestamp") or watched:
+            cap = WATCHED_POLL_CAP_SECONDS if watched else POLL_CAP_SECONDS
+            delay = self._poll_delay(key, delay, wrote, cap=cap)
         else:
             self._polls.pop(key, None)
         meta = obj.body.get("metadata", {})
@@ -261,7 +275,9 @@ class Controller:
         metrics.RECONCILES.labels(key.kind, outcome).inc()
         self._enqueue(key, delay if delay is not None else self.resync_seconds, obj.body)
 
-    def _poll_delay(self, key: Key, asked: float | None, wrote: bool) -> float | None:
+    def _poll_delay(
+        self, key: Key, asked: float | None, wrote: bool, cap: float = POLL_CAP_SECONDS
+    ) -> float | None:
         """The delay to requeue ``key`` with: ``asked``, stretched while it polls (see
         POLL_PATIENCE). Any event about the key (its own, a dependency's, the cloud
         watch's) forgets the count, so nothing it waits for is noticed later."""
@@ -276,7 +292,7 @@ class Controller:
         self._polls[key] = (asked, unchanged)
         if unchanged < POLL_PATIENCE:
             return asked
-        return max(asked, min(POLL_CAP_SECONDS, asked * 2 ** (unchanged - POLL_PATIENCE + 1)))
+        return max(asked, min(cap, asked * 2 ** (unchanged - POLL_PATIENCE + 1)))
 
     async def _confirm(self, key: Key) -> None:
         fresh = await self.kube.get(INFO_BY_KIND[key.kind], key.namespace, key.name)
@@ -386,6 +402,16 @@ def key_of(kind: str, body: Body) -> Key:
     """The work-queue key of an object body (namespace ``default`` when absent)."""
     meta = body["metadata"]
     return Key(kind, meta.get("namespace", "default"), meta["name"])
+
+
+def _waiting_on_watch(actuator: Actuator, obj: Obj) -> bool:
+    """Does ``obj``'s pass wait on something its kind says the cloud watch reports
+    (``watched_waits``: reasons of its Ready condition, e.g. a VM's ``Building``)?"""
+    watched = getattr(actuator, "watched_waits", ())
+    if not watched:
+        return False
+    ready = conditions.get_condition(obj.status.get("conditions") or [], conditions.READY)
+    return ready is not None and ready.get("status") != "True" and ready.get("reason") in watched
 
 
 def _worth_reconciling(old: Body | None, new: Body) -> bool:

@@ -499,3 +499,157 @@ def test_a_burst_of_member_changes_costs_the_group_one_pass() -> None:
     due, urgent = ctl.queue._due[key]
     assert not urgent and 0.3 < due - time.monotonic() <= 0.5
     assert len(ctl.queue._heaps[1]) == 21, "one entry for the group, one per member"
+
+
+def test_copy_body_copies_plain_bodies_in_one_c_round_trip(monkeypatch: Any) -> None:
+    """A body of plain builtins is copied by one marshal round trip (C), not a walk per
+    node; anything marshal refuses (a dict subclass, a datetime) still takes the walk,
+    and either way nothing mutable is shared with the original."""
+    import datetime
+    import marshal
+
+    from kumo.engine import objects
+
+    walked: list[Any] = []
+    original_walk = objects._copy_walk
+
+    def walk(value: Any) -> Any:
+        walked.append(value)
+        return original_walk(value)
+
+    monkeypatch.setattr(objects, "_copy_walk", walk)
+    plain = {"status": {"members": [{"name": f"m{i}", "weight": 1} for i in range(300)]}}
+    copied = copy_body(plain)
+    assert copied == plain and walked == []
+    assert copied["status"]["members"][7] is not plain["status"]["members"][7]
+    copied["status"]["members"][7]["weight"] = 0
+    assert plain["status"]["members"][7]["weight"] == 1
+
+    class Sub(dict):  # type: ignore[type-arg]
+        pass
+
+    moment = datetime.datetime(2026, 11, 25, tzinfo=datetime.UTC)
+    odd = Sub(a=[{"b": 1}], when=moment)
+    with pytest.raises(ValueError):
+        marshal.dumps(odd)
+    copied = copy_body(odd)
+    assert walked and copied == odd and type(copied) is dict
+    assert copied["a"][0] is not odd["a"][0] and copied["when"] == moment
+
+
+def _delays(ctl: Controller, key: Key, passes: int) -> list[int]:
+    """The requeue delay each of ``passes`` passes of ``key`` asks for (rounded)."""
+    found = []
+    for _ in range(passes):
+        ctl.queue = WorkQueue()
+        asyncio.run(ctl.process(key))
+        due = ctl.queue.next_due()
+        assert due is not None
+        found.append(round(due - time.monotonic()))
+    return found
+
+
+def test_a_building_vm_backs_off_its_polls_and_the_watch_wakes_it() -> None:
+    """A VM whose server builds waits on what the cloud watch reports (its pass reads
+    the watch's cache): its unchanged polls stretch up to 60 s instead of one every 2 s
+    while Nova works through a fleet; the watch's report of its server resets that."""
+    ctl = controller()
+    key = Key("VirtualMachine", "default", "vm")
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
+    assert _delays(ctl, key, 2) == [2, 2]  # finalizer + server created, then building
+    body = ctl.store.get("VirtualMachine", "default", "vm")
+    assert body is not None and body["status"]["phase"] == "Building"
+    assert _delays(ctl, key, 8) == [2, 4, 8, 16, 32, 60, 60, 60]
+    ctl.cloud_changed({body["metadata"]["uid"]}, set())  # the watch saw its server change
+    assert _delays(ctl, key, 4) == [2, 2, 2, 4]
+    server = next(iter(ctl.clouds.cloud.servers.values()))
+    server.update(status="ACTIVE", task_state=None, host="host-a")
+    ctl.cloud_changed({body["metadata"]["uid"]}, set())
+    ctl.queue = WorkQueue()
+    asyncio.run(ctl.process(key))
+    body = ctl.store.get("VirtualMachine", "default", "vm")
+    assert body is not None and body["status"]["phase"] == "Running"
+
+
+def test_only_the_waits_a_kind_declares_watched_back_off() -> None:
+    """``watched_waits`` names the waits that back off: a live object waiting on
+    anything else (what no watch reports) keeps asking every 2 s."""
+
+    class Watched(Waiter):
+        watched_waits = frozenset({"Building"})
+
+    class Unwatched(Waiter):
+        watched_waits = frozenset({"SomethingElse"})
+
+    for actuator, expected in ((Watched(), [2, 2, 2, 4, 8, 16]), (Unwatched(), [2] * 6)):
+        ctl = Controller([actuator], None, OneCloud())
+        ctl.kube = FakeKube(ctl.store)
+        ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
+        assert _delays(ctl, Key("VirtualMachine", "default", "vm"), 6) == expected
+
+
+def test_a_deleting_vm_waiting_for_nova_backs_off_to_the_watched_cap() -> None:
+    """A VM whose server Nova is deleting waits on what the watch reports (the server
+    going): its polls stretch up to 60 s, not 16 s; a wait the kind does not declare
+    watched (the Waiter's) keeps the deletion cap."""
+    ctl = controller()
+    key = Key("VirtualMachine", "default", "vm")
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
+    _delays(ctl, key, 2)  # finalizer, server created
+    body = json.loads(json.dumps(ctl.store.get("VirtualMachine", "default", "vm")))
+    body["metadata"]["deletionTimestamp"] = "2026-11-25T00:00:00Z"
+    body["metadata"]["resourceVersion"] = str(int(body["metadata"]["resourceVersion"]) + 1)
+    ctl.observe("VirtualMachine", "MODIFIED", body)
+    delays = _delays(ctl, key, 9)
+    assert delays == [2, 2, 2, 4, 8, 16, 32, 60, 60]
+    server = next(iter(ctl.clouds.cloud.servers.values()))
+    assert server["status"] == "DELETING"  # FakeNova shows it until it is gone
+    assert (
+        ctl.store.get("VirtualMachine", "default", "vm")["status"]["conditions"][0]["reason"]
+        == "Deleting"
+    )
+
+
+@pytest.mark.parametrize(
+    ("replicas", "wait"), [(None, 0.5), (20, 0.5), (100, 0.5), (300, 1.5), (1000, 2.0)]
+)
+def test_a_bigger_group_coalesces_its_member_changes_longer_up_to_two_seconds(
+    replicas: int | None, wait: float
+) -> None:
+    """A group's pass costs O(members) and its members change one at a time, so the wait
+    before the pass a member's change asks grows with spec.replicas above 100 members,
+    bounded at 2 s (what it delays is the group's status and next step, no pool member)."""
+    ctl = controller()
+    spec: dict[str, Any] = {"template": SPEC}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    ctl.observe("VirtualMachineGroup", "ADDED", make_body(VIRTUAL_MACHINE_GROUP, "g", spec))
+    ctl.queue = WorkQueue()
+    member = make_body(
+        VIRTUAL_MACHINE,
+        "g-0",
+        SPEC,
+        ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
+    )
+    ctl.observe("VirtualMachine", "ADDED", member)
+    due, _ = ctl.queue._due[Key("VirtualMachineGroup", "default", "g")]
+    assert wait - 0.2 < due - time.monotonic() <= wait
+
+
+def test_a_big_group_in_a_rollout_keeps_the_short_wait() -> None:
+    """A rollout's steps each wait for a member's change (a new one Ready): while the
+    group's status says members are not up to date, it waits 0.5 s whatever its size."""
+    ctl = controller()
+    group = make_body(VIRTUAL_MACHINE_GROUP, "g", {"template": SPEC, "replicas": 300})
+    group["status"] = {"replicas": 301, "updatedReplicas": 40}
+    ctl.observe("VirtualMachineGroup", "ADDED", group)
+    ctl.queue = WorkQueue()
+    member = make_body(
+        VIRTUAL_MACHINE,
+        "g-0",
+        SPEC,
+        ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
+    )
+    ctl.observe("VirtualMachine", "ADDED", member)
+    due, _ = ctl.queue._due[Key("VirtualMachineGroup", "default", "g")]
+    assert 0.3 < due - time.monotonic() <= 0.5

@@ -43,7 +43,7 @@ class DNSRecordActuator:
         name = plan.fqdn(spec.name, zone_name)
         description = plan.description(spec.description, obj.uid)
         try:
-            records = plan.desired_records(spec, obj.namespace, ctx.store)
+            records = plan.desired_records(spec, obj.namespace, ctx.store, obj.uid)
         except plan.WaitingForTarget as waiting:
             kept = {k: obj.status.get(k) for k in ("zoneId", "fqdn", "records")}
             return Result.waiting(
@@ -125,10 +125,12 @@ class DNSRecordActuator:
             with contextlib.suppress(TerminalError):  # unknown zone: nothing of ours in it
                 zones.add(await ctx.cloud.zone_id(spec.zone))
         owned = _recordsets(ctx, obj, *sorted(zones))
+        plan.MEMBERS.forget(obj.uid)
         return await ownership.finalize_owned(ctx, obj, owned, PENDING_SECONDS)
 
     async def release(self, ctx: Context, obj: Obj, spec: DNSRecordSpec | None) -> None:
         zones = [z for z in [obj.status.get("zoneId")] if z]
+        plan.MEMBERS.forget(obj.uid)
         await ownership.release_owned(ctx, obj, _recordsets(ctx, obj, *zones))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:

@@ -17,6 +17,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
 from kumo.kinds import references
+from kumo.kinds.derived import Derived, PerBody
 from kumo.kinds.labels import GROUP_LABEL
 
 ACTIVE = "ACTIVE"
@@ -127,11 +128,15 @@ def target(spec: DNSRecordSpec) -> Target:
     return chosen
 
 
-def desired_records(spec: DNSRecordSpec, namespace: str, store: Store) -> list[str]:
+def desired_records(
+    spec: DNSRecordSpec, namespace: str, store: Store, scope: str | None = None
+) -> list[str]:
     """The values to publish, sorted and without duplicates.
 
     Raises TerminalError when the spec or its target cannot work (naming the field) and
-    :class:`WaitingForTarget` when the target exists but has no address yet."""
+    :class:`WaitingForTarget` when the target exists but has no address yet. ``scope``
+    (the record's UID): read a group's members through the cache of what each one
+    publishes (:data:`MEMBERS`), so a pass parses only the members that changed."""
     chosen = target(spec)
     if chosen.kind is None:
         return literal_records(spec.type, spec.values)
@@ -155,7 +160,7 @@ def desired_records(spec: DNSRecordSpec, namespace: str, store: Store) -> list[s
         what = f"FloatingIP {chosen.name!r} has no address yet"
     else:
         vms = store.list("VirtualMachine", namespace)
-        found = group_addresses(vms, chosen.name, version)
+        found = group_addresses(vms, chosen.name, version, scope)
         what = f"VirtualMachineGroup {chosen.name!r} has no Ready member with an address yet"
     if not found:
         raise WaitingForTarget(what)
@@ -217,7 +222,7 @@ def moves_records(record: Body, vm: Body) -> bool:
     version = ADDRESS_TYPES.get(str(spec.get("type") or "A"))
     if version is None:  # not an address record: let it look
         return True
-    published = set((record.get("status") or {}).get("records") or [])
+    published = PUBLISHED(record)
     status = vm.get("status") or {}
     known = [a.get("ip") for a in status.get("addresses") or []] + [status.get("ip")]
     known = [ip for ip in known if isinstance(ip, str) and ip]
@@ -230,13 +235,44 @@ def moves_records(record: Body, vm: Body) -> bool:
     return any(canonical(str(spec.get("type")), ip) in published for ip in known)
 
 
-def group_addresses(vms: list[Body], group: str, version: int) -> list[str]:
+def group_addresses(
+    vms: list[Body], group: str, version: int, scope: str | None = None
+) -> list[str]:
+    """The addresses of ``group``'s Ready members among ``vms`` (``scope``: see
+    :func:`desired_records`)."""
     found: list[str] = []
+    if scope is not None:
+        for label, published in MEMBERS.of(scope, vms):
+            if label == group and published is not None:
+                found += published[0] if version == 4 else published[1]
+        return found
     for vm in vms:
         labels = (vm.get("metadata") or {}).get("labels") or {}
         if labels.get(GROUP_LABEL) == group and is_ready_member(vm):
             found += vm_addresses(vm, version)
     return found
+
+
+def _publishes(vm: Body) -> tuple[str | None, tuple[list[str], list[str]] | None]:
+    """A VM's group label, and what it publishes (IPv4, IPv6) when a Ready member."""
+    label = ((vm.get("metadata") or {}).get("labels") or {}).get(GROUP_LABEL)
+    if not is_ready_member(vm):
+        return label, None
+    return label, (vm_addresses(vm, 4), vm_addresses(vm, 6))
+
+
+#: What each VM publishes, derived again only from a changed body (kinds/derived.py;
+#: per record UID): a record's pass after one member's change parses one member, not
+#: every VM of the namespace. Never the truth: rebuilt from the bodies after a restart.
+MEMBERS = Derived(_publishes)
+
+
+def _published(record: Body) -> frozenset[str]:
+    return frozenset((record.get("status") or {}).get("records") or [])
+
+
+#: A record's status.records as a set, built once per status (every member's event asks).
+PUBLISHED = PerBody(_published)
 
 
 def literal_records(type_: str, values: list[str]) -> list[str]:

@@ -27,6 +27,7 @@ from kumo.engine.errors import TerminalError, TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering, references
+from kumo.kinds.derived import Derived
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.loadbalancer import members, plan
 
@@ -48,6 +49,11 @@ class LoadBalancerActuator:
     def __init__(self, clock: Callable[[], datetime.datetime] = utc_now) -> None:
         self.clock = clock
         """The time drains are measured with (tests pass their own)."""
+        #: (LB UID, port index) → (what of the port decides, each VM's wanted member
+        #: derived again only from a changed body: kinds/derived.py). A cache: a pass
+        #: after one VM's change does not build every member again; rebuilt from the
+        #: bodies after a restart, and whenever the port's group or ports change.
+        self._wanted: dict[tuple[str, int], tuple[Any, Derived[Any]]] = {}
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> Result:
         _check_region(ctx.cloud, spec)
@@ -62,7 +68,7 @@ class LoadBalancerActuator:
             )
         if vip.value and vip.value != spec.vip_network:  # a Network object's: its ID
             spec = spec.model_copy(update={"vip_network": vip.value})
-        wanted = _wanted_members(ctx.store, obj.namespace, spec)
+        wanted = self._wanted_members(ctx.store, obj, spec)
         owned = _load_balancers(ctx, obj, spec)
         lb = await ownership.find_owned(ctx, obj, owned)
         if lb is None:
@@ -82,13 +88,14 @@ class LoadBalancerActuator:
             _addresses(ctx.store, obj.namespace),
             ctx.cloud.list_live_server_addresses(),
         )
-        drains = plan.draining(spec, wanted, tree, obj.uid, clock)
+        changes = plan.pool_changes(spec, wanted, tree, obj.uid, clock)
+        drains = plan.draining(spec, wanted, tree, obj.uid, clock, changes)
         if pending:
             message = f"load balancer is {lb.provisioning_status}"
             return _waiting(ctx, obj, spec, tree, message, drains)
         unapplied = await _unapplied_changes(ctx, obj, spec, lb)
         name = plan.lb_name(obj.namespace, obj.name)
-        steps = plan.plan_steps(spec, wanted, tree, obj.uid, name, clock)
+        steps = plan.plan_steps(spec, wanted, tree, obj.uid, name, clock, changes)
         if steps:
             result = await _apply(ctx, obj, spec, tree, steps, drains)
         else:
@@ -98,18 +105,45 @@ class LoadBalancerActuator:
         result.status["foreignResources"] = plan.foreign_children(spec, tree, obj.uid)
         return result
 
+    def _wanted_members(
+        self, store: Store, obj: Obj, spec: LoadBalancerSpec
+    ) -> list[list[members.WantedMember]]:
+        """Desired members per port (:func:`plan.wanted_members`), each VM read once per
+        body; a dangling group reference is the user's to fix (and must not empty the
+        pools: bad input never deletes anything)."""
+        _check_groups(store, obj.namespace, spec)
+        vms = store.list("VirtualMachine", obj.namespace)
+        wanted = []
+        for i, port in enumerate(spec.ports):
+            key = plan.port_key(port)
+            known = self._wanted.get((obj.uid, i))
+            if known is None or known[0] != key:
+                known = self._wanted[obj.uid, i] = (key, Derived(plan.port_wanting(port)))
+            found = known[1].of(obj.uid, vms)
+            wanted.append(plan.sort_wanted(w for w in found if w is not None))
+        for stale in [k for k in self._wanted if k[0] == obj.uid and k[1] >= len(spec.ports)]:
+            del self._wanted[stale]
+        return wanted
+
     async def finalize(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
         """Delete with cascade (Octavia removes listeners, pools, members and monitors
         with it), then wait until neither the recorded ID nor the marker finds one."""
         waiting = ordering.wait_for_referrers(ctx.store, obj)
         if waiting:
             return waiting
+        self._forget(obj)
         return await ownership.finalize_owned(ctx, obj, _load_balancers(ctx, obj), DELETE_SECONDS)
 
     async def release(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> None:
         """Only the load balancer carries the orphan mark: its listeners, pools and
         members are Octavia's children of it, never swept on their own."""
+        self._forget(obj)
         await ownership.release_owned(ctx, obj, _load_balancers(ctx, obj))
+
+    def _forget(self, obj: Obj) -> None:
+        """The object goes: its cache of wanted members with it."""
+        for known in [k for k in self._wanted if k[0] == obj.uid]:
+            del self._wanted[known]
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """LoadBalancers whose members change when a VM (of a referenced group) or a
@@ -158,13 +192,7 @@ def _addresses(store: Store, namespace: str) -> dict[str, str | None]:
     }
 
 
-def _wanted_members(
-    store: Store, namespace: str, spec: LoadBalancerSpec
-) -> list[list[members.WantedMember]]:
-    """Desired members per port; a dangling group reference is the user's to fix (and
-    must not empty the pools: bad input never deletes anything)."""
-    vms = store.list("VirtualMachine", namespace)
-    wanted = []
+def _check_groups(store: Store, namespace: str, spec: LoadBalancerSpec) -> None:
     for i, port in enumerate(spec.ports):
         group = port.real_servers.virtual_machine_group_ref
         if store.get("VirtualMachineGroup", namespace, group) is None:
@@ -173,8 +201,6 @@ def _wanted_members(
                 f"VirtualMachineGroup {group!r} not found in namespace {namespace!r}",
                 field=f"spec.ports[{i}].realServers.virtualMachineGroupRef",
             )
-        wanted.append(plan.wanted_members(vms, port))
-    return wanted
 
 
 # -- observe / create ----------------------------------------------------------------------

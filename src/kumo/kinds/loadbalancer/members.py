@@ -20,6 +20,8 @@ one member at a time (one per pass), and many changes in one batch.
 from __future__ import annotations
 
 import datetime
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,10 @@ class WantedMember:
     address: str
     port: int
     monitor_port: int | None = None
+
+    def fields(self) -> tuple[str, str, int, int | None]:
+        """Its fields in order: what its order compares (a sort key)."""
+        return (self.name, self.address, self.port, self.monitor_port)
 
 
 @dataclass(frozen=True)
@@ -96,16 +102,21 @@ def pool_members(
     went to 0 — as recorded in status; a member found at weight 0 with no record
     starts its clock now."""
     drain = datetime.timedelta(seconds=port.real_servers.drain_seconds)
-    foreign = {(m.address, m.port) for m in current if owner_of(m.tags) != uid}
-    ours = sorted(
-        (m for m in current if owner_of(m.tags) == uid), key=lambda m: (m.address, m.port)
-    )
+    foreign: set[tuple[str, int]] = set()
+    mine = []
+    for m in current:  # (each member's owner read once: this runs per pass per pool)
+        if owner_of(m.tags) == uid:
+            mine.append(m)
+        else:
+            foreign.add((m.address, m.port))
+    ours = sorted(mine, key=_ADDRESS_PORT)
+    tags = marker_tags(uid)
     batch: list[MemberSpec] = []
     claimed: set[tuple[str, int]] = set()
     for w in wanted:
         key = (w.address, w.port)
         if key not in foreign and key not in claimed:
-            batch.append(MemberSpec(w.name, w.address, w.port, w.monitor_port, 1, marker_tags(uid)))
+            batch.append(MemberSpec(w.name, w.address, w.port, w.monitor_port, 1, list(tags)))
             claimed.add(key)
     draining: list[Draining] = []
     started: list[Draining] = []
@@ -123,14 +134,14 @@ def pool_members(
             continue
         if m.weight != 0:
             started.append(leaving)
-        batch.append(MemberSpec(m.name, m.address, m.port, m.monitor_port, 0, marker_tags(uid)))
-    held = {(m.address, m.port) for m in ours}
+        batch.append(MemberSpec(m.name, m.address, m.port, m.monitor_port, 0, list(tags)))
+    held = set(map(_ADDRESS_PORT, ours))
     return PoolMembers(
         batch=batch,
         draining=draining,
         started=started,
         removed=removed,
-        added=[b for b in batch if (b.address, b.port) not in held],
+        added=[b for b in batch if _ADDRESS_PORT(b) not in held],
         changed=_shape(batch) != _shape(ours),
     )
 
@@ -190,12 +201,17 @@ def _server_gone(addresses: dict[str, str | None], m: Member) -> bool:
 
 def _shape(members: list[Member] | list[MemberSpec]) -> set[tuple[Any, ...]]:
     """What a batch update would change about a member set (tags aside)."""
-    return {_state(m) for m in members}
+    return set(map(_state, members))
 
 
-def _state(m: Member | MemberSpec) -> tuple[Any, ...]:
-    """What an update would change about one member (tags aside)."""
-    return (m.name, m.address, m.port, m.monitor_port, m.weight)
+#: What an update would change about one member (tags aside); its identity in a pool.
+#: (attrgetter: in C, as a pass reads them for every member of every pool.)
+_state: Callable[[Member | MemberSpec], tuple[Any, ...]] = operator.attrgetter(
+    "name", "address", "port", "monitor_port", "weight"
+)
+_ADDRESS_PORT: Callable[[Member | MemberSpec], tuple[str, int]] = operator.attrgetter(
+    "address", "port"
+)
 
 
 def label(m: Member | MemberSpec) -> str:

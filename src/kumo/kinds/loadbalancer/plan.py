@@ -17,6 +17,7 @@ the port's ``drainSeconds``, then removed. When the drain started is recorded in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ from kumo.cloud.model import (
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body
+from kumo.kinds import ordering
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.loadbalancer import members
 
@@ -178,12 +180,7 @@ def moves_members(lb: Body, vm: Body) -> bool:
         for p in (lb.get("spec") or {}).get("ports") or []
         if ((p.get("realServers") or {}).get("virtualMachineGroupRef")) == group
     ]
-    listed = [
-        (port.get("port"), m)
-        for port in (lb.get("status") or {}).get("ports") or []
-        for m in port.get("members") or []
-        if m.get("name") == name
-    ]
+    listed = ordering.listed_members(lb, name)
     if not is_member_vm(vm):
         return bool(listed)
     ip = vm["status"]["ip"]
@@ -192,15 +189,34 @@ def moves_members(lb: Body, vm: Body) -> bool:
 
 
 def wanted_members(vms: list[Body], port: Port) -> list[members.WantedMember]:
+    wanted = port_wanting(port)
+    return sort_wanted(w for w in map(wanted, vms) if w is not None)
+
+
+def sort_wanted(found: Iterable[members.WantedMember]) -> list[members.WantedMember]:
+    """Sorted by the fields in order, as WantedMember's own order, without a Python-level
+    comparison per pair (a 300-member pool took ~2,500 of them per pass)."""
+    return sorted(found, key=members.WantedMember.fields)
+
+
+def port_wanting(port: Port) -> Callable[[Body], members.WantedMember | None]:
+    """What a VM is to ``port``'s pool: the member it should be, or None (another
+    group's, or not Ready with an address)."""
     group = port.real_servers.virtual_machine_group_ref
-    mport = monitor_port(port)
-    return sorted(
-        members.WantedMember(
-            vm["metadata"]["name"], vm["status"]["ip"], port.real_servers.port, mport
-        )
-        for vm in vms
-        if (vm["metadata"].get("labels") or {}).get(GROUP_LABEL) == group and is_member_vm(vm)
-    )
+    backend, mport = port.real_servers.port, monitor_port(port)
+
+    def wanted(vm: Body) -> members.WantedMember | None:
+        if (vm["metadata"].get("labels") or {}).get(GROUP_LABEL) != group or not is_member_vm(vm):
+            return None
+        return members.WantedMember(vm["metadata"]["name"], vm["status"]["ip"], backend, mport)
+
+    return wanted
+
+
+def port_key(port: Port) -> tuple[str, int, int | None]:
+    """All of a port that :func:`port_wanting` reads: equal keys, same answers."""
+    rs = port.real_servers
+    return (rs.virtual_machine_group_ref, rs.port, monitor_port(port))
 
 
 # -- observed tree -----------------------------------------------------------------------------
@@ -249,10 +265,12 @@ def plan_steps(
     uid: str,
     name: str,
     clock: members.DrainClock,
+    changes: list[members.PoolMembers | None] | None = None,
 ) -> list[Step]:
     """Everything that can be decided now: per port, its next step (a port's later
     steps depend on IDs its earlier steps create), or its member changes — each
-    single-member call stands alone, so all of them are listed. Empty means converged."""
+    single-member call stands alone, so all of them are listed. Empty means converged.
+    ``changes``: :func:`pool_changes` of the same arguments, if the caller has them."""
     steps: list[Step] = []
     if (tree.lb.description or "") != (spec.description or ""):
         steps.append(
@@ -263,9 +281,29 @@ def plan_steps(
                 "description changed",
             )
         )
-    for port, port_wanted in zip(spec.ports, wanted, strict=True):
-        steps += port_steps(port, port_wanted, tree, uid, name, clock)
+    if changes is None:
+        changes = pool_changes(spec, wanted, tree, uid, clock)
+    for port, port_wanted, change in zip(spec.ports, wanted, changes, strict=True):
+        steps += port_steps(port, port_wanted, tree, uid, name, clock, change)
     return steps + stale_steps(spec, tree, uid)
+
+
+def pool_changes(
+    spec: LoadBalancerSpec,
+    wanted: list[list[members.WantedMember]],
+    tree: Tree,
+    uid: str,
+    clock: members.DrainClock,
+) -> list[members.PoolMembers | None]:
+    """Per port, its pool's members as they should be after this pass (None: no pool
+    yet). Decided once per pass: the drains reported and the steps planned both read
+    it (each was an O(members) computation of its own)."""
+    found: list[members.PoolMembers | None] = []
+    for port, port_wanted in zip(spec.ports, wanted, strict=True):
+        pool = pool_for(tree, listener_for(tree, port.port))
+        current = tree.members.get(pool.id, []) if pool is not None else []
+        found.append(members.pool_members(port, port_wanted, current, uid, clock) if pool else None)
+    return found
 
 
 def port_steps(
@@ -275,8 +313,10 @@ def port_steps(
     uid: str,
     name: str,
     clock: members.DrainClock,
+    change: members.PoolMembers | None = None,
 ) -> list[Step]:
-    """The next change for one port: listener, then pool, then monitor, then members."""
+    """The next change for one port: listener, then pool, then monitor, then members
+    (``change``: its pool's :func:`members.pool_members`, if known)."""
     rs = port.real_servers
     listener = listener_for(tree, port.port)
     if listener is None:
@@ -305,7 +345,7 @@ def port_steps(
         why = f"port {port.port}: backend protocol changed"
         return [Step("delete_pool", (pool.id,), {}, why)]
     monitor = monitor_step(port, pool, tree, uid)
-    return [monitor] if monitor else member_steps(port, wanted, pool, tree, uid, clock)
+    return [monitor] if monitor else member_steps(port, wanted, pool, tree, uid, clock, change)
 
 
 def remove_listener(listener: Listener, pool: Pool | None, why: str) -> Step:
@@ -345,6 +385,7 @@ def member_steps(
     tree: Tree,
     uid: str,
     clock: members.DrainClock,
+    change: members.PoolMembers | None = None,
 ) -> list[Step]:
     """Every member change the pool needs now — additions, drains starting (weight 0),
     removals whose drain is over — as ONE batch update, or, when only a few members of
@@ -352,7 +393,8 @@ def member_steps(
     per pass. Foreign members are not Kumo's to list: the adapter sends them back as
     they are (batch) or refuses to touch them (single calls)."""
     current = tree.members.get(pool.id, [])
-    change = members.pool_members(port, wanted, current, uid, clock)
+    if change is None:
+        change = members.pool_members(port, wanted, current, uid, clock)
     if not change.changed:
         return []
     started = {d.member.id for d in change.started}
@@ -412,14 +454,15 @@ def draining(
     tree: Tree,
     uid: str,
     clock: members.DrainClock,
+    changes: list[members.PoolMembers | None] | None = None,
 ) -> dict[str, members.Draining]:
-    """Every leaving member of Kumo's under this load balancer, by Octavia member ID."""
+    """Every leaving member of Kumo's under this load balancer, by Octavia member ID
+    (``changes``: :func:`pool_changes` of the same arguments, if the caller has them)."""
+    if changes is None:
+        changes = pool_changes(spec, wanted, tree, uid, clock)
     found: dict[str, members.Draining] = {}
-    for port, port_wanted in zip(spec.ports, wanted, strict=True):
-        pool = pool_for(tree, listener_for(tree, port.port))
-        if pool is not None:
-            current = tree.members.get(pool.id, [])
-            change = members.pool_members(port, port_wanted, current, uid, clock)
+    for change in changes:
+        if change is not None:
             found.update((d.member.id, d) for d in change.draining)
     return found
 

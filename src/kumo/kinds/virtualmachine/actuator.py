@@ -51,6 +51,12 @@ ERROR_COUNTERS = ("errorReplacements", "lastErrorReplacement")
 
 class VirtualMachineActuator:
     info = kinds.VIRTUAL_MACHINE
+    #: A building or deleting server's change (ACTIVE, ERROR, gone) is reported by the
+    #: cloud watch, which wakes the VM, and the pass reads the server from the watch's
+    #: cache: its polls back off up to 60 s (controller), instead of O(N) of them per VM
+    #: while Nova works through a fleet. (Not ``Draining``: a LoadBalancer's or Share's
+    #: status change wakes it, and its drain timeout is measured by its polls.)
+    watched_waits = frozenset({"Building", "Deleting"})
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> Result:
         user_data = await _user_data(ctx, obj, spec)
@@ -663,11 +669,7 @@ def _load_balancers_using(store: Store, obj: Obj) -> list[Body]:
     return [
         lb
         for lb in store.list("LoadBalancer", obj.namespace)
-        if any(
-            m.get("name") == obj.name
-            for port in (lb.get("status") or {}).get("ports") or []
-            for m in port.get("members") or []
-        )
+        if ordering.listed_members(lb, obj.name)
     ]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Collection
-from typing import Any
+from typing import Any, NamedTuple
 
 from kumo.api import kinds
 from kumo.api.common import API_VERSION, import_key
@@ -27,6 +27,7 @@ from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering
+from kumo.kinds.derived import Derived
 from kumo.kinds.labels import (
     GROUP_LABEL,
     ORDINAL_LABEL,
@@ -42,14 +43,26 @@ class VirtualMachineGroupActuator:
     info = kinds.VIRTUAL_MACHINE_GROUP
     #: A member's change is looked at after this long, so a burst of member changes (a
     #: scale-out's creates, a fleet turning ACTIVE) costs one pass over all members, not
-    #: one each. What it delays is the group's status and rollout steps, not any server.
+    #: one each. What it delays is the group's status and its next step (rollout, a
+    #: member object replaced), not any server, pool member or DNS value (LoadBalancers
+    #: and DNSRecords follow the members themselves).
     coalesce_seconds = 0.5
+    #: ... for a group of up to this many members; a bigger one waits in proportion, up
+    #: to COALESCE_MAX_SECONDS: a pass costs O(members) (its status lists them all), and
+    #: members change one at a time as Nova works through them (one every ~0.5 s), so
+    #: a fixed window made a group's passes O(members²) over a fleet.
+    COALESCE_MEMBERS = 100
+    COALESCE_MAX_SECONDS = 2.0
 
     def __init__(self) -> None:
         # uid → {member name: (expected to exist?, since, the ref it imports)}
         self._expected: dict[str, dict[str, tuple[bool, float, str | None]]] = {}
         # uid → {Volume object name: (its view, since)}: created, not seen yet
         self._expected_volumes: dict[str, dict[str, tuple[plan.VolumeView, float]]] = {}
+        #: What each pass reads of each member, derived again only from a changed body
+        #: (a cache: kinds/derived.py), so a pass after one member's change does not
+        #: parse the other S - 1 again.
+        self._derived = Derived(_derive)
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec) -> Result:
         problem = plan.validate(spec)
@@ -58,19 +71,21 @@ class VirtualMachineGroupActuator:
         group = await self._ensure_server_group(ctx, obj, spec)
         hash_ = plan.template_hash(spec, group.id if group else None)
         legacy = plan.template_hash(spec, group.id if group else None, legacy=True)
-        bodies = self._members(ctx.store, obj)
+        everyone = self._members(ctx.store, obj, include_deleting=True)
+        bodies, live, going = [], [], []
+        for body, member in zip(everyone, self._derived.of(obj.uid, everyone), strict=True):
+            if body["metadata"].get("deletionTimestamp"):
+                going.append(member.view)
+            else:
+                bodies.append(body)
+                live.append(member)
         # A member made before security groups changed in place carries the legacy hash:
         # it is up to date (and relabelled below), not rolled over.
-        seen = [_view(b, legacy, hash_) for b in bodies]
+        seen = [_current(m.view, legacy, hash_) for m in live]
         views = seen + self._pending_views(obj, bodies, hash_)
-        going = [
-            _view(b)
-            for b in self._members(ctx.store, obj, include_deleting=True)
-            if b["metadata"].get("deletionTimestamp")
-        ]
         if spec.identity == "Ordinal":
             return await self._reconcile_ordinal(
-                ctx, obj, spec, group, (hash_, legacy), views, going
+                ctx, obj, spec, group, (hash_, legacy), (views, going), (bodies, live)
             )
         imported = plan.imported_refs(obj.status.get("imports") or [], [*views, *going])
         decision = plan.plan_members(spec, hash_, views, imported, going)
@@ -82,7 +97,7 @@ class VirtualMachineGroupActuator:
         going += [v for v in views if v.name in deleted]
         views = [v for v in views if v.name not in deleted]
         await _sync_deletion_policy(ctx, obj, spec, bodies, skip=deleted)
-        await _sync_security_groups(ctx, obj, spec, bodies, (hash_, legacy), deleted)
+        await _sync_security_groups(ctx, obj, spec, (bodies, live), (hash_, legacy), deleted)
         stale = plan.stale_imports(spec, [v for v in seen if v.name not in deleted])
         await _drop_stale_imports(ctx, obj, stale)
         for new in decision.creates:
@@ -113,7 +128,7 @@ class VirtualMachineGroupActuator:
         _report_imports(ctx, obj, entries, group, outside)
         notes = plan.import_notes(spec, entries, outside, group.id if group else None)
         extra = {"imports": entries or None}
-        return _report(obj, spec, group, hash_, views, bodies, extra, notes)
+        return _report(obj, spec, group, hash_, views, live, extra, notes)
 
     async def _reconcile_ordinal(
         self,
@@ -122,13 +137,16 @@ class VirtualMachineGroupActuator:
         spec: VirtualMachineGroupSpec,
         group: ServerGroup | None,
         hashes: tuple[str, str],
-        views: list[plan.MemberView],
-        going: list[plan.MemberView],
+        members: tuple[list[plan.MemberView], list[plan.MemberView]],
+        read: tuple[list[Body], list[_Member]],
     ) -> Result:
         """identity Ordinal: members ``<group>-<i>``, each with its Volume objects
-        (created before it, named in its spec.volumes); plan.py decides."""
+        (created before it, named in its spec.volumes); plan.py decides. ``members``:
+        the views of the members staying and going; ``read``: the staying ones' bodies
+        and what was derived from them."""
         hash_, legacy = hashes
-        bodies = self._members(ctx.store, obj)
+        views, going = members
+        bodies, live = read
         # A member deleted that the watch still shows alive is leaving: its ordinal is
         # not made again, nor counted as available, until it is gone.
         expected = self._expected.get(obj.uid, {})
@@ -171,7 +189,7 @@ class VirtualMachineGroupActuator:
             skip=set(decision.delete_volumes),
             info=kinds.VOLUME,
         )
-        await _sync_security_groups(ctx, obj, spec, bodies, (hash_, legacy), deleted)
+        await _sync_security_groups(ctx, obj, spec, (bodies, live), (hash_, legacy), deleted)
         for name, ordinal, template, zone in decision.volumes:
             if ordinal in blocked:
                 continue
@@ -215,7 +233,7 @@ class VirtualMachineGroupActuator:
                 f"member(s) {', '.join(plan.member_name(obj.name, i) for i in sorted(blocked))} "
                 "not made"
             )
-        result = _report(obj, spec, group, hash_, views, bodies, extra, notes)
+        result = _report(obj, spec, group, hash_, views, live, extra, notes)
         if gate is not None and gate.failure is not None:
             failure = gate.failure
             raise TerminalError(
@@ -261,6 +279,7 @@ class VirtualMachineGroupActuator:
             await ctx.cloud.delete_server_group(group.id)
         self._expected.pop(obj.uid, None)
         self._expected_volumes.pop(obj.uid, None)
+        self._derived.forget(obj.uid)
         return Result(phase="Deleted", done=True)
 
     async def release(self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec | None) -> None:
@@ -277,6 +296,22 @@ class VirtualMachineGroupActuator:
                     await _let_go(ctx, obj, body)
         self._expected.pop(obj.uid, None)
         self._expected_volumes.pop(obj.uid, None)
+        self._derived.forget(obj.uid)
+
+    def coalesce_for(self, key: Key, store: Store) -> float:
+        """How long the group ``key`` waits before the pass a member's change asks of it:
+        0.5 s up to 100 members (``spec.replicas``), in proportion above (1.5 s at 300),
+        2 s at most. 0.5 s while its status says a rollout is under way (members not up
+        to date): each of its steps waits for a member's change, and no step of it waits
+        longer than before."""
+        body = store.get(key.kind, key.namespace, key.name) or {}
+        replicas = (body.get("spec") or {}).get("replicas")
+        size = replicas if isinstance(replicas, int) else 0
+        status = body.get("status") or {}
+        if (status.get("updatedReplicas") or 0) < (status.get("replicas") or 0):
+            return self.coalesce_seconds
+        scaled = self.coalesce_seconds * size / self.COALESCE_MEMBERS
+        return min(self.COALESCE_MAX_SECONDS, max(self.coalesce_seconds, scaled))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """A member changed: its group must recount. A referrer that goes first (a
@@ -473,31 +508,33 @@ def _report_imports(
         ctx.events.emit(obj, "Normal", "MemberImported", message)
 
 
-def _failing_member(bodies: list[Body]) -> tuple[str, str, str] | None:
-    """The first member reporting an error, to say in the group why it is not Ready."""
-    for body in sorted(bodies, key=lambda b: b["metadata"]["name"]):
-        status = body.get("status") or {}
-        ready = conditions.get_condition(status.get("conditions") or [], "Ready") or {}
-        if status.get("phase") == "Error":
-            return body["metadata"]["name"], ready.get("reason", ""), ready.get("message", "")
-    return None
+def _failing_member(members: list[_Member]) -> tuple[str, str, str] | None:
+    """The first member (by name) reporting an error, to say in the group why it is not
+    Ready."""
+    failing = [m.failing for m in members if m.failing is not None]
+    return min(failing) if failing else None
 
 
 async def _sync_security_groups(
     ctx: Context,
     obj: Obj,
     spec: VirtualMachineGroupSpec,
-    bodies: list[Body],
+    read: tuple[list[Body], list[_Member]],
     hashes: tuple[str, str],
     skip: Collection[str],
 ) -> None:
     """Give existing members the template's security groups in place (each VM applies
-    them with Nova's add/remove security group: no rollout)."""
+    them with Nova's add/remove security group: no rollout). ``read``: the members'
+    bodies and what was derived from them; the patch depends only on a member's
+    security groups and template-hash label, so it is decided once per distinct pair."""
     current, legacy = hashes
     changed = []
-    for body in bodies:
-        name = body["metadata"]["name"]
-        patch = plan.security_group_patch(spec, body, current, legacy)
+    decided: dict[tuple[tuple[str, ...], str], Body | None] = {}
+    for body, member in zip(*read, strict=True):
+        name = member.view.name
+        if member.groups_label not in decided:
+            decided[member.groups_label] = plan.security_group_patch(spec, body, current, legacy)
+        patch = decided[member.groups_label]
         if name in skip or patch is None:
             continue
         await ctx.kube.patch(kinds.VIRTUAL_MACHINE, obj.namespace, name, patch)
@@ -513,7 +550,37 @@ async def _sync_security_groups(
         )
 
 
-def _view(body: Body, legacy: str | None = None, current: str | None = None) -> plan.MemberView:
+class _Member(NamedTuple):
+    """What a pass reads of one member's body (derived once per body: ``_derive``)."""
+
+    view: plan.MemberView  # template_hash: its label, as it is
+    #: (name, reason, message) of its Ready condition when it reports an error
+    failing: tuple[str, str, str] | None
+    #: its spec.securityGroups and template-hash label: all its security-group patch
+    #: depends on
+    groups_label: tuple[tuple[str, ...], str]
+
+
+def _derive(body: Body) -> _Member:
+    view = _view(body)
+    status = body.get("status") or {}
+    failing = None
+    if status.get("phase") == "Error":
+        ready = conditions.get_condition(status.get("conditions") or [], "Ready") or {}
+        failing = (view.name, ready.get("reason", ""), ready.get("message", ""))
+    groups = tuple((body.get("spec") or {}).get("securityGroups") or [])
+    return _Member(view, failing, (groups, view.template_hash))
+
+
+def _current(view: plan.MemberView, legacy: str, current: str) -> plan.MemberView:
+    """A member labelled with the legacy template hash is up to date: it counts as
+    carrying the current one."""
+    if current and view.template_hash == legacy and legacy != current:
+        return dataclasses.replace(view, template_hash=current)
+    return view
+
+
+def _view(body: Body) -> plan.MemberView:
     meta = body["metadata"]
     status = body.get("status") or {}
     spec = body.get("spec") or {}
@@ -522,7 +589,7 @@ def _view(body: Body, legacy: str | None = None, current: str | None = None) -> 
     label = (meta.get("labels") or {}).get(TEMPLATE_HASH_LABEL, "")
     return plan.MemberView(
         name=meta["name"],
-        template_hash=current if current and label == legacy else label,
+        template_hash=label,
         ready=conditions.is_true(status.get("conditions") or []),
         zone=spec.get("availabilityZone"),
         created=meta.get("creationTimestamp", ""),
@@ -686,7 +753,7 @@ def _report(
     group: ServerGroup | None,
     hash_: str,
     views: list[plan.MemberView],
-    bodies: list[Body],
+    members: list[_Member],
     extra: dict[str, Any],
     notes: str,
 ) -> Result:
@@ -707,7 +774,7 @@ def _report(
     }
     converged = len(views) == ready == updated == spec.replicas
     message = f"{ready}/{spec.replicas} members ready, {updated} up to date"
-    failing = _failing_member(bodies)
+    failing = _failing_member(members)
     if failing and not converged:
         name, reason, detail = failing
         where = "spec.haPolicy: " if reason == "NoValidHost" else ""

@@ -107,14 +107,17 @@ def plan_members(
     imported = imported or {}
     # (A member whose imported server is gone since rebuilds it itself: engine/ownership.py.)
     count, delete, placed = _plan_templates(spec, current_hash, members)
-    deleted = set(delete)  # sets, not lists: a pass stays linear in the group's size
-    leaving = {*going, *(m for m in members if m.name in deleted)}
-    # A ref stays with its member until that member goes — and while it goes, unless
-    # its import failed: then it marked nothing its deletion could take along, and the
-    # member replacing it (say, built from a template that fixes a mismatch) may have it.
-    held = [m for m in [*members, *going] if m not in leaving or m.reason not in IMPORT_FAILED]
-    taken = {*imported, *(m.import_key for m in held if m.import_key)}
-    refs = free_refs(spec, taken)[:count]
+    refs: list[ImportRef] = []
+    if count and refs_of(spec):  # (no refs to offer: who holds which needs no look)
+        deleted = set(delete)  # sets, not lists: a pass stays linear in the group's size
+        leaving = {*going, *(m for m in members if m.name in deleted)}
+        # A ref stays with its member until that member goes — and while it goes, unless
+        # its import failed: then it marked nothing its deletion could take along, and
+        # the member replacing it (say, built from a template that fixes a mismatch) may
+        # have it.
+        held = [m for m in [*members, *going] if m not in leaving or m.reason not in IMPORT_FAILED]
+        taken = {*imported, *(m.import_key for m in held if m.import_key)}
+        refs = free_refs(spec, taken)[:count]
     zones = _zones_for(spec.availability_zones, placed, count - len(refs))
     # An imported server is where it is: its member gets no zone (nor counts towards one).
     creates = [NewMember(import_=ref) for ref in refs] + [NewMember(zone) for zone in zones]
@@ -187,6 +190,8 @@ def import_status(
     """``status.imports``: one entry per ``spec.import.members`` entry, in order.
     ``members`` are all the group's members, being deleted and just created included
     (a later one carrying the same ref as one going is the one named)."""
+    if not refs_of(spec):
+        return []
     carrying = {m.import_key: m.name for m in members if m.import_key}
     entries: list[dict[str, Any]] = []
     for index, ref in enumerate(refs_of(spec)):

@@ -225,3 +225,40 @@ def test_a_group_record_parses_each_address_once_over_many_passes(monkeypatch: A
     again = plan.desired_records(spec(virtualMachineGroupRef="g"), "default", s)
     assert again == first
     assert len(parses) == parsed, "a second pass parses no address again"
+
+
+def test_a_group_record_parses_only_the_members_that_changed_and_agrees_from_scratch() -> None:
+    """With a scope (the record's UID), what each VM publishes is derived once per body:
+    after one member's change the next pass parses that member only, and the values are
+    those computed without any cache (after a restart)."""
+    g = {"labels": {GROUP_LABEL: "web"}}
+    members = [vm(f"web-{i}", f"10.0.0.{i + 1}", **g) for i in range(30)]
+    s = store(
+        *members,
+        vm("other", "10.9.9.9", labels={GROUP_LABEL: "db"}),
+        body("VirtualMachineGroup", "web"),
+    )
+    record = spec(type="A", virtualMachineGroupRef="web")
+    first = plan.desired_records(record, "default", s, "uid-r")
+    derived = plan.MEMBERS.derived
+    assert first == [f"10.0.0.{i + 1}" for i in sorted(range(30), key=lambda i: f"10.0.0.{i + 1}")]
+    s.put("VirtualMachine", vm("web-4", "10.0.0.5", ready=False, **g))  # a watch event
+    again = plan.desired_records(record, "default", s, "uid-r")
+    assert plan.MEMBERS.derived - derived == 1
+    assert "10.0.0.5" not in again and len(again) == 29
+    assert again == plan.desired_records(record, "default", s)  # no cache at all
+    plan.MEMBERS.forget("uid-r")  # a restart: nothing cached
+    assert plan.desired_records(record, "default", s, "uid-r") == again
+
+
+def test_moves_records_reads_the_published_set_once_per_status() -> None:
+    record = body("DNSRecord", "r", {"records": [f"10.0.0.{i}" for i in range(1, 200)]})
+    record["spec"] = {"type": "A", "virtualMachineGroupRef": "web"}
+    derived = plan.PUBLISHED.derived
+    for i in range(1, 50):
+        assert not plan.moves_records(record, vm(f"web-{i}", f"10.0.0.{i}"))
+    assert plan.moves_records(record, vm("web-new", "10.0.1.1"))
+    assert plan.PUBLISHED.derived - derived == 1
+    record = {**record, "status": {"records": ["10.0.1.1"]}}  # a new status: read again
+    assert not plan.moves_records(record, vm("web-new", "10.0.1.1"))
+    assert plan.PUBLISHED.derived - derived == 2

@@ -661,3 +661,43 @@ def test_a_group_status_change_wakes_only_a_load_balancer_that_waits_for_it() ->
     assert actuator.dependents("VirtualMachineGroup", going, world.store) == web
     stored(world, "LoadBalancer", "web")["status"]["conditions"][0]["status"] = "False"
     assert actuator.dependents("VirtualMachineGroup", group, world.store) == web
+
+
+def test_a_pass_builds_only_the_changed_vms_members_and_a_fresh_actuator_agrees() -> None:
+    """The LB derives each VM's wanted member again only from a changed body (per port),
+    so a pass after one VM's change reads that VM only; a fresh actuator (a restart,
+    nothing cached) wants the same members; a port's changed backend port is not
+    answered from the cache."""
+    from kumo.api.loadbalancer import LoadBalancerSpec
+
+    world = new_world(vms=30)
+    actuator = LoadBalancerActuator(clock=world.clock)
+    engine = Engine()
+
+    def settle() -> None:
+        for _ in range(60):
+            delay = world.run(actuator, "web", engine)
+            if delay is None:
+                return
+            world.clock.advance(delay)
+        raise AssertionError(f"not converged: {status(world)}")
+
+    def derived() -> int:
+        return sum(cache.derived for _, cache in actuator._wanted.values())
+
+    settle()
+    assert len(members(world, 80)) == 30 and len(members(world, 443)) == 30
+    before = derived()
+    add_vm(world, "vm-5", "10.0.0.15", ready=False)  # a watch event replaces its body
+    settle()
+    assert derived() - before == 2, "vm-5 again, once per port; no other VM"
+    assert "vm-5" not in members(world, 80) and len(members(world, 443)) == 29
+    obj = world.obj(LOAD_BALANCER, "web")
+    spec = LoadBalancerSpec.model_validate(obj.spec)
+    warm = actuator._wanted_members(world.store, obj, spec)
+    cold = LoadBalancerActuator(clock=world.clock)._wanted_members(world.store, obj, spec)
+    assert warm == cold and len(warm[0]) == 29
+    changed = copy.deepcopy(obj.spec)
+    changed["ports"][0]["realServers"]["port"] = 8080
+    moved = actuator._wanted_members(world.store, obj, LoadBalancerSpec.model_validate(changed))
+    assert {w.port for w in moved[0]} == {8080} and {w.port for w in moved[1]} == {443}
