@@ -95,8 +95,11 @@ log = logging.getLogger("kumo.cloud.watch")
 #: changes — most of the nova-api time Kumo used. NTP keeps real skew far below 10 s.
 SKEW_SECONDS = 10.0
 #: While something is in transition, a listing waits this many times as long as the
-#: previous one took (at least ``fast``): an API slowed down by a build wave is not
-#: kept busy by the watch listing it back to back.
+#: previous one took (at least ``fast``, at most the idle ``interval``): an API slowed
+#: down by a build wave is not kept busy by the watch listing it back to back, and a
+#: transition never makes the watch look less often than when nothing happens. (Without
+#: the cap, a 40-s answer of Nova in a 300-VM delete left the watch blind for over two
+#: minutes, so a server whose delete Nova failed meanwhile was deleted again that late.)
 LISTING_PACE = 2.0
 
 #: True while the watch lists: its calls take their own slots (CloudBase._call), so
@@ -1169,7 +1172,7 @@ class CloudWatch:
         if full and service.failures == 0:
             service.next_relist = now + self.relist * random.uniform(0.9, 1.1)
         if busy:
-            pause = max(self.fast, LISTING_PACE * (now - started))
+            pause = min(self.interval, max(self.fast, LISTING_PACE * (now - started)))
         else:
             pause = self.interval * min(2**service.failures, 30)
         service.next_due = now + pause * random.uniform(0.9, 1.1)

@@ -469,6 +469,26 @@ def test_a_listing_that_took_long_sets_the_pace_while_something_builds() -> None
     assert watch._services["nova"].next_due <= 110.0 + 1.1, "a quick answer: fast again"
 
 
+def test_a_very_slow_listing_never_leaves_the_watch_blind_longer_than_idle() -> None:
+    """The pace stops at the idle interval: a 40-s answer (Nova in a mass delete) is
+    followed by the next listing an interval later, not 80 s later."""
+    now = [0.0]
+    nova = FakeNova()
+    nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # BUILD: fast listings
+    watch = CloudWatch(Lists(nova), interval=10.0, fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    listing = nova.list_servers_since
+
+    async def slow(since: str | None) -> Any:
+        now[0] += 40.0
+        return await listing(since)
+
+    nova.list_servers_since = slow  # type: ignore[method-assign]
+    now[0] = 100.0
+    refresh(watch, "nova")
+    assert watch._services["nova"].next_due <= 140.0 + 10.0 * 1.1
+
+
 def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
     """A notification (instance.delete.end) makes an idle watch look now: the delete is
     reported long before the 60 s interval would have shown it."""
