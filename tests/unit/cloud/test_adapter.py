@@ -576,6 +576,57 @@ def test_while_kumos_member_change_is_pending_the_old_members_are_shown_not_read
     assert listing.call_count == reads + 1, "once asked for what is there: read again"
 
 
+def test_a_single_member_write_is_applied_to_the_cached_pool_not_read_back(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """A pool that follows a group changes one member at a time: each successful single
+    write updates the cached members (and the pool's member IDs), so the next pass reads
+    nothing — but a write after a batch update (answered without members) still reads."""
+    tags = model.marker_tags("uid-web")
+    old = octavia_member("10.0.0.10", tags, name="a")
+    url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
+    cloud.watch.pools.put(model.Pool(POOL_ID, "p", "HTTP", None, None, [old["id"]]))
+    listing = requests_mock.get(url, json={"members": [old], "members_links": []})
+    new = octavia_member("10.0.0.11", tags, name="b", id="mem-new")
+    requests_mock.post(url, status_code=201, json={"member": new})
+    requests_mock.get(f"{url}/{old['id']}", json={"member": old})
+    requests_mock.delete(f"{url}/{old['id']}", status_code=204)
+    run(cloud.list_members(POOL_ID))
+    assert listing.call_count == 1
+    run(cloud.create_member(POOL_ID, model.MemberSpec("b", "10.0.0.11", 80, None, 1, tags)))
+    members = run(cloud.list_members(POOL_ID))
+    assert listing.call_count == 1, "the create's answer is applied: no read"
+    assert sorted((m.id, m.name, m.address) for m in members) == [
+        (old["id"], "a", "10.0.0.10"),
+        ("mem-new", "b", "10.0.0.11"),
+    ]
+    run(cloud.delete_owned_member(POOL_ID, old["id"], "uid-web"))
+    (left,) = run(cloud.list_members(POOL_ID))
+    assert left.id == "mem-new" and listing.call_count == 1, "the delete is applied too"
+    requests_mock.put(url, status_code=202)
+    run(cloud.replace_owned_members(POOL_ID, "uid-web", []))
+    reads = listing.call_count
+    run(cloud.create_member(POOL_ID, model.MemberSpec("b", "10.0.0.11", 80, None, 1, tags)))
+    run(cloud.list_members(POOL_ID))
+    assert listing.call_count == reads + 1, "stale since the batch: read again"
+
+
+def test_a_failed_single_member_write_reads_the_pool_again(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    tags = model.marker_tags("uid-web")
+    old = octavia_member("10.0.0.10", tags, name="a")
+    url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
+    cloud.watch.pools.put(model.Pool(POOL_ID, "p", "HTTP", None, None, [old["id"]]))
+    listing = requests_mock.get(url, json={"members": [old], "members_links": []})
+    requests_mock.post(url, status_code=500, json={"faultstring": "boom"})
+    run(cloud.list_members(POOL_ID))
+    with pytest.raises(ReconcileError):
+        run(cloud.create_member(POOL_ID, model.MemberSpec("b", "10.0.0.11", 80, None, 1, tags)))
+    run(cloud.list_members(POOL_ID))
+    assert listing.call_count == 2, "a write whose outcome is unknown: read again"
+
+
 # -- a create whose answer is lost --------------------------------------------------
 
 
