@@ -64,6 +64,9 @@ class ResourceCache(Generic[R]):
         self._owner_of = owner_of
         self._live = live  # False for a resource on its way out (counted as no duplicate)
         self._items: dict[str, R] = {}
+        # Owner UID → the IDs it owns (an ordered set): ``owned_by`` is asked at every
+        # pass of every object, so a scan of all items made a fleet's passes O(N²).
+        self._by_owner: dict[str | None, dict[str, None]] = {}
         self._gone: OrderedDict[str, int] = OrderedDict()
         self._written: dict[str, int] = {}
         self._seq = 0
@@ -88,7 +91,7 @@ class ResourceCache(Generic[R]):
         return [r for r in self._items.values() if self._live(r)]
 
     def owned_by(self, uid: str) -> list[R]:
-        return [r for r in self._items.values() if self._owner_of(r) == uid]
+        return [self._items[rid] for rid in self._by_owner.get(uid, ())]
 
     def owner(self, resource: R) -> str | None:
         return self._owner_of(resource)
@@ -105,7 +108,7 @@ class ResourceCache(Generic[R]):
         """Kumo created or changed it: this is the freshest view until a later listing."""
         self._seq += 1
         rid = self._id_of(resource)
-        self._items[rid] = resource
+        self._set(rid, resource)
         self._gone.pop(rid, None)
         self._written[rid] = self._seq
 
@@ -118,7 +121,7 @@ class ResourceCache(Generic[R]):
     def forget(self, resource_id: str) -> None:
         """Kumo deleted it and the cloud confirmed it is gone at once."""
         self._seq += 1
-        self._items.pop(resource_id, None)
+        self._drop(resource_id)
         self._written[resource_id] = self._seq
         self._tombstone(resource_id)
 
@@ -165,7 +168,7 @@ class ResourceCache(Generic[R]):
             if rid in fresh or self._written.get(rid, 0) > token:
                 continue
             if scope is None or scope(old):
-                del self._items[rid]
+                self._drop(rid)
                 self._tombstone(rid)
                 changes.append(Change(old, None))
         self.synced = True
@@ -180,7 +183,7 @@ class ResourceCache(Generic[R]):
         for rid in deleted:
             if self._written.get(rid, 0) > token:
                 continue
-            old = self._items.pop(rid, None)
+            old = self._drop(rid)
             self._tombstone(rid)
             if old is not None:
                 changes.append(Change(old, None))
@@ -196,9 +199,33 @@ class ResourceCache(Generic[R]):
             old = self._items.get(rid)
             self._gone.pop(rid, None)
             if old != resource:
-                self._items[rid] = resource
+                self._set(rid, resource)
                 changes.append(Change(old, resource))
         return changes
+
+    def _set(self, rid: str, resource: R) -> None:
+        old = self._items.get(rid)
+        self._items[rid] = resource
+        owner = self._owner_of(resource)
+        if old is not None:
+            was = self._owner_of(old)
+            if was == owner:
+                return
+            self._unindex(was, rid)
+        self._by_owner.setdefault(owner, {})[rid] = None
+
+    def _drop(self, rid: str) -> R | None:
+        old = self._items.pop(rid, None)
+        if old is not None:
+            self._unindex(self._owner_of(old), rid)
+        return old
+
+    def _unindex(self, owner: str | None, rid: str) -> None:
+        ids = self._by_owner.get(owner)
+        if ids is not None:
+            ids.pop(rid, None)
+            if not ids:
+                del self._by_owner[owner]
 
     def _settle(self, token: int) -> None:
         """Writes older than a listing that has been applied need no protection any more."""

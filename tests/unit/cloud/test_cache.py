@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 from kumo.cloud.cache import GONE, Change, ResourceCache
@@ -106,3 +107,32 @@ def test_a_reader_s_listing_removes_nothing() -> None:
     c.doubt("uid-a")
     c.relisted(c.begin(), "uid-a", [server("s1")])
     assert c.lookup("s2") == server("s2"), "absence is for the watch's complete listings"
+
+
+def test_owned_by_is_indexed_and_agrees_with_a_scan_through_every_kind_of_change() -> None:
+    """``owned_by`` answers from an index (a scan per pass made a fleet's passes O(N²));
+    whatever writes, listings and deletions happen, it must say what a scan says."""
+    rng = random.Random(24)
+    c = cache()
+    owners = ["uid-a", "uid-b", "uid-c", "foreign"]
+    for step in range(2000):
+        sid = f"s{rng.randrange(30)}"
+        owner = rng.choice(owners)
+        op = rng.randrange(6)
+        if op == 0:
+            c.put(server(sid, owner))
+        elif op == 1:
+            c.forget(sid)
+        elif op == 2:
+            c.update(sid, lambda s, o=owner: replace(s, tags=marker_tags(o)))  # type: ignore[misc]
+        elif op == 3:
+            listed = [server(f"s{i}", rng.choice(owners)) for i in rng.sample(range(30), 10)]
+            c.replace(c.begin(), listed)
+        elif op == 4:
+            c.apply(c.begin(), [server(sid, owner)], deleted=[f"s{rng.randrange(30)}"])
+        else:
+            c.relisted(c.begin(), owner, [server(sid, owner)])
+        for uid in owners:
+            scan = [s for s in c.items() if owner_of(s.tags) == uid]
+            assert sorted(s.id for s in c.owned_by(uid)) == sorted(s.id for s in scan), step
+            assert all(owner_of(s.tags) == uid for s in c.owned_by(uid))
