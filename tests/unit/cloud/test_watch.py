@@ -24,6 +24,7 @@ from tests.unit.kinds.dnsrecord.fake_designate import ZONE_ID, FakeDesignate
 from tests.unit.kinds.keypair.fake_keypairs import KEY, OTHER_KEY, FakeKeyPairs
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 from tests.unit.kinds.share.fake_manila import FakeManila
+from tests.unit.waiting import until
 
 
 class Lists:
@@ -554,3 +555,38 @@ def test_a_poke_during_a_listing_is_kept_for_after_it() -> None:
     now[0] = 200.0
     refresh(watch, "nova")
     assert watch._services["nova"].next_due == pytest.approx(201.0)
+
+
+def test_a_service_whose_listing_hangs_does_not_hold_the_others_back() -> None:
+    """Each service lists on its own: while one listing hangs (a Neutron slowed down by
+    a fleet's delete), Nova's changes-since listings go on at their pace."""
+    nova = FakeNova()
+    nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    watch = CloudWatch(Lists(nova), interval=0.02, fast=0.01)  # type: ignore[arg-type]
+    listings = []
+    listing = nova.list_servers_since
+
+    async def counted(since: str | None) -> Any:
+        listings.append(since)
+        return await listing(since)
+
+    nova.list_servers_since = counted  # type: ignore[method-assign]
+    hung = asyncio.Event()
+
+    async def main() -> None:
+        task = asyncio.create_task(watch.run(lambda *_: None))
+        await watch.synced()
+        octavia = watch._services["octavia"].watcher
+
+        async def hang(full: bool) -> Any:
+            hung.set()
+            await asyncio.Event().wait()  # never answers
+
+        octavia.refresh = hang  # type: ignore[method-assign]
+        await until(hung.is_set, "octavia's listing started")
+        before = len(listings)
+        await until(lambda: len(listings) >= before + 5, "nova listed while octavia hangs")
+        watch.close()
+        await asyncio.wait_for(task, timeout=5)
+
+    asyncio.run(main())
