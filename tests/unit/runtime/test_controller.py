@@ -50,12 +50,7 @@ def test_event_enqueues_object_and_its_owner() -> None:
     ctl = controller()
     group = make_body(VIRTUAL_MACHINE_GROUP, "g", {"template": SPEC})
     ctl.observe("VirtualMachineGroup", "ADDED", group)
-    member = make_body(
-        VIRTUAL_MACHINE,
-        "g-1",
-        SPEC,
-        ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
-    )
+    member = member_of_g("g-1")
     ctl.observe("VirtualMachine", "ADDED", member)
     assert len(ctl.queue) == 2
 
@@ -435,14 +430,7 @@ def test_a_deletion_poll_that_changes_nothing_backs_off_and_any_event_resets_it(
     ctl.observe("VirtualMachine", "ADDED", body)
 
     def delays(passes: int) -> list[int]:
-        found = []
-        for _ in range(passes):
-            ctl.queue = WorkQueue()
-            asyncio.run(ctl.process(key))
-            due = ctl.queue.next_due()
-            assert due is not None
-            found.append(round(due - time.monotonic()))
-        return found
+        return _delays(ctl, key, passes)
 
     assert delays(8) == [2] * 8, "a live object does not back off"
     body = json.loads(json.dumps(ctl.store.get("VirtualMachine", "default", "vm")))
@@ -488,12 +476,7 @@ def test_a_burst_of_member_changes_costs_the_group_one_pass() -> None:
     ctl.observe("VirtualMachineGroup", "ADDED", group)
     ctl.queue = WorkQueue()
     for i in range(20):
-        member = make_body(
-            VIRTUAL_MACHINE,
-            f"g-{i}",
-            SPEC,
-            ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
-        )
+        member = member_of_g(f"g-{i}")
         ctl.observe("VirtualMachine", "ADDED", member)
     key = Key("VirtualMachineGroup", "default", "g")
     due, urgent = ctl.queue._due[key]
@@ -640,12 +623,17 @@ def _group_wait_after_a_member_change(ctl: Any, group: dict[str, Any]) -> float:
     """Seconds until the pass of the group ``g`` that its member ``g-0`` appearing asks."""
     ctl.observe("VirtualMachineGroup", "ADDED", group)
     ctl.queue = WorkQueue()
-    member = make_body(
-        VIRTUAL_MACHINE,
-        "g-0",
-        SPEC,
-        ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
-    )
+    member = member_of_g("g-0")
     ctl.observe("VirtualMachine", "ADDED", member)
     due, _ = ctl.queue._due[Key("VirtualMachineGroup", "default", "g")]
     return float(due - time.monotonic())
+
+
+def member_of_g(name: str) -> dict[str, Any]:
+    """A VirtualMachine body owned by the group ``g`` (uid ``uid-g``)."""
+    return make_body(
+        VIRTUAL_MACHINE,
+        name,
+        SPEC,
+        ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
+    )
