@@ -572,28 +572,27 @@ def _errored(obj: Obj, spec: VirtualMachineSpec, server: Server) -> lifecycle.Re
     forgotten ID and kept until a server is ACTIVE."""
     reason = plan.fault_reason(server.fault)
     replaced = int(obj.status.get("errorReplacements") or 0)
+    now = conditions.now_rfc3339()
     if replaced:
-        since = ordering.seconds_since(obj.status.get("lastErrorReplacement"))
+        since = obj.status.get("lastErrorReplacement") or now
     else:
         ready = conditions.get_condition(obj.status.get("conditions") or [], "Ready") or {}
-        since = (
-            ordering.seconds_since(ready.get("lastTransitionTime"))
-            if ready.get("reason") == reason
-            else 0.0
-        )
+        # Reported on this pass when the condition does not say so yet: its
+        # lastTransitionTime will be ``now``, so the next pass gives the same message.
+        since = (ready.get("lastTransitionTime") or now) if ready.get("reason") == reason else now
     wait = plan.replacement_delay(replaced)
     where = "spec.serverGroup" if reason == "NoValidHost" and spec.server_group else "spec"
     detail = f"Nova put the server in ERROR: {server.fault or 'no fault given'}"
-    if since < wait:
-        note = plan.replacement_note(replaced, wait - since)
+    if ordering.seconds_since(since) < wait:
+        note = plan.replacement_note(replaced, since, wait)
         raise TerminalError(reason, f"{detail} ({note})", field=where)
 
     counters: dict[str, Any] = {
         "errorReplacements": replaced + 1,
-        "lastErrorReplacement": conditions.now_rfc3339(),
+        "lastErrorReplacement": now,
         "replacingId": server.id,
     }
-    note = plan.replacement_note(replaced + 1, plan.replacement_delay(replaced + 1))
+    note = plan.replacement_note(replaced + 1, now, plan.replacement_delay(replaced + 1))
     return lifecycle.Replacement(
         "in ERROR",
         wait=lifecycle.Wait(f"{where}: {detail} ({note})", reason=reason, phase="Replacing"),

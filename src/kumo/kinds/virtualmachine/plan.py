@@ -9,6 +9,7 @@ the server is replaced. Description, metadata, Kumo's tags and the security grou
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
 import json
 import math
@@ -22,6 +23,8 @@ from kumo.engine.objects import Body, Store
 
 HASH_KEY = "kumo:spec-hash"  # Nova metadata keys allow [a-zA-Z0-9-_:. ] only
 NAME_KEY = "kumo:object"
+
+RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
 
 #: How long a server in ERROR is reported before its first replacement; every further
 #: replacement (while it never becomes ACTIVE) waits twice as long, up to the cap, so
@@ -230,12 +233,21 @@ def duration(seconds: float) -> str:
     return f"{hours}h{rest}m" if rest else f"{hours}h"
 
 
-def replacement_note(replaced: int, next_in: float) -> str:
-    """The part of a condition message or event saying where the replacement loop is."""
+def replacement_note(replaced: int, since: str, wait: float) -> str:
+    """The part of a condition message or event saying where the replacement loop is:
+    an absolute time, so the message of a server waiting out its grace period is the
+    same on every pass and costs no status write until something changes."""
+    at = after(since, wait)
     if replaced == 0:
-        return f"replacing it in {duration(next_in)}"
+        return f"replacing it at {at}, {duration(wait)} after it was reported"
     times = "time" if replaced == 1 else "times"
-    return f"replaced {replaced} {times}, next attempt in {duration(next_in)}"
+    return f"replaced {replaced} {times}, next attempt at {at}, {duration(wait)} after the last"
+
+
+def after(timestamp: str, seconds: float) -> str:
+    """The RFC 3339 time ``seconds`` (rounded up) after ``timestamp``."""
+    then = datetime.datetime.strptime(timestamp, RFC3339).replace(tzinfo=datetime.UTC)
+    return (then + datetime.timedelta(seconds=math.ceil(seconds))).strftime(RFC3339)
 
 
 def user_data_problem(script: str) -> str | None:

@@ -37,7 +37,7 @@ def test_error_replacements_back_off_and_are_reported() -> None:
     reconcile(world)
     fail_server(world)
     reconcile(world)  # reported; replacement after the grace period
-    assert "replacing it in" in status(world)["conditions"][0]["message"]
+    assert "replacing it at " in status(world)["conditions"][0]["message"]
     world.stored("VirtualMachine", "vm")["status"]["conditions"][0]["lastTransitionTime"] = ago(61)
     reconcile(world)  # first replacement
     assert world.cloud.calls.count("delete_server") == 1
@@ -52,13 +52,13 @@ def test_error_replacements_back_off_and_are_reported() -> None:
     reconcile(world)
     assert world.cloud.calls.count("delete_server") == 1, "no replacement right away"
     message = status(world)["conditions"][0]["message"]
-    assert "replaced 1 time, next attempt in 2m" in message
+    assert "replaced 1 time, next attempt at " in message and "2m after the last" in message
 
     world.stored("VirtualMachine", "vm")["status"]["lastErrorReplacement"] = ago(121)
     reconcile(world)  # second replacement, after 2 minutes
     assert world.cloud.calls.count("delete_server") == 2
     assert status(world)["errorReplacements"] == 2
-    assert "next attempt in 4m" in world.events.events[-1][3]
+    assert "4m after the last" in world.events.events[-1][3]
 
 
 def test_an_active_server_resets_the_count() -> None:

@@ -22,10 +22,17 @@ def test_durations_read_like_kubectl(seconds: float, text: str) -> None:
     assert plan.duration(seconds) == text
 
 
-def test_replacement_note() -> None:
-    assert plan.replacement_note(0, 45) == "replacing it in 45s"
-    assert plan.replacement_note(1, 120) == "replaced 1 time, next attempt in 2m"
-    assert plan.replacement_note(3, 240) == "replaced 3 times, next attempt in 4m"
+def test_replacement_note_names_a_time_not_a_countdown() -> None:
+    since = "2026-11-27T10:00:00Z"
+    assert plan.replacement_note(0, since, 45) == (
+        "replacing it at 2026-11-27T10:00:45Z, 45s after it was reported"
+    )
+    assert plan.replacement_note(1, since, 120) == (
+        "replaced 1 time, next attempt at 2026-11-27T10:02:00Z, 2m after the last"
+    )
+    assert plan.replacement_note(3, "2026-11-27T23:58:00Z", 240.5) == (
+        "replaced 3 times, next attempt at 2026-11-28T00:02:01Z, 5m after the last"
+    )
 
 
 @pytest.mark.parametrize(
