@@ -30,8 +30,16 @@ STALLED = "Stalled"
 RECONCILING = "Reconciling"
 
 
+#: Kubernetes' timestamp form, as conditions and Kumo's own status times are written.
+RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
+
+
 def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime(RFC3339)
+
+
+def parse_rfc3339(timestamp: str) -> datetime.datetime:
+    return datetime.datetime.strptime(timestamp, RFC3339).replace(tzinfo=datetime.UTC)
 
 
 def set_condition(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kumo.engine.conditions import parse_rfc3339
 from kumo.engine.objects import Body, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds.derived import PerBody
@@ -32,8 +33,7 @@ WAIT_REASONS = {"DNSRecord": "WaitingForDNS"}
 def seconds_since(timestamp: str | None) -> float:
     if not timestamp:
         return 0.0
-    then = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
-    return (datetime.datetime.now(datetime.UTC) - then).total_seconds()
+    return (datetime.datetime.now(datetime.UTC) - parse_rfc3339(timestamp)).total_seconds()
 
 
 def referrers_going(store: Store, obj: Obj) -> dict[str, list[str]]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from kumo.api.loadbalancer import Port
 from kumo.cloud.model import Member, MemberSpec, marker_tags, owner_of
+from kumo.engine.conditions import RFC3339
 from kumo.engine.objects import Body
 
 
@@ -244,4 +245,4 @@ def recorded_drains(status: Body) -> dict[str, datetime.datetime]:
 
 
 def rfc3339(t: datetime.datetime) -> str:
-    return t.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return t.astimezone(datetime.UTC).strftime(RFC3339)

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 
 from kumo.api.virtualmachine import INIT_SCRIPT_MAX_BYTES, USER_DATA_MAX_BASE64, VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags
+from kumo.engine import conditions
 from kumo.engine.dryrun import Change
 from kumo.engine.objects import Body, Store
 
 HASH_KEY = "kumo:spec-hash"  # Nova metadata keys allow [a-zA-Z0-9-_:. ] only
 NAME_KEY = "kumo:object"
-
-RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
 
 #: How long a server in ERROR is reported before its first replacement; every further
 #: replacement (while it never becomes ACTIVE) waits twice as long, up to the cap, so
@@ -246,8 +245,8 @@ def replacement_note(replaced: int, since: str, wait: float) -> str:
 
 def after(timestamp: str, seconds: float) -> str:
     """The RFC 3339 time ``seconds`` (rounded up) after ``timestamp``."""
-    then = datetime.datetime.strptime(timestamp, RFC3339).replace(tzinfo=datetime.UTC)
-    return (then + datetime.timedelta(seconds=math.ceil(seconds))).strftime(RFC3339)
+    then = conditions.parse_rfc3339(timestamp)
+    return (then + datetime.timedelta(seconds=math.ceil(seconds))).strftime(conditions.RFC3339)
 
 
 def user_data_problem(script: str) -> str | None:
