@@ -66,7 +66,9 @@ class Direct:
         return self.prefix if len(self.sizes) == 1 else f"{self.prefix}-g{g}"
 
     def _servers(self) -> list[Any]:
-        return list(self.conn.compute.servers(details=True, name=f"^{self.prefix}-"))
+        """The script's live servers (``DELETED`` ones are gone, as in lab.leftovers)."""
+        servers = self.conn.compute.servers(details=True, name=f"^{self.prefix}-")
+        return [s for s in servers if s.status != "DELETED"]
 
     def converge(self) -> None:
         c = self.conn

@@ -114,9 +114,15 @@ def connect(cloud: str = CLOUD) -> Any:
 
 
 def leftovers(conn: Any) -> dict[str, list[str]]:
-    """Every benchmark resource still in the project (by name prefix)."""
+    """Every benchmark resource still in the project (by name prefix). A server Nova lists
+    as ``DELETED`` is gone: under load Nova keeps such records in its listing for minutes
+    after the delete (vm_state set, row not yet marked deleted), and they are not live."""
     return {
-        "servers": [s.id for s in conn.compute.servers() if (s.name or "").startswith(PREFIX)],
+        "servers": [
+            s.id
+            for s in conn.compute.servers()
+            if (s.name or "").startswith(PREFIX) and s.status != "DELETED"
+        ],
         "server_groups": [
             g.id for g in conn.compute.server_groups() if (g.name or "").startswith(PREFIX)
         ],
