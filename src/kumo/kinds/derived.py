@@ -79,25 +79,44 @@ class Derived(Generic[T]):
 
 
 class PerBody(Generic[T]):
-    """``derive(body)`` for the last ``size`` bodies asked about (least recently asked
-    goes first): an index of one aggregate's status (a LoadBalancer's members by VM
-    name) that every member's event or pass reads, built once per status, not once per
-    read. The value is shared: callers must not change it."""
+    """``derive(body)`` for the latest body asked about of each aggregate (by UID), for
+    at most ``size`` aggregates (least recently asked goes first): an index of one
+    aggregate's status (a LoadBalancer's members by VM name) that every member's event
+    or pass reads, built once per status, not once per read. The value is shared:
+    callers must not change it.
 
-    def __init__(self, derive: Callable[[Body], T], size: int = 64) -> None:
+    One entry per aggregate, not per body: callers ask about the cache's current body,
+    and an LB's status is replaced on every membership change, so a cache of recent
+    bodies held dozens of superseded statuses of the same few LoadBalancers (64 at
+    most, each listing every member: ≈ 6 KiB per VM at 300 members, in memory)."""
+
+    def __init__(self, derive: Callable[[Body], T], size: int = 256) -> None:
         self._derive = derive
         self._size = size
-        self._seen: dict[int, _Entry[T]] = {}
+        self._seen: dict[Any, _Entry[T]] = {}
         #: Bodies derived afresh (misses), for tests and curiosity.
         self.derived = 0
 
     def __call__(self, body: Body) -> T:
-        hit = self._seen.pop(id(body), None)
+        key = _identity(body)
+        hit = self._seen.pop(key, None)
         if not _fresh(hit, body):
             hit = _entry(body, self._derive(body))
             self.derived += 1
         assert hit is not None
-        self._seen[id(body)] = hit  # last: the most recently asked
+        self._seen[key] = hit  # last: the most recently asked
         if len(self._seen) > self._size:
             del self._seen[next(iter(self._seen))]
         return hit[4]
+
+
+def _identity(body: Body) -> Any:
+    """The aggregate a body is a version of: its UID, else its namespace and name (a
+    body not from the API server), else the body itself."""
+    meta = body.get("metadata") or {}
+    uid = meta.get("uid")
+    if uid:
+        return uid
+    if meta.get("name"):
+        return (meta.get("namespace"), meta["name"])
+    return id(body)

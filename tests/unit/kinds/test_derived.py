@@ -43,20 +43,29 @@ def test_scopes_are_apart_and_members_that_left_are_forgotten() -> None:
     assert memo.of("g", bodies) == ["m0", "m1", "m2"] and memo.derived == 7
 
 
-def test_per_body_derives_once_per_body_and_keeps_the_last_few() -> None:
+def test_per_body_derives_once_per_body_and_keeps_the_latest_of_each_aggregate() -> None:
     from kumo.kinds.derived import PerBody
 
     index = PerBody(lambda b: {m: i for i, m in enumerate(b["status"]["members"])}, size=2)
-    a = {"metadata": {}, "status": {"members": ["x", "y"]}}
-    b = {"metadata": {}, "status": {"members": ["y"]}}
-    c = {"metadata": {}, "status": {"members": ["z"]}}
+
+    def lb(uid: str, members: list[str]) -> dict[str, Any]:
+        return {"metadata": {"uid": uid, "name": uid}, "status": {"members": members}}
+
+    a, b, c = lb("a", ["x", "y"]), lb("b", ["y"]), lb("c", ["z"])
     assert index(a)["y"] == 1 and index(a)["x"] == 0 and index.derived == 1
     assert index(b) == {"y": 0} and index(a) == {"x": 0, "y": 1} and index.derived == 2
     index(c)  # a is the most recently asked of a, b: b goes
     assert index.derived == 3 and index(a)["x"] == 0 and index.derived == 3
     assert index(b) == {"y": 0} and index.derived == 4
     a["status"] = {"members": ["w"]}  # replaced in place: seen as a change
-    assert index(a) == {"w": 0}
+    assert index(a) == {"w": 0} and index.derived == 5
+    newer = lb("a", ["v"])  # the cache replaced a's body: its new status
+    assert index(newer) == {"v": 0} and index.derived == 6
+    held = [entry[0] for entry in index._seen.values()]
+    assert newer in held and not any(body is a for body in held), (
+        "one entry per aggregate: the superseded body is not kept"
+    )
+    assert len(index._seen) == 2
 
 
 def test_load_balancer_members_by_vm_name_match_a_scan() -> None:
