@@ -72,6 +72,9 @@ class ResourceCache(Generic[R]):
         self._seq = 0
         self._doubts: dict[str, int] = {}
         self.synced = False
+        #: Counts every change to the cached items: what is derived from all of them (a
+        #: set of addresses) is derived again only after one.
+        self.changes = 0
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -206,6 +209,7 @@ class ResourceCache(Generic[R]):
     def _set(self, rid: str, resource: R) -> None:
         old = self._items.get(rid)
         self._items[rid] = resource
+        self.changes += 1
         owner = self._owner_of(resource)
         if old is not None:
             was = self._owner_of(old)
@@ -217,6 +221,7 @@ class ResourceCache(Generic[R]):
     def _drop(self, rid: str) -> R | None:
         old = self._items.pop(rid, None)
         if old is not None:
+            self.changes += 1
             self._unindex(self._owner_of(old), rid)
         return old
 

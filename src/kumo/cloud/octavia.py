@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from openstack import exceptions
+from openstack import exceptions, resource
 from openstack import exceptions as os_exc
 
 from kumo.cloud import model
@@ -130,29 +130,47 @@ class OctaviaCalls(CloudBase):
     ]:
         """Kumo's load balancers and those in ``also``, then every listener, pool and
         monitor of the project (load balancers first: the children are at least as new
-        as their status)."""
+        as their status). Read as Octavia's JSON, not as the SDK's resources: building
+        one costs ≈ 2 ms (a pool), and while a fleet's load balancers change the watch
+        lists the tree every second or two — in a 1,000-VM converge, 13 % of Kumo's CPU."""
         query = {} if also else {"tags": model.MANAGED_TAG}
         lbs = await self._call(
             "list load balancers",
             lambda: [
                 x
-                for x in self.conn.load_balancer.load_balancers(**query)
-                if x.id in also or model.MANAGED_TAG in (x.tags or [])
+                for x in self._raw_list("loadbalancers", "loadbalancers", query)
+                if x["id"] in also or model.MANAGED_TAG in (x.get("tags") or [])
             ],
         )
         listeners = await self._call(
-            "list listeners", lambda: list(self.conn.load_balancer.listeners())
+            "list listeners", lambda: self._raw_list("listeners", "listeners")
         )
-        pools = await self._call("list pools", lambda: list(self.conn.load_balancer.pools()))
+        pools = await self._call("list pools", lambda: self._raw_list("pools", "pools"))
         monitors = await self._call(
-            "list health monitors", lambda: list(self.conn.load_balancer.health_monitors())
+            "list health monitors", lambda: self._raw_list("healthmonitors", "healthmonitors")
         )
         return (
-            [_lb(x) for x in lbs if x.provisioning_status != "DELETED"],
+            [_lb(x) for x in lbs if x.get("provisioning_status") != "DELETED"],
             [_listener(x) for x in listeners],
             [_pool(x) for x in pools],
             [_monitor(x) for x in monitors],
         )
+
+    def _raw_list(
+        self, path: str, key: str, params: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """In the call's thread: ``GET /lbaas/<path>`` as Octavia's JSON, every page
+        (following ``<key>_links`` itself, as the SDK would)."""
+        found: list[dict[str, Any]] = []
+        url: str | None = f"/lbaas/{path}"
+        while url:
+            response = self.conn.load_balancer.get(url, params=params)
+            os_exc.raise_from_response(response, error_message=f"GET {url}")
+            body = response.json()
+            found += body.get(key) or []
+            links = [x for x in body.get(f"{key}_links") or [] if x.get("rel") == "next"]
+            url, params = (links[0]["href"], None) if links else (None, None)
+        return found
 
     async def create_load_balancer(
         self,
@@ -306,16 +324,7 @@ class OctaviaCalls(CloudBase):
         """In the call's thread: the pool's members as Octavia's JSON, every page. Not the
         SDK's ``Member`` resources: building one per member was most of the cost of a
         read, and a pool that follows a group is read at every change of its members."""
-        found: list[dict[str, Any]] = []
-        url: str | None = f"/lbaas/pools/{pool_id}/members"
-        while url:
-            response = self.conn.load_balancer.get(url)
-            os_exc.raise_from_response(response, error_message=f"GET {url}")
-            body = response.json()
-            found += body.get("members") or []
-            links = [x for x in body.get("members_links") or [] if x.get("rel") == "next"]
-            url = links[0]["href"] if links else None
-        return found
+        return self._raw_list(f"pools/{pool_id}/members", "members")
 
     def _members_changing(self, pool_id: str) -> None:
         cached = self.watch.members.get(pool_id)
@@ -582,46 +591,60 @@ def _as_is(x: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _lb(x: Any) -> model.LoadBalancer:
+def _json(x: Any) -> dict[str, Any]:
+    """An SDK resource (a single read or a create's answer) as Octavia's JSON names, so
+    one mapping per type serves those and the listings read as JSON."""
+    if isinstance(x, resource.Resource):  # a dict too, but keyed by the SDK's names
+        return x.to_dict(computed=False, headers=False, original_names=True)
+    return cast(dict[str, Any], x)
+
+
+def _first_id(x: dict[str, Any], key: str) -> str | None:
+    found = x.get(key) or []
+    return found[0]["id"] if found else None
+
+
+def _lb(resource: Any) -> model.LoadBalancer:
+    x = _json(resource)
     return model.LoadBalancer(
-        id=x.id,
-        name=x.name or "",
-        provisioning_status=x.provisioning_status,
-        operating_status=x.operating_status,
-        vip_address=x.vip_address,
-        tags=list(x.tags or []),
-        description=x.description,
-        availability_zone=x.availability_zone or None,
-        flavor_id=x.flavor_id or None,
-        vip_network_id=x.vip_network_id,
-        vip_port_id=x.vip_port_id,
+        id=x["id"],
+        name=x.get("name") or "",
+        provisioning_status=x["provisioning_status"],
+        operating_status=x.get("operating_status") or "",
+        vip_address=x.get("vip_address"),
+        tags=list(x.get("tags") or []),
+        description=x.get("description"),
+        availability_zone=x.get("availability_zone") or None,
+        flavor_id=x.get("flavor_id") or None,
+        vip_network_id=x.get("vip_network_id"),
+        vip_port_id=x.get("vip_port_id"),
     )
 
 
-def _listener(x: Any) -> model.Listener:
-    lbs = x.load_balancers or []
+def _listener(resource: Any) -> model.Listener:
+    x = _json(resource)
     return model.Listener(
-        id=x.id,
-        name=x.name or "",
-        protocol=x.protocol,
-        port=x.protocol_port,
-        default_pool_id=x.default_pool_id,
-        tags=list(x.tags or []),
-        lb_id=lbs[0]["id"] if lbs else None,
+        id=x["id"],
+        name=x.get("name") or "",
+        protocol=x.get("protocol") or "",
+        port=int(x.get("protocol_port") or 0),
+        default_pool_id=x.get("default_pool_id"),
+        tags=list(x.get("tags") or []),
+        lb_id=_first_id(x, "loadbalancers"),
     )
 
 
-def _pool(x: Any) -> model.Pool:
-    lbs = x.loadbalancers or []
+def _pool(resource: Any) -> model.Pool:
+    x = _json(resource)
     return model.Pool(
-        id=x.id,
-        name=x.name or "",
-        protocol=x.protocol,
-        listener_id=(x.listeners[0]["id"] if x.listeners else None),
-        health_monitor_id=x.health_monitor_id,
-        member_ids=[m["id"] for m in (x.members or [])],
-        tags=list(x.tags or []),
-        lb_id=lbs[0]["id"] if lbs else None,
+        id=x["id"],
+        name=x.get("name") or "",
+        protocol=x.get("protocol") or "",
+        listener_id=_first_id(x, "listeners"),
+        health_monitor_id=x.get("healthmonitor_id"),
+        member_ids=[m["id"] for m in (x.get("members") or [])],
+        tags=list(x.get("tags") or []),
+        lb_id=_first_id(x, "loadbalancers"),
     )
 
 
@@ -639,12 +662,12 @@ def _member(x: dict[str, Any]) -> model.Member:
     )
 
 
-def _monitor(x: Any) -> model.HealthMonitor:
-    pools = x.pools or []
+def _monitor(resource: Any) -> model.HealthMonitor:
+    x = _json(resource)
     return model.HealthMonitor(
-        id=x.id,
-        type=x.type,
-        url_path=x.url_path,
-        tags=list(x.tags or []),
-        pool_id=pools[0]["id"] if pools else None,
+        id=x["id"],
+        type=x.get("type") or "",
+        url_path=x.get("url_path"),
+        tags=list(x.get("tags") or []),
+        pool_id=_first_id(x, "pools"),
     )

@@ -122,6 +122,11 @@ class Store(Protocol):
         members without a scan of every object of the kind)."""
         ...
 
+    def labelled(self, kind: str, namespace: str, key: str, value: str) -> list[Body]:
+        """Objects of ``kind`` in ``namespace`` labelled ``key=value`` (indexed: the
+        members of a group an aggregate follows, without a scan of the namespace)."""
+        ...
+
     def list(self, kind: str, namespace: str | None = None) -> list[Body]: ...
 
 

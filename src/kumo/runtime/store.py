@@ -2,15 +2,19 @@
 
 Indexed like an informer's cache, so what one event costs does not grow with the
 number of objects of other kinds, namespaces or groups: objects by kind and namespace
-(``list``), by UID (``by_uid``: the owners a cloud watch names) and by owner UID
-(``owned_by``: a group's members).
+(``list``), by UID (``by_uid``: the owners a cloud watch names), by owner UID
+(``owned_by``: a group's members) and by label (``labelled``: the members of the group
+a LoadBalancer's pool or a DNSRecord follows, without a scan of the namespace's VMs).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from kumo.engine.objects import Body
 
 _Name = tuple[str, str]  # (namespace, name)
+_Label = tuple[str, str, str, str]  # (kind, namespace, label key, label value)
 
 
 class MemoryStore:
@@ -21,6 +25,8 @@ class MemoryStore:
         #: owner uid → kind → {(namespace, name): None}, in the order first seen (from
         #: metadata.ownerReferences)
         self._owned: dict[str, dict[str, dict[_Name, None]]] = {}
+        #: (kind, namespace, label key, value) → {name: None}, in the order first seen
+        self._labelled: dict[_Label, dict[str, None]] = {}
 
     def put(self, kind: str, body: Body) -> Body | None:
         """Store ``body`` unless the cache already holds a newer version; return the old one."""
@@ -60,6 +66,11 @@ class MemoryStore:
                 found.append(body)
         return found
 
+    def labelled(self, kind: str, namespace: str, key: str, value: str) -> list[Body]:
+        """Objects of ``kind`` in ``namespace`` whose label ``key`` is ``value``."""
+        names = self._objects.get(kind, {}).get(namespace, {})
+        return [names[name] for name in self._labelled.get((kind, namespace, key, value), ())]
+
     def list(self, kind: str, namespace: str | None = None) -> list[Body]:
         spaces = self._objects.get(kind, {})
         if namespace is not None:
@@ -78,12 +89,29 @@ class MemoryStore:
         self._drop_owners(kind, namespace, name, before - after)
         for owner in after - before:
             self._owned.setdefault(owner, {}).setdefault(kind, {})[namespace, name] = None
+        had = _labels(old) if old is not None else {}
+        has = _labels(body)
+        if had != has:
+            self._drop_labels(kind, namespace, name, had.items() - has.items())
+            for key, value in has.items() - had.items():
+                self._labelled.setdefault((kind, namespace, key, value), {})[name] = None
 
     def _unindex(self, kind: str, namespace: str, name: str, body: Body) -> None:
         uid = body["metadata"].get("uid")
         if uid and self._uids.get(uid) == (kind, namespace, name):
             del self._uids[uid]
         self._drop_owners(kind, namespace, name, _owners(body))
+        self._drop_labels(kind, namespace, name, _labels(body).items())
+
+    def _drop_labels(
+        self, kind: str, namespace: str, name: str, labels: Iterable[tuple[str, str]]
+    ) -> None:
+        for key, value in labels:
+            names = self._labelled.get((kind, namespace, key, value))
+            if names is not None:
+                names.pop(name, None)
+                if not names:
+                    del self._labelled[kind, namespace, key, value]
 
     def _drop_owners(self, kind: str, namespace: str, name: str, owners: set[str]) -> None:
         for owner in owners:
@@ -99,6 +127,10 @@ class MemoryStore:
 def _owners(body: Body) -> set[str]:
     refs = body["metadata"].get("ownerReferences") or []
     return {ref["uid"] for ref in refs if ref.get("uid")}
+
+
+def _labels(body: Body) -> dict[str, str]:
+    return body["metadata"].get("labels") or {}
 
 
 def _version(body: Body) -> int:

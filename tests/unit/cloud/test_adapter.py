@@ -699,7 +699,13 @@ def test_live_server_addresses_come_from_the_watch_and_leave_out_servers_going(
             server("c", "ERROR", "10.0.0.3"),
         ],
     )
-    assert cloud.list_live_server_addresses() == {"10.0.0.1", "10.0.1.1", "10.0.0.3"}
+    live = cloud.list_live_server_addresses()
+    assert live == {"10.0.0.1", "10.0.1.1", "10.0.0.3"}
+    assert cloud.list_live_server_addresses() is live, "derived again only after a change"
+    cloud.watch.servers.put(server("d", "BUILD", "10.0.0.4"))
+    assert cloud.list_live_server_addresses() == live | {"10.0.0.4"}
+    cloud.watch.servers.replace(cloud.watch.servers.begin(), [server("a", "ACTIVE", "10.0.0.1")])
+    assert cloud.list_live_server_addresses() == {"10.0.0.1"}
 
 
 def test_the_watch_lists_while_every_call_slot_is_taken_by_slow_writes(
@@ -806,3 +812,98 @@ def test_a_root_volume_boots_the_server_from_a_new_volume_of_its_image(
         }
     ]
     assert not sent.get("imageRef"), "the image is the volume's source, not the server's"
+
+
+def test_the_load_balancer_tree_is_read_as_json_like_the_sdks_resources(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """The watch lists the tree every second or two while a fleet's LBs change: read as
+    Octavia's JSON (every page), it must give what the SDK's resources gave."""
+    from unittest import mock
+
+    from openstack import resource
+    from openstack.load_balancer.v2 import health_monitor, listener, load_balancer, pool
+
+    from kumo.cloud import octavia
+
+    lb = {
+        "id": LB_ID,
+        "name": "kumo-web",
+        "provisioning_status": "ACTIVE",
+        "operating_status": "ONLINE",
+        "vip_address": "10.0.0.9",
+        "vip_network_id": "net-1",
+        "vip_port_id": "port-1",
+        "availability_zone": "",
+        "flavor_id": None,
+        "tags": ["kumo", "kumo-owner=uid-web"],
+    }
+    gone = {**lb, "id": "lb-gone", "provisioning_status": "DELETED"}
+    lis = {
+        "id": "lis-1",
+        "name": "kumo-web-80",
+        "protocol": "HTTP",
+        "protocol_port": 80,
+        "default_pool_id": POOL_ID,
+        "loadbalancers": [{"id": LB_ID}],
+        "tags": [],
+    }
+    pools = [
+        {
+            "id": POOL_ID,
+            "name": "kumo-web-80",
+            "protocol": "HTTP",
+            "listeners": [{"id": "lis-1"}],
+            "loadbalancers": [{"id": LB_ID}],
+            "healthmonitor_id": "hm-1",
+            "members": [{"id": "m-1"}, {"id": "m-2"}],
+            "tags": [],
+        },
+        {
+            "id": "pool-2",
+            "name": "other",
+            "protocol": "TCP",
+            "listeners": [],
+            "loadbalancers": [{"id": "lb-other"}],
+            "healthmonitor_id": None,
+            "members": [],
+            "tags": ["team-a"],
+        },
+    ]
+    hm = {
+        "id": "hm-1",
+        "type": "HTTP",
+        "url_path": "/health",
+        "pools": [{"id": POOL_ID}],
+        "tags": [],
+    }
+    lbs = requests_mock.get(
+        f"{OCTAVIA}/lbaas/loadbalancers", json={"loadbalancers": [lb, gone], "links": []}
+    )
+    requests_mock.get(f"{OCTAVIA}/lbaas/listeners", json={"listeners": [lis]})
+    url = f"{OCTAVIA}/lbaas/pools"
+    requests_mock.get(
+        url,
+        json={
+            "pools": pools[:1],
+            "pools_links": [{"rel": "next", "href": f"{url}?limit=1&marker={POOL_ID}"}],
+        },
+    )
+    requests_mock.get(
+        f"{url}?limit=1&marker={POOL_ID}", complete_qs=True, json={"pools": pools[1:]}
+    )
+    requests_mock.get(f"{OCTAVIA}/lbaas/healthmonitors", json={"healthmonitors": [hm]})
+    built = AssertionError("an SDK resource was built")
+    with mock.patch.object(resource.Resource, "existing", side_effect=built):
+        got_lbs, got_listeners, got_pools, got_monitors = run(cloud.fetch_load_balancer_tree())
+    assert lbs.last_request.qs == {"tags": ["kumo"]}, "Kumo's load balancers only"
+    assert got_lbs == [octavia._lb(load_balancer.LoadBalancer.existing(**lb))]
+    assert got_listeners == [octavia._listener(listener.Listener.existing(**lis))]
+    assert got_pools == [octavia._pool(pool.Pool.existing(**p)) for p in pools]
+    assert got_monitors == [octavia._monitor(health_monitor.HealthMonitor.existing(**hm))]
+    (first, second) = got_pools
+    assert (first.lb_id, first.listener_id, first.health_monitor_id) == (LB_ID, "lis-1", "hm-1")
+    assert first.member_ids == ["m-1", "m-2"] and second.lb_id == "lb-other"
+    assert got_listeners[0].port == 80 and got_listeners[0].lb_id == LB_ID
+    assert got_lbs[0].availability_zone is None and got_lbs[0].vip_port_id == "port-1"
+    assert got_monitors[0].pool_id == POOL_ID

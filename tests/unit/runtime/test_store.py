@@ -48,6 +48,41 @@ def test_owned_by_follows_puts_owner_changes_and_removals() -> None:
     assert names(store.owned_by("VirtualMachine", "uid-b")) == ["b-0"]
 
 
+def test_labelled_follows_puts_label_changes_and_removals() -> None:
+    store = MemoryStore()
+
+    def vm(name: str, group: str | None, namespace: str = "default", rv: str = "1") -> Any:
+        body = make_body(
+            VIRTUAL_MACHINE, name, SPEC, namespace=namespace, labels={"kumo.dev/group": group}
+        )
+        if group is None:
+            body["metadata"]["labels"] = {}
+        body["metadata"]["resourceVersion"] = rv
+        return body
+
+    for i in range(3):
+        store.put("VirtualMachine", vm(f"a-{i}", "a"))
+    store.put("VirtualMachine", vm("b-0", "b"))
+    store.put("VirtualMachine", vm("a-0", "a", namespace="other"))
+    label = ("kumo.dev/group", "a")
+    assert names(store.labelled("VirtualMachine", "default", *label)) == ["a-0", "a-1", "a-2"]
+    assert names(store.labelled("VirtualMachine", "other", *label)) == ["a-0"]
+    assert store.labelled("VirtualMachineGroup", "default", *label) == []
+    store.put("VirtualMachine", vm("a-1", "b", rv="2"))  # relabelled
+    store.put("VirtualMachine", vm("a-2", None, rv="2"))  # label removed
+    store.remove("VirtualMachine", "other", "a-0")
+    assert names(store.labelled("VirtualMachine", "default", *label)) == ["a-0"]
+    assert names(store.labelled("VirtualMachine", "default", "kumo.dev/group", "b")) == [
+        "b-0",
+        "a-1",
+    ]
+    assert store.labelled("VirtualMachine", "other", *label) == []
+    store.put("VirtualMachine", vm("a-1", "a", rv="1"))  # older: ignored, index kept
+    assert names(store.labelled("VirtualMachine", "default", *label)) == ["a-0"]
+    latest = store.labelled("VirtualMachine", "default", *label)[0]
+    assert latest is store.get("VirtualMachine", "default", "a-0"), "the current body"
+
+
 def test_by_uid_and_list_are_indexed_by_kind_and_namespace() -> None:
     store = MemoryStore()
     store.put("VirtualMachine", member("a-0", "a"))

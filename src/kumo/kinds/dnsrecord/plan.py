@@ -159,7 +159,7 @@ def desired_records(
         found = fip_addresses(body)
         what = f"FloatingIP {chosen.name!r} has no address yet"
     else:
-        vms = store.list("VirtualMachine", namespace)
+        vms = store.labelled("VirtualMachine", namespace, GROUP_LABEL, chosen.name)
         found = group_addresses(vms, chosen.name, version, scope)
         what = f"VirtualMachineGroup {chosen.name!r} has no Ready member with an address yet"
     if not found:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kumo.api import kinds
@@ -112,13 +112,14 @@ class LoadBalancerActuator:
         body; a dangling group reference is the user's to fix (and must not empty the
         pools: bad input never deletes anything)."""
         _check_groups(store, obj.namespace, spec)
-        vms = store.list("VirtualMachine", obj.namespace)
         wanted = []
         for i, port in enumerate(spec.ports):
             key = plan.port_key(port)
             known = self._wanted.get((obj.uid, i))
             if known is None or known[0] != key:
                 known = self._wanted[obj.uid, i] = (key, Derived(plan.port_wanting(port)))
+            group = port.real_servers.virtual_machine_group_ref
+            vms = store.labelled("VirtualMachine", obj.namespace, GROUP_LABEL, group)
             found = known[1].of(obj.uid, vms)
             wanted.append(plan.sort_wanted(w for w in found if w is not None))
         for stale in [k for k in self._wanted if k[0] == obj.uid and k[1] >= len(spec.ports)]:
@@ -184,12 +185,32 @@ def _check_region(cloud: Any, spec: LoadBalancerSpec) -> None:
         )
 
 
-def _addresses(store: Store, namespace: str) -> dict[str, str | None]:
-    """Each VM's current address: a member at another address has lost its server."""
-    return {
-        vm["metadata"]["name"]: (vm.get("status") or {}).get("ip")
-        for vm in store.list("VirtualMachine", namespace)
-    }
+class _Addresses(Mapping[str, "str | None"]):
+    """Each VM's current address, by VM name, read from the store when asked: a member
+    at another address has lost its server. Only the pool's members are asked about; a
+    dict of the namespace's every VM was built on each pass (O(namespace) per pass)."""
+
+    def __init__(self, store: Store, namespace: str) -> None:
+        self._store, self._namespace = store, namespace
+
+    def __getitem__(self, name: str) -> str | None:
+        vm = self._store.get("VirtualMachine", self._namespace, name)
+        if vm is None:
+            raise KeyError(name)
+        ip: str | None = (vm.get("status") or {}).get("ip")
+        return ip
+
+    def __iter__(self) -> Iterator[str]:
+        return (
+            vm["metadata"]["name"] for vm in self._store.list("VirtualMachine", self._namespace)
+        )
+
+    def __len__(self) -> int:
+        return len(self._store.list("VirtualMachine", self._namespace))
+
+
+def _addresses(store: Store, namespace: str) -> Mapping[str, str | None]:
+    return _Addresses(store, namespace)
 
 
 def _check_groups(store: Store, namespace: str, spec: LoadBalancerSpec) -> None:

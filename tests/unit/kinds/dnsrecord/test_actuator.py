@@ -247,6 +247,25 @@ def test_address_family_mismatch_is_terminal() -> None:
     assert ready(world)["message"].startswith("spec.type:")
 
 
+def test_a_group_record_reads_its_members_by_label_not_every_vm() -> None:
+    world = new_world(virtualMachineGroupRef="web")
+    world.add(VIRTUAL_MACHINE_GROUP, "web", {"replicas": 2, "template": {}})
+    add_member(world, "web-a", "10.0.0.11")
+    for i in range(20):
+        add_vm(world, f"loner-{i}", f"10.0.1.{i}")
+    listing = world.store.list
+
+    def no_vm_scans(kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        assert kind != "VirtualMachine", "listed every VM of the namespace"
+        return listing(kind, namespace)
+
+    world.store.list = no_vm_scans  # type: ignore[method-assign]
+    converge(world)
+    add_member(world, "web-b", "10.0.0.12")
+    converge(world)
+    assert cloud(world).only().records == ["10.0.0.11", "10.0.0.12"]
+
+
 def test_group_target_follows_scale() -> None:
     world = new_world(virtualMachineGroupRef="web")
     world.add(VIRTUAL_MACHINE_GROUP, "web", {"replicas": 2, "template": {}})

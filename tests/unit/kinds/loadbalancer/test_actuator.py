@@ -224,6 +224,32 @@ def test_a_member_whose_server_is_gone_is_removed_without_draining() -> None:
     assert "Draining" not in world.events.reasons()
 
 
+def test_a_pass_reads_its_groups_vms_by_label_not_every_vm_of_the_namespace() -> None:
+    """Ten groups in a namespace of 1,000 VMs: each LoadBalancer pass listed every VM
+    (wanted members, and a map of every VM's address) — O(namespace) per pass."""
+    world = new_world(vms=3)
+    for i in range(20):
+        other = make_body(VIRTUAL_MACHINE, f"other-{i}", {}, labels={GROUP_LABEL: "other"})
+        other["status"] = {"ip": f"10.1.0.{i}", "conditions": [{"type": "Ready", "status": "True"}]}
+        world.store.put("VirtualMachine", other)
+    converge(world)
+    assert sorted(members(world, 80)) == ["vm-0", "vm-1", "vm-2"]
+    listing = world.store.list
+
+    def no_vm_scans(kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        assert kind != "VirtualMachine", "listed every VM of the namespace"
+        return listing(kind, namespace)
+
+    world.store.list = no_vm_scans  # type: ignore[method-assign]
+    world.store.remove("VirtualMachine", "default", "vm-1")  # gone: removed at once
+    add_vm(world, "vm-2", "10.0.0.99")  # a new server at a new address
+    add_vm(world, "vm-3", "10.0.0.13")  # scaled out
+    converge(world)
+    assert sorted(members(world, 80)) == ["vm-0", "vm-2", "vm-3"]
+    assert "10.0.0.99" in addresses(world, 80) and "10.0.0.12" not in addresses(world, 80)
+    assert "Draining" not in world.events.reasons(), "vm-1 and vm-2's old server are gone"
+
+
 def test_a_repair_in_a_big_pool_changes_two_members_not_the_whole_pool() -> None:
     """At 100 members a batch update would hold the LB for seconds (it grows with the
     pool): a replaced server is one create and one delete, each a short lock."""
