@@ -42,6 +42,9 @@ class BuildBudget:
         self._hold = hold
         self._reserved: dict[str, float] = {}  # owner UID → when the slot lapses
         self._waiting: OrderedDict[str, float] = OrderedDict()  # FIFO: UID → lapses at
+        #: No entry lapses before this (the earliest lapse at the last scan: entries made
+        #: since lapse later, ``hold`` after a later now), so most calls scan nothing.
+        self._next_lapse = float("inf")
 
     @property
     def waiting(self) -> int:
@@ -57,12 +60,17 @@ class BuildBudget:
         if uid in self._reserved:
             return True
         free = self.limit - queued - len(self._reserved)
-        ahead = list(self._waiting).index(uid) if uid in self._waiting else len(self._waiting)
-        if ahead < free:
-            self._waiting.pop(uid, None)
-            self._reserved[uid] = now + self._hold
-            return True
-        self._waiting[uid] = now + self._hold  # a waiter asking again keeps its place
+        # (A waiter's place is looked up only when a turn is free: while a fleet waits,
+        # hundreds of waiters ask, and finding one's place is a scan of the queue.)
+        if free > 0:
+            ahead = list(self._waiting).index(uid) if uid in self._waiting else len(self._waiting)
+            if ahead < free:
+                self._waiting.pop(uid, None)
+                self._reserved[uid] = until = now + self._hold
+                self._next_lapse = min(self._next_lapse, until)
+                return True
+        self._waiting[uid] = until = now + self._hold  # asking again keeps one's place
+        self._next_lapse = min(self._next_lapse, until)
         return False
 
     def withdraw(self, uid: str) -> None:
@@ -85,6 +93,11 @@ class BuildBudget:
         return list(self._waiting)[: max(free, 0)]
 
     def _lapse(self, now: float) -> None:
+        if now < self._next_lapse:
+            return
         for table in (self._reserved, self._waiting):
             for uid in [u for u, until in table.items() if until <= now]:
                 del table[uid]
+        self._next_lapse = min(
+            (*self._reserved.values(), *self._waiting.values()), default=float("inf")
+        )

@@ -74,3 +74,21 @@ def test_a_withdrawn_waiter_lets_those_behind_it_move_up_at_once() -> None:
     budget.withdraw("deleted")
     assert budget.release(queued=0) == ["next"]
     assert budget.admit("next", queued=0)
+
+
+def test_lapses_are_found_when_due_though_most_asks_scan_nothing() -> None:
+    """Waiters that ask again move their lapse later; the earliest one recorded is only
+    a bound: a scan at it finds what is due and nothing that is not."""
+    clock = Clock()
+    budget = BuildBudget(1, clock, hold=100.0)
+    assert not budget.admit("a", queued=1)
+    clock.now = 10.0
+    assert not budget.admit("b", queued=1)
+    clock.now = 60.0
+    assert not budget.admit("a", queued=1)  # a asks again: lapses at 160 now
+    clock.now = 105.0
+    assert budget.release(queued=1) == [] and budget.waiting == 2, "nothing lapsed yet"
+    clock.now = 111.0
+    assert budget.waiting == 2 and budget.release(queued=0) == ["a"], "b lapsed at 110"
+    clock.now = 161.0
+    assert budget.release(queued=0) == [] and budget.waiting == 0

@@ -120,6 +120,7 @@ def test_a_server_reaching_a_host_wakes_the_vm_waiting_for_its_turn() -> None:
         return watch.builds.admit(uid, watch.queued_builds())
 
     assert not asyncio.run(admit("uid-b")), "vm-a is queued in Nova: vm-b waits"
+    assert watch.queued_builds() == 1
     nova.tick(1)
     refresh(watch, "nova")  # nothing moved
     assert seen.woken == []
@@ -129,6 +130,7 @@ def test_a_server_reaching_a_host_wakes_the_vm_waiting_for_its_turn() -> None:
     assert watch.servers.lookup(server.id).status == "BUILD"  # type: ignore[union-attr]
     assert seen.owners == [{"uid-a"}]
     assert seen.woken == [{"uid-b"}], "the listing that saw vm-a on a host wakes vm-b"
+    assert watch.queued_builds() == 0, "counted again after the cache changed"
     assert asyncio.run(admit("uid-b"))
 
 
