@@ -104,21 +104,10 @@ class OctaviaCalls(CloudBase):
                 if also
                 else {"tags": model.MANAGED_TAG, "fields": fields}
             )
-            url: str | None = "/lbaas/loadbalancers"
-            while url:
-                response = self.conn.load_balancer.get(url, params=params)
-                exceptions.raise_from_response(response)
-                body = response.json()
-                for lb in body.get("loadbalancers") or []:
-                    if (
-                        also
-                        and lb["id"] not in also
-                        and model.MANAGED_TAG not in lb.get("tags", [])
-                    ):
-                        continue
-                    versions[lb["id"]] = f"{lb.get('updated_at')} {lb.get('provisioning_status')}"
-                links = [x for x in body.get("loadbalancers_links") or [] if x.get("rel") == "next"]
-                url, params = (links[0]["href"], None) if links else (None, None)
+            for lb in self._raw_list("loadbalancers", "loadbalancers", params):
+                if also and lb["id"] not in also and model.MANAGED_TAG not in lb.get("tags", []):
+                    continue
+                versions[lb["id"]] = f"{lb.get('updated_at')} {lb.get('provisioning_status')}"
             return versions
 
         return await self._call("list load balancers", probe)
