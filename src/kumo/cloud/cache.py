@@ -26,9 +26,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 #: How many deleted IDs are remembered (enough for any scale-in; old ones fall back to a GET).
 MAX_TOMBSTONES = 20_000
@@ -72,9 +73,9 @@ class ResourceCache(Generic[R]):
         self._seq = 0
         self._doubts: dict[str, int] = {}
         self.synced = False
-        #: Counts every change to the cached items: what is derived from all of them (a
-        #: set of addresses) is derived again only after one.
+        #: Counts every change to the cached items (see :meth:`derived`).
         self.changes = 0
+        self._derived: dict[str, tuple[int, Any]] = {}
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -92,6 +93,15 @@ class ResourceCache(Generic[R]):
     def live(self) -> list[R]:
         """Resources not on their way out."""
         return [r for r in self._items.values() if self._live(r)]
+
+    def derived(self, name: str, derive: Callable[[], T]) -> T:
+        """``derive()``, kept under ``name`` until the cached items next change: what
+        every pass asks of all of them (the live addresses, the queued builds) costs one
+        scan per change, not one per pass."""
+        hit = self._derived.get(name)
+        if hit is None or hit[0] != self.changes:
+            hit = self._derived[name] = (self.changes, derive())
+        return cast(T, hit[1])
 
     def owned_by(self, uid: str) -> list[R]:
         return [self._items[rid] for rid in self._by_owner.get(uid, ())]

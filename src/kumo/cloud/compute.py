@@ -16,9 +16,6 @@ from kumo.cloud.watch import ServerWatcher
 
 
 class ComputeCalls(CloudBase):
-    #: (the server cache's change count, the live addresses derived at it)
-    _live_addresses: tuple[int, frozenset[str]] | None = None
-
     # -- Nova servers (reads from the watch's cache once synced; see watch.py) -----------
 
     async def get_server(self, server_id: str) -> model.Server | None:
@@ -72,14 +69,12 @@ class ComputeCalls(CloudBase):
         cache = self.watch.servers
         if not cache.synced:
             return None
-        known = self._live_addresses
-        if known is None or known[0] != cache.changes:  # built again only after a change:
-            # every LoadBalancer's pass asks, and a fleet's servers are thousands
-            addresses = frozenset(
+        return cache.derived(  # every LoadBalancer's pass asks; a fleet's servers are many
+            "live addresses",
+            lambda: frozenset(
                 a[1] for s in cache.live() if model.MANAGED_TAG in s.tags for a in s.addresses
-            )
-            known = self._live_addresses = (cache.changes, addresses)
-        return known[1]
+            ),
+        )
 
     async def find_servers_by_name(self, name: str) -> list[model.Server]:
         """Servers named exactly ``name`` (for ``spec.import.name``); not cached."""

@@ -298,8 +298,6 @@ class ServerWatcher(Watcher):
         self.marks = (("server", self.servers),)
         #: Turns for creating servers: at most ``max_queued_builds`` of them in BUILD at once.
         self.builds = BuildBudget(env.max_queued_builds, env.now)
-        #: (the server cache's change count, the queued builds counted at it)
-        self._queued: tuple[int, int] | None = None
         self._since: datetime | None = None
         #: DELETING servers: as last seen, and since when unchanged.
         self._lingering: dict[str, tuple[model.Server, float]] = {}
@@ -463,16 +461,14 @@ class ServerWatcher(Watcher):
         waiting for the scheduler, the conductor or a compute's build slot — and, until
         scheduled, the build requests every server listing returns. A server a compute
         is building costs no listing anything and is not counted."""
-        known = self._queued
-        if known is None or known[0] != self.servers.changes:  # counted again only after
-            # a change: every VM waiting for a turn asks, and a fleet's servers are many
-            count = sum(
+        return self.servers.derived(  # every VM waiting for a turn asks
+            "queued builds",
+            lambda: sum(
                 1
                 for s in self.servers.items()
                 if s.status == "BUILD" and not s.host_id and _marked_server(s)
-            )
-            known = self._queued = (self.servers.changes, count)
-        return known[1]
+            ),
+        )
 
 
 class ServerGroupWatcher(Watcher):
