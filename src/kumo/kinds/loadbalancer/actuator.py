@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from kumo.api import kinds
@@ -85,7 +85,7 @@ class LoadBalancerActuator:
         clock = members.DrainClock(
             self.clock(),
             members.recorded_drains(obj.status),
-            _addresses(ctx.store, obj.namespace),
+            _addresses(ctx.store, obj.namespace, tree),
             ctx.cloud.list_live_server_addresses(),
         )
         changes = plan.pool_changes(spec, wanted, tree, obj.uid, clock)
@@ -185,32 +185,17 @@ def _check_region(cloud: Any, spec: LoadBalancerSpec) -> None:
         )
 
 
-class _Addresses(Mapping[str, "str | None"]):
-    """Each VM's current address, by VM name, read from the store when asked: a member
-    at another address has lost its server. Only the pool's members are asked about; a
-    dict of the namespace's every VM was built on each pass (O(namespace) per pass)."""
-
-    def __init__(self, store: Store, namespace: str) -> None:
-        self._store, self._namespace = store, namespace
-
-    def __getitem__(self, name: str) -> str | None:
-        vm = self._store.get("VirtualMachine", self._namespace, name)
-        if vm is None:
-            raise KeyError(name)
-        ip: str | None = (vm.get("status") or {}).get("ip")
-        return ip
-
-    def __iter__(self) -> Iterator[str]:
-        return (
-            vm["metadata"]["name"] for vm in self._store.list("VirtualMachine", self._namespace)
-        )
-
-    def __len__(self) -> int:
-        return len(self._store.list("VirtualMachine", self._namespace))
-
-
-def _addresses(store: Store, namespace: str) -> Mapping[str, str | None]:
-    return _Addresses(store, namespace)
+def _addresses(store: Store, namespace: str, tree: plan.Tree) -> dict[str, str | None]:
+    """The current address of the VM each pool member is named after (a member at
+    another address has lost its server; one whose VM is missing, its VM). Only the
+    members' VMs: a map of the namespace's every VM was O(namespace) per pass."""
+    found: dict[str, str | None] = {}
+    for listed in tree.members.values():
+        for m in listed:
+            vm = store.get("VirtualMachine", namespace, m.name)
+            if vm is not None:
+                found[m.name] = (vm.get("status") or {}).get("ip")
+    return found
 
 
 def _check_groups(store: Store, namespace: str, spec: LoadBalancerSpec) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,9 +52,9 @@ class DrainClock:
 
     now: datetime.datetime
     started: dict[str, datetime.datetime] = field(default_factory=dict)
-    addresses: Mapping[str, str | None] | None = None
-    """VM name → the address its server has now (None: none known), for the namespace's
-    VMs; None when unknown. A member whose VM is gone, or whose VM has a server at a new
+    addresses: dict[str, str | None] | None = None
+    """VM name → the address its server has now (None: none known), for the VMs the
+    pool's members are named after; None when unknown. A member whose VM is gone, or whose VM has a server at a new
     address, has no backend left to drain: it is removed at once."""
     live: frozenset[str] | None = None
     """Addresses of Kumo's servers the cloud watch holds alive (None: unknown). A leaving
@@ -190,7 +190,7 @@ def one_by_one(change: PoolMembers, current: list[Member], uid: str) -> list[Mem
     return calls
 
 
-def _server_gone(addresses: Mapping[str, str | None], m: Member) -> bool:
+def _server_gone(addresses: dict[str, str | None], m: Member) -> bool:
     """The member's VM is gone, or has a server at another address now. A VM without an
     address (being deleted: its status is cut down; or a new server still building) is
     not proof: its member drains."""
