@@ -37,6 +37,10 @@ STEP_SECONDS = 1.0
 DELETE_SECONDS = 2.0
 #: Safety net while the VIP's Network is not Ready (its status change wakes the LB).
 NETWORK_SECONDS = 30.0
+#: The cloud adapter's methods that change a pool's members (the pool's ID first).
+MEMBER_OPS = frozenset(
+    {"replace_owned_members", "create_member", "update_owned_member", "delete_owned_member"}
+)
 
 
 def utc_now() -> datetime.datetime:
@@ -54,6 +58,10 @@ class LoadBalancerActuator:
         #: after one VM's change does not build every member again; rebuilt from the
         #: bodies after a restart, and whenever the port's group or ports change.
         self._wanted: dict[tuple[str, int], tuple[Any, Derived[Any]]] = {}
+        #: (LB UID, pool ID) → when Kumo last changed the pool's members: a pool being
+        #: filled takes new members at most once per ``members.FILL_BATCH_SECONDS``.
+        #: Lost with a restart (the next fill's first batch goes at once).
+        self._member_writes: dict[tuple[str, str], datetime.datetime] = {}
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> Result:
         _check_region(ctx.cloud, spec)
@@ -68,7 +76,7 @@ class LoadBalancerActuator:
             )
         if vip.value and vip.value != spec.vip_network:  # a Network object's: its ID
             spec = spec.model_copy(update={"vip_network": vip.value})
-        wanted = self._wanted_members(ctx.store, obj, spec)
+        wanted, coming = self._wanted_members(ctx.store, obj, spec)
         owned = _load_balancers(ctx, obj, spec)
         lb = await ownership.find_owned(ctx, obj, owned)
         if lb is None:
@@ -95,9 +103,19 @@ class LoadBalancerActuator:
             return _waiting(ctx, obj, spec, tree, message, drains)
         unapplied = await _unapplied_changes(ctx, obj, spec, lb)
         name = plan.lb_name(obj.namespace, obj.name)
+        held = None if ctx.dry_run else self._hold_fills(obj, spec, tree, changes, coming, clock)
         steps = plan.plan_steps(spec, wanted, tree, obj.uid, name, clock, changes)
         if steps:
-            result = await _apply(ctx, obj, spec, tree, steps, drains)
+            result = await _apply(ctx, obj, spec, tree, steps, drains, self._wrote_members(obj))
+        elif held is not None:
+            seconds, count = held
+            message = (
+                f"{count} new member(s) wait {seconds:.0f}s for their pool's next batch: more "
+                "of the group's VMs are on their way, and a pool being filled takes new "
+                f"members at most every {members.FILL_BATCH_SECONDS:.0f}s"
+            )
+            result = _waiting(ctx, obj, spec, tree, message, drains)
+            result.requeue_after = seconds
         else:
             result = _converged(ctx, obj, spec, tree, drains)
             result.requeue_after = members.next_drain_end(drains, clock.now)
@@ -107,12 +125,14 @@ class LoadBalancerActuator:
 
     def _wanted_members(
         self, store: Store, obj: Obj, spec: LoadBalancerSpec
-    ) -> list[list[members.WantedMember]]:
+    ) -> tuple[list[list[members.WantedMember]], list[int]]:
         """Desired members per port (:func:`plan.wanted_members`), each VM read once per
-        body; a dangling group reference is the user's to fix (and must not empty the
-        pools: bad input never deletes anything)."""
+        body, and per port how many more of its group's VMs are on their way
+        (:func:`plan.coming_vms`); a dangling group reference is the user's to fix (and
+        must not empty the pools: bad input never deletes anything)."""
         _check_groups(store, obj.namespace, spec)
         wanted = []
+        coming = []
         for i, port in enumerate(spec.ports):
             key = plan.port_key(port)
             known = self._wanted.get((obj.uid, i))
@@ -122,9 +142,47 @@ class LoadBalancerActuator:
             vms = store.labelled("VirtualMachine", obj.namespace, GROUP_LABEL, group)
             found = known[1].of(obj.uid, vms)
             wanted.append(plan.sort_wanted(w for w in found if w is not None))
+            coming.append(plan.coming_vms(vms))
         for stale in [k for k in self._wanted if k[0] == obj.uid and k[1] >= len(spec.ports)]:
             del self._wanted[stale]
-        return wanted
+        return wanted, coming
+
+    def _hold_fills(
+        self,
+        obj: Obj,
+        spec: LoadBalancerSpec,
+        tree: plan.Tree,
+        changes: list[members.PoolMembers | None],
+        coming: list[int],
+        clock: members.DrainClock,
+    ) -> tuple[float, int] | None:
+        """Hold the additions of each pool being filled (:func:`members.fill_hold`): its
+        change in ``changes`` becomes "nothing to do" for this pass. Returns the seconds
+        until the first held batch is due and how many members wait, or None."""
+        due: float | None = None
+        names: set[str] = set()
+        for i, (port, change) in enumerate(zip(spec.ports, changes, strict=True)):
+            pool = plan.pool_for(tree, plan.listener_for(tree, port.port))
+            if change is None or pool is None or not change.changed:
+                continue
+            last = self._member_writes.get((obj.uid, pool.id))
+            current = tree.members.get(pool.id, [])
+            left = members.fill_hold(change, current, obj.uid, coming[i], last, clock.now)
+            if left is not None:
+                changes[i] = dataclasses.replace(change, changed=False)
+                due = left if due is None else min(due, left)
+                names.update(m.name for m in change.added)
+        return None if due is None else (due, len(names))
+
+    def _wrote_members(self, obj: Obj) -> Callable[[plan.Step], None]:
+        """What :func:`_apply` calls once Octavia accepted a step: a member change of a
+        pool starts that pool's fill interval."""
+
+        def wrote(step: plan.Step) -> None:
+            if step.op in MEMBER_OPS:
+                self._member_writes[obj.uid, step.args[0]] = self.clock()
+
+        return wrote
 
     async def finalize(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
         """Delete with cascade (Octavia removes listeners, pools, members and monitors
@@ -145,6 +203,8 @@ class LoadBalancerActuator:
         """The object goes: its cache of wanted members with it."""
         for known in [k for k in self._wanted if k[0] == obj.uid]:
             del self._wanted[known]
+        for pool in [k for k in self._member_writes if k[0] == obj.uid]:
+            del self._member_writes[pool]
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """LoadBalancers whose members change when a VM (of a referenced group) or a
@@ -334,9 +394,11 @@ async def _apply(
     tree: plan.Tree,
     steps: list[plan.Step],
     drains: dict[str, members.Draining],
+    accepted: Callable[[plan.Step], None] | None = None,
 ) -> Result:
     """One change, then wait: Octavia holds the LB PENDING_UPDATE until it is applied.
-    A dry run (plan, Observe) records every step computable now instead: none is made."""
+    A dry run (plan, Observe) records every step computable now instead: none is made.
+    ``accepted`` hears of the step once Octavia took it (not when it said busy)."""
     if ctx.dry_run:
         for later in steps[1:]:
             await getattr(ctx.cloud, later.op)(*later.args, **later.kwargs)
@@ -344,6 +406,8 @@ async def _apply(
     ctx.log.info("%s: %s", obj.key, step.why)
     busy = await _busy_is_waiting(getattr(ctx.cloud, step.op)(*step.args, **step.kwargs))
     if not busy:
+        if accepted is not None and not ctx.dry_run:
+            accepted(step)
         for reason, text in step.events:
             ctx.events.emit(obj, "Normal", reason, text)
     more = f" (at least {len(steps) - 1} more change(s) to go)" if len(steps) > 1 else ""

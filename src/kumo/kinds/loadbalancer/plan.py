@@ -166,6 +166,23 @@ def is_member_vm(vm: Body) -> bool:
     return ready is not None and ready.get("status") == "True"
 
 
+#: Phases of a VM still on its way to serving (no phase: not reconciled yet). Not
+#: Error, Stopped or Observed: a VM stuck there would hold its pool's fills for ever.
+COMING_PHASES = frozenset({None, "Pending", "Building", "Replacing", "Running"})
+
+
+def coming_vms(vms: Iterable[Body]) -> int:
+    """How many of a group's VMs are on their way to its pools: not being deleted, not
+    a member yet (:func:`is_member_vm`), and in a phase that leads there."""
+    return sum(
+        1
+        for vm in vms
+        if not (vm.get("metadata") or {}).get("deletionTimestamp")
+        and (vm.get("status") or {}).get("phase") in COMING_PHASES
+        and not is_member_vm(vm)
+    )
+
+
 def moves_members(lb: Body, vm: Body) -> bool:
     """Can this state of a VM of a referenced group change the LoadBalancer's pools, as
     its status shows them? Yes while it should be a member and is not listed at its

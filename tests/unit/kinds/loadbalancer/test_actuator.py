@@ -16,7 +16,8 @@ from kumo.cloud.model import marker_tags
 from kumo.engine.objects import Key
 from kumo.engine.reconciler import Engine
 from kumo.kinds.labels import GROUP_LABEL
-from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
+from kumo.kinds.loadbalancer import members as lb_members
+from kumo.kinds.loadbalancer.actuator import MEMBER_OPS, LoadBalancerActuator
 from tests.unit.fakes import World, make_body
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 
@@ -28,12 +29,16 @@ def seed_spec() -> dict:
     return yaml.safe_load(EXAMPLE.read_text())["spec"]
 
 
-def add_vm(world: World, name: str, ip: str, ready: bool = True, **meta: Any) -> dict:
+def add_vm(
+    world: World, name: str, ip: str, ready: bool = True, phase: str | None = None, **meta: Any
+) -> dict:
     body = make_body(VIRTUAL_MACHINE, name, {}, labels={GROUP_LABEL: GROUP}, **meta)
     body["status"] = {
         "ip": ip,
         "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
     }
+    if phase:
+        body["status"]["phase"] = phase
     world.store.put("VirtualMachine", body)
     return body
 
@@ -720,10 +725,78 @@ def test_a_pass_builds_only_the_changed_vms_members_and_a_fresh_actuator_agrees(
     assert "vm-5" not in members(world, 80) and len(members(world, 443)) == 29
     obj = world.obj(LOAD_BALANCER, "web")
     spec = LoadBalancerSpec.model_validate(obj.spec)
-    warm = actuator._wanted_members(world.store, obj, spec)
-    cold = LoadBalancerActuator(clock=world.clock)._wanted_members(world.store, obj, spec)
+    warm, _ = actuator._wanted_members(world.store, obj, spec)
+    cold, _ = LoadBalancerActuator(clock=world.clock)._wanted_members(world.store, obj, spec)
     assert warm == cold and len(warm[0]) == 29
     changed = copy.deepcopy(obj.spec)
     changed["ports"][0]["realServers"]["port"] = 8080
-    moved = actuator._wanted_members(world.store, obj, LoadBalancerSpec.model_validate(changed))
+    moved, _ = actuator._wanted_members(world.store, obj, LoadBalancerSpec.model_validate(changed))
     assert {w.port for w in moved[0]} == {8080} and {w.port for w in moved[1]} == {443}
+
+
+def member_writes(world: LBWorld) -> int:
+    return sum(c in MEMBER_OPS for c in cloud(world).calls)
+
+
+def test_a_pool_being_filled_takes_its_new_members_in_one_batch_per_interval() -> None:
+    """While more of the group's VMs are building, VMs turning Ready within one interval
+    of the pool's last member change go in together, and the LoadBalancer says so;
+    the last VM of the fill goes in at once, without waiting for the interval."""
+    world = new_world(vms=1)
+    converge(world)
+    actuator = LoadBalancerActuator(clock=world.clock)
+    engine = Engine()
+    for i in range(1, 5):
+        add_vm(world, f"vm-{i}", f"10.0.0.{10 + i}", ready=False, phase="Building")
+    writes = member_writes(world)
+    add_vm(world, "vm-1", "10.0.0.11", phase="Running")  # no batch recorded: at once
+    assert world.run(actuator, "web", engine) == 1.0
+    world.clock.advance(1.0)
+    world.run(actuator, "web", engine)
+    assert member_writes(world) == writes + 2  # one batch per pool
+    world.clock.advance(1.0)
+    assert world.run(actuator, "web", engine) is None
+    assert members(world, 80) == members(world, 443) == ["vm-0", "vm-1"]
+
+    add_vm(world, "vm-2", "10.0.0.12", phase="Running")
+    held = world.run(actuator, "web", engine)
+    world.clock.advance(1.0)
+    add_vm(world, "vm-3", "10.0.0.13", phase="Running")
+    held = world.run(actuator, "web", engine)
+    assert held is not None and 0 < held < lb_members.FILL_BATCH_SECONDS
+    assert member_writes(world) == writes + 2, "held: nothing written"
+    assert ready(world)["status"] == "False"
+    assert ready(world)["message"].startswith("2 new member(s) wait")
+    world.clock.advance(held)
+    world.run(actuator, "web", engine)
+    world.clock.advance(1.0)
+    world.run(actuator, "web", engine)
+    assert member_writes(world) == writes + 4, "vm-2 and vm-3 in one batch per pool"
+    world.clock.advance(1.0)
+    assert world.run(actuator, "web", engine) is None
+    assert members(world, 80) == members(world, 443) == [f"vm-{i}" for i in range(4)]
+
+    start = world.clock.now
+    add_vm(world, "vm-4", "10.0.0.14", phase="Running")  # the last: nothing more coming
+    for _ in range(5):
+        delay = world.run(actuator, "web", engine)
+        if delay is None:
+            break
+        world.clock.advance(delay)
+    assert members(world, 80) == members(world, 443) == [f"vm-{i}" for i in range(5)]
+    assert (world.clock.now - start).total_seconds() < lb_members.FILL_BATCH_SECONDS
+    assert ready(world)["status"] == "True"
+
+
+def test_a_vm_stuck_in_error_does_not_hold_a_fill() -> None:
+    """Only VMs on their way count: one in Error would hold the pool for ever."""
+    world = new_world(vms=1)
+    converge(world)
+    actuator = LoadBalancerActuator(clock=world.clock)
+    engine = Engine()
+    world.run(actuator, "web", engine)
+    add_vm(world, "vm-1", "10.0.0.11", ready=False, phase="Error")
+    add_vm(world, "vm-2", "10.0.0.12", phase="Running")
+    writes = member_writes(world)
+    world.run(actuator, "web", engine)
+    assert member_writes(world) == writes + 1, "vm-2 added at once"
