@@ -59,7 +59,7 @@ class LoadBalancerActuator:
         #: bodies after a restart, and whenever the port's group or ports change.
         self._wanted: dict[tuple[str, int], tuple[Any, Derived[Any]]] = {}
         #: (LB UID, pool ID) → when Kumo last changed the pool's members: a pool being
-        #: filled takes new members at most once per ``members.FILL_BATCH_SECONDS``.
+        #: filled takes new members at most once per ``members.fill_interval``.
         #: Lost with a restart (the next fill's first batch goes at once).
         self._member_writes: dict[tuple[str, str], datetime.datetime] = {}
 
@@ -112,7 +112,8 @@ class LoadBalancerActuator:
             message = (
                 f"{count} new member(s) wait {seconds:.0f}s for their pool's next batch: more "
                 "of the group's VMs are on their way, and a pool being filled takes new "
-                f"members at most every {members.FILL_BATCH_SECONDS:.0f}s"
+                f"members at most every {members.FILL_BATCH_SECONDS:.0f}s (longer for a big "
+                "pool)"
             )
             result = _waiting(ctx, obj, spec, tree, message, drains)
             result.requeue_after = seconds

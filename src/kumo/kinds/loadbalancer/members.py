@@ -192,10 +192,22 @@ def one_by_one(change: PoolMembers, current: list[Member], uid: str) -> list[Mem
 
 #: While more of a group's VMs are on their way, a pool that already serves takes its
 #: new members at most once per this many seconds. Each member change is a flow in
-#: Octavia's worker (≈ 1.4 CPU-s on the lab at 100 members) and a fresh listing of the
-#: tree: a pool filled as each VM turned Ready cost 30 of them at N = 100, a sixth of
-#: the lab's two cores, taken from the Nova and Neutron building the rest.
+#: Octavia's worker and a fresh listing of the tree: a pool filled as each VM turned
+#: Ready cost 30 of them at N = 100, a sixth of the lab's two cores, taken from the
+#: Nova and Neutron building the rest.
 FILL_BATCH_SECONDS = 15.0
+#: ... and longer for a big pool: Octavia's worker handles every member of the pool on
+#: a batch update, so a flow costs in proportion to the pool (on the lab ≈ 1.9 CPU-s
+#: at 50 members on average, 4.9 at 100). With the interval in proportion too, filling
+#: a pool costs Octavia linear, not quadratic, work in its size.
+FILL_SECONDS_PER_MEMBER = 0.15
+#: ... up to this: the longest a Ready VM waits for its member while its pool fills.
+FILL_BATCH_MAX_SECONDS = 60.0
+
+
+def fill_interval(members: int) -> float:
+    """Seconds between batches of additions to a pool of ``members`` being filled."""
+    return min(FILL_BATCH_MAX_SECONDS, max(FILL_BATCH_SECONDS, members * FILL_SECONDS_PER_MEMBER))
 
 
 def fill_hold(
@@ -205,16 +217,19 @@ def fill_hold(
     coming: int,
     last_added: datetime.datetime | None,
     now: datetime.datetime,
-    seconds: float = FILL_BATCH_SECONDS,
+    seconds: float | None = None,
 ) -> float | None:
     """Seconds to hold this pool's new members so that they go in one batch with those
     of the VMs still on their way (``coming``), or None to add them now. Only a pool
     being filled waits: its change adds members and does nothing else, it already has
     one of Kumo's members in service (a pool's first capacity never waits), more of its
     group's VMs are coming (the last one's member never waits: nor does a repair's), and
-    a batch of additions went in less than ``seconds`` ago (``last_added``)."""
+    a batch of additions went in less than ``seconds`` ago (``last_added``; by default
+    :func:`fill_interval` of the pool's size)."""
     if not change.added or change.started or change.removed or coming <= 0:
         return None
+    if seconds is None:
+        seconds = fill_interval(len(current))
     if last_added is None or seconds <= 0:
         return None
     left = (last_added - now).total_seconds() + seconds

@@ -80,3 +80,14 @@ def test_no_recorded_batch_means_no_hold() -> None:
 
 def test_nothing_to_add_is_nothing_to_hold() -> None:
     assert hold(wanted("a"), serving("a"), since=1.0) is None
+
+
+def test_a_big_pool_fills_in_longer_intervals_up_to_a_minute() -> None:
+    """Octavia's batch update costs in proportion to the pool: so does the interval."""
+    assert members.fill_interval(10) == members.fill_interval(100) == 15.0
+    assert members.fill_interval(300) == 45.0
+    assert members.fill_interval(1000) == members.FILL_BATCH_MAX_SECONDS == 60.0
+    big = serving(*(f"vm-{i}" for i in range(300)))
+    want = wanted(*(f"vm-{i}" for i in range(301)))
+    assert hold(want, big, since=40.0) == 5.0
+    assert hold(want, big, since=45.0) is None
