@@ -76,7 +76,7 @@ class LoadBalancerActuator:
             )
         if vip.value and vip.value != spec.vip_network:  # a Network object's: its ID
             spec = spec.model_copy(update={"vip_network": vip.value})
-        wanted, coming = self._wanted_members(ctx.store, obj, spec)
+        wanted, groups = self._wanted_members(ctx.store, obj, spec)
         owned = _load_balancers(ctx, obj, spec)
         lb = await ownership.find_owned(ctx, obj, owned)
         if lb is None:
@@ -103,7 +103,7 @@ class LoadBalancerActuator:
             return _waiting(ctx, obj, spec, tree, message, drains)
         unapplied = await _unapplied_changes(ctx, obj, spec, lb)
         name = plan.lb_name(obj.namespace, obj.name)
-        held = None if ctx.dry_run else self._hold_fills(obj, spec, tree, changes, coming, clock)
+        held = None if ctx.dry_run else self._hold_fills(obj, spec, tree, changes, groups, clock)
         steps = plan.plan_steps(spec, wanted, tree, obj.uid, name, clock, changes)
         if steps:
             result = await _apply(ctx, obj, spec, tree, steps, drains, self._wrote_members(obj))
@@ -126,14 +126,14 @@ class LoadBalancerActuator:
 
     def _wanted_members(
         self, store: Store, obj: Obj, spec: LoadBalancerSpec
-    ) -> tuple[list[list[members.WantedMember]], list[int]]:
+    ) -> tuple[list[list[members.WantedMember]], list[list[Body]]]:
         """Desired members per port (:func:`plan.wanted_members`), each VM read once per
-        body, and per port how many more of its group's VMs are on their way
-        (:func:`plan.coming_vms`); a dangling group reference is the user's to fix (and
-        must not empty the pools: bad input never deletes anything)."""
+        body, and per port its group's VMs (for :func:`plan.coming_vms`); a dangling
+        group reference is the user's to fix (and must not empty the pools: bad input
+        never deletes anything)."""
         _check_groups(store, obj.namespace, spec)
         wanted = []
-        coming = []
+        groups = []
         for i, port in enumerate(spec.ports):
             key = plan.port_key(port)
             known = self._wanted.get((obj.uid, i))
@@ -143,10 +143,10 @@ class LoadBalancerActuator:
             vms = store.labelled("VirtualMachine", obj.namespace, GROUP_LABEL, group)
             found = known[1].of(obj.uid, vms)
             wanted.append(plan.sort_wanted(w for w in found if w is not None))
-            coming.append(plan.coming_vms(vms))
+            groups.append(vms)
         for stale in [k for k in self._wanted if k[0] == obj.uid and k[1] >= len(spec.ports)]:
             del self._wanted[stale]
-        return wanted, coming
+        return wanted, groups
 
     def _hold_fills(
         self,
@@ -154,21 +154,26 @@ class LoadBalancerActuator:
         spec: LoadBalancerSpec,
         tree: plan.Tree,
         changes: list[members.PoolMembers | None],
-        coming: list[int],
+        groups: list[list[Body]],
         clock: members.DrainClock,
     ) -> tuple[float, int] | None:
         """Hold the additions of each pool being filled (:func:`members.fill_hold`): its
         change in ``changes`` becomes "nothing to do" for this pass. Returns the seconds
-        until the first held batch is due and how many members wait, or None."""
+        until the first held batch is due and how many VMs' members wait, or None. The
+        group is counted only for a pool with additions after a recent write: a
+        converged pass does not scan it."""
         due: float | None = None
         names: set[str] = set()
         for i, (port, change) in enumerate(zip(spec.ports, changes, strict=True)):
             pool = plan.pool_for(tree, plan.listener_for(tree, port.port))
-            if change is None or pool is None or not change.changed:
+            if change is None or pool is None or not change.changed or not change.added:
                 continue
             last = self._member_writes.get((obj.uid, pool.id))
+            if last is None:
+                continue
             current = tree.members.get(pool.id, [])
-            left = members.fill_hold(change, current, obj.uid, coming[i], last, clock.now)
+            coming = plan.coming_vms(groups[i])
+            left = members.fill_hold(change, current, obj.uid, coming, last, clock.now)
             if left is not None:
                 changes[i] = dataclasses.replace(change, changed=False)
                 due = left if due is None else min(due, left)

@@ -54,8 +54,9 @@ class DrainClock:
     started: dict[str, datetime.datetime] = field(default_factory=dict)
     addresses: dict[str, str | None] | None = None
     """VM name → the address its server has now (None: none known), for the VMs the
-    pool's members are named after; None when unknown. A member whose VM is gone, or whose VM has a server at a new
-    address, has no backend left to drain: it is removed at once."""
+    pool's members are named after; None when unknown. A member whose VM is gone, or
+    whose VM has a server at a new address, has no backend left to drain: it is removed
+    at once."""
     live: frozenset[str] | None = None
     """Addresses of Kumo's servers the cloud watch holds alive (None: unknown). A leaving
     member at none of them lost its server (deleted out of band, noticed by the watch):

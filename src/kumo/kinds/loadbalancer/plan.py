@@ -167,7 +167,8 @@ def is_member_vm(vm: Body) -> bool:
 
 
 #: Phases of a VM still on its way to serving (no phase: not reconciled yet). Not
-#: Error, Stopped or Observed: a VM stuck there would hold its pool's fills for ever.
+#: Error, Stopped or Observed: a VM stuck there would delay every addition to its pool
+#: by an interval for as long as it stays.
 COMING_PHASES = frozenset({None, "Pending", "Building", "Replacing", "Running"})
 
 
