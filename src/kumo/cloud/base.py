@@ -174,8 +174,8 @@ class CloudBase:
         """``value`` of what ``find`` finds by ``ref``, cached under (what, ref, whether
         the value is the bare ID): the same lookup may be cached for two values."""
         key = (what, ref) if value is _id else (what, ref, "value")
-        cached = self._names.get(key)
-        if cached is None:
+
+        async def load() -> Any:
             found = await self._call(
                 f"look up {what} {ref!r}", find, ref, ignore_missing=True, field=field
             )
@@ -183,9 +183,9 @@ class CloudBase:
                 raise TerminalError(
                     f"{what.title()}NotFound", f"{what} {ref!r} not found", field=field
                 )
-            cached = value(found)
-            self._names.put(key, cached)
-        return cached
+            return value(found)
+
+        return await self._names.resolve(key, load, field)
 
     async def image_id(self, ref: str, field: str = "spec.image") -> str:
         return await self._resolve("image", self.conn.image.find_image, ref, field)
@@ -199,30 +199,29 @@ class CloudBase:
     async def default_network_id(self, external: bool, field: str) -> str:
         """The project's own network, or the external network when ``external``."""
         key = ("default-network", str(external))
-        cached: str | None = self._names.get(key)
-        if cached is None:
 
-            def pick() -> str | None:
-                project = self.conn.current_project_id
-                for net in sorted(self.conn.network.networks(), key=lambda n: n.name or ""):
-                    if external and net.is_router_external:
-                        return str(net.id)
-                    if (
-                        not external
-                        and not net.is_router_external
-                        and net.project_id == project
-                        and MANAGED_TAG not in (net.tags or [])  # a Network object's
-                    ):
-                        return str(net.id)
-                return None
+        def pick() -> str | None:
+            project = self.conn.current_project_id
+            for net in sorted(self.conn.network.networks(), key=lambda n: n.name or ""):
+                if external and net.is_router_external:
+                    return str(net.id)
+                if (
+                    not external
+                    and not net.is_router_external
+                    and net.project_id == project
+                    and MANAGED_TAG not in (net.tags or [])  # a Network object's
+                ):
+                    return str(net.id)
+            return None
 
+        async def load() -> str:
             found = await self._call("list networks", pick)
             if found is None:
                 kind = "external" if external else "project"
                 raise TerminalError("NetworkNotFound", f"no {kind} network found", field=field)
-            self._names.put(key, found)
-            cached = found
-        return cached
+            return found
+
+        return await self._names.resolve(key, load, field)
 
     async def lb_flavor_id(self, ref: str, field: str = "spec.serviceType") -> str:
         return await self._resolve(

@@ -22,9 +22,8 @@ class DesignateCalls(CloudBase):
 
     async def zone(self, ref: str, field: str = "spec.zone") -> tuple[str, str]:
         """``(id, name)`` of a zone given by name or ID; a name may omit the final dot."""
-        key = ("zone", ref)
-        cached: tuple[str, str] | None = self._names.get(key)
-        if cached is None:
+
+        async def load() -> tuple[str, str]:
             found = await self._call(
                 f"look up zone {ref!r}",
                 self.conn.dns.find_zone,
@@ -42,9 +41,9 @@ class DesignateCalls(CloudBase):
                 )
             if found is None:
                 raise TerminalError("ZoneNotFound", f"zone {ref!r} not found", field=field)
-            cached = (str(found.id), str(found.name))
-            self._names.put(key, cached)
-        return cached
+            return (str(found.id), str(found.name))
+
+        return await self._names.resolve(("zone", ref), load, field)
 
     async def zone_id(self, ref: str, field: str = "spec.zone") -> str:
         return (await self.zone(ref, field))[0]

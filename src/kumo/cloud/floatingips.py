@@ -32,22 +32,20 @@ class FloatingIPCalls(CloudBase):
     async def floating_ip_network_id(self, ref: str | None, field: str = "spec.network") -> str:
         """The external network (``router:external``) ``ref`` names, by name or ID; without
         ``ref`` the cloud's only one (several: the spec must name one)."""
-        key = ("external network", ref or "")
-        cached: str | None = self._names.get(key)
-        if cached is not None:
-            return cached
-        found = await self._call(
-            "list external networks",
-            self._neutron,
-            "get",
-            "/networks",
-            params={"router:external": True},
-            field=field,
-        )
-        networks = [(str(n["id"]), str(n.get("name") or "")) for n in found["networks"]]
-        cached = pick_external_network(networks, ref, field)
-        self._names.put(key, cached)
-        return cached
+
+        async def load() -> str:
+            found = await self._call(
+                "list external networks",
+                self._neutron,
+                "get",
+                "/networks",
+                params={"router:external": True},
+                field=field,
+            )
+            networks = [(str(n["id"]), str(n.get("name") or "")) for n in found["networks"]]
+            return pick_external_network(networks, ref, field)
+
+        return await self._names.resolve(("external network", ref or ""), load, field)
 
     # -- floating IPs ----------------------------------------------------------------------
 

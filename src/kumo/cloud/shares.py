@@ -48,16 +48,15 @@ class ManilaCalls(CloudBase):
             found = [t for t in types if ref in (t["id"], t["name"])]
             return str(found[0]["id"]) if found else None
 
-        key = ("share type", ref)
-        cached: str | None = self._names.get(key)
-        if cached is None:
-            cached = await self._call(f"look up share type {ref!r}", find, field=field)
-            if cached is None:
+        async def load() -> str:
+            found = await self._call(f"look up share type {ref!r}", find, field=field)
+            if found is None:
                 raise TerminalError(
                     "ShareTypeNotFound", f"share type {ref!r} not found", field=field
                 )
-            self._names.put(key, cached)
-        return cached
+            return found
+
+        return await self._names.resolve(("share type", ref), load, field)
 
     async def get_share(self, share_id: str) -> model.Share | None:
         hit = self.watch.shares.lookup(share_id)

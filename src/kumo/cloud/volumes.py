@@ -58,16 +58,15 @@ class CinderCalls(CloudBase):
             found = [t for t in types if ref in (t["id"], t["name"])]
             return str(found[0]["name"]) if found else None
 
-        key = ("volume type", ref)
-        cached: str | None = self._names.get(key)
-        if cached is None:
-            cached = await self._call(f"look up volume type {ref!r}", find, field=field)
-            if cached is None:
+        async def load() -> str:
+            found = await self._call(f"look up volume type {ref!r}", find, field=field)
+            if found is None:
                 raise TerminalError(
                     "VolumeTypeNotFound", f"volume type {ref!r} not found", field=field
                 )
-            self._names.put(key, cached)
-        return cached
+            return found
+
+        return await self._names.resolve(("volume type", ref), load, field)
 
     async def get_volume(self, volume_id: str) -> model.Volume | None:
         hit = self.watch.volumes.lookup(volume_id)

@@ -223,3 +223,73 @@ def test_a_flavors_id_and_name_are_looked_up_once_and_apart_from_its_id() -> Non
         assert asyncio.run(cloud.flavor_ids("m1.tiny")) == ("flv-1", "m1.tiny")
         assert asyncio.run(cloud.flavor_id("m1.tiny")) == "flv-1"
     assert finds == ["m1.tiny", "m1.tiny"]
+
+
+def test_a_name_many_reconciles_need_at_once_is_looked_up_once() -> None:
+    """A group's VMs start together and all resolve the same network: one lookup, not
+    one per VM (15 of them, each a 404 by ID and a listing by name, at N = 100)."""
+    conn = FakeGlanceNova()
+    finds: list[str] = []
+
+    def find_network(ref: str, ignore_missing: bool) -> Any:
+        finds.append(ref)
+        return SimpleNamespace(id="net-1")
+
+    conn.network.find_network = find_network
+    cloud = OpenStackCloud(conn)  # type: ignore[arg-type]
+
+    async def many() -> list[str]:
+        return await asyncio.gather(*(cloud.network_id("bench") for _ in range(20)))
+
+    assert asyncio.run(many()) == ["net-1"] * 20
+    assert finds == ["bench"]
+    assert asyncio.run(cloud.network_id("bench")) == "net-1"  # cached after
+    assert finds == ["bench"]
+
+
+def test_a_failed_shared_lookup_fails_every_caller_with_its_own_field_and_caches_nothing() -> None:
+    conn = FakeGlanceNova()
+    conn.images = {}
+    cloud = OpenStackCloud(conn)  # type: ignore[arg-type]
+
+    async def many() -> list[BaseException | str]:
+        return await asyncio.gather(
+            cloud.image_id("centos79"),
+            cloud.image_id("centos79"),
+            cloud.image_id("centos79", field="spec.template.spec.image"),
+            return_exceptions=True,
+        )
+
+    errors = asyncio.run(many())
+    assert all(isinstance(e, TerminalError) for e in errors)
+    fields = [e.field for e in errors if isinstance(e, TerminalError)]
+    assert fields == ["spec.image", "spec.image", "spec.template.spec.image"]
+    assert conn.lookups == 2  # one per field, not one per caller
+    conn.images["centos79"] = "img-1"  # the image appears: nothing negative was cached
+    assert asyncio.run(cloud.image_id("centos79")) == "img-1"
+    assert conn.lookups == 3
+
+
+def test_a_cancelled_caller_does_not_cancel_the_lookup_others_wait_for() -> None:
+    cache: NameCache = NameCache()
+    loads = 0
+
+    async def scenario() -> str:
+        answer = asyncio.Event()
+
+        async def load() -> str:
+            nonlocal loads
+            loads += 1
+            await answer.wait()  # the lookup is in flight until the cloud answers
+            return "net-1"
+
+        first = asyncio.ensure_future(cache.resolve(("network", "bench"), load))
+        second = asyncio.ensure_future(cache.resolve(("network", "bench"), load))
+        await asyncio.sleep(0)  # both callers are now waiting for the one load
+        first.cancel()
+        answer.set()
+        return await second
+
+    assert asyncio.run(scenario()) == "net-1"
+    assert loads == 1
+    assert cache.get(("network", "bench")) == "net-1"
