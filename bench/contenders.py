@@ -47,6 +47,38 @@ def _lb_active(conn: Any, lb_id: str) -> bool:
     return bool(lb.provisioning_status == "ACTIVE")
 
 
+@dataclass(frozen=True)
+class ListedServer:
+    id: str
+    name: str
+    status: str
+    addresses: dict[str, Any]
+
+
+def list_servers(conn: Any, name: str) -> list[ListedServer]:
+    """``GET /servers/detail?name=…`` read as Nova's JSON, every page. The script polls
+    its servers every 2 s; openstacksdk's ``Server`` resources for 300 servers a poll
+    cost the harness 126 CPU-s of the lab's two cores in one converge (2026-11-27),
+    which slowed the very contender it timed. A script author would list the same."""
+    found: list[ListedServer] = []
+    url: str | None = "/servers/detail"
+    params: dict[str, Any] | None = {"name": name}
+    while url:
+        response = conn.compute.get(url, params=params)
+        if response.status_code != 200:
+            raise RuntimeError(f"GET {url}: {response.status_code} {response.text[:200]}")
+        body = response.json()
+        found += [
+            ListedServer(s["id"], s.get("name") or "", s["status"], s.get("addresses") or {})
+            for s in body.get("servers", [])
+        ]
+        nexts = [
+            link["href"] for link in body.get("servers_links", []) if link.get("rel") == "next"
+        ]
+        url, params = (nexts[0], None) if nexts else (None, None)
+    return found
+
+
 class Direct:
     """The direct script; with ``groups`` > 1 (the fleet), the N servers are split over G
     groups as Kumo's are (``split``), each with its own server group and LB chain, and
@@ -65,10 +97,9 @@ class Direct:
         """The stack benchmark's single group keeps its names (`kbench-direct-0001`)."""
         return self.prefix if len(self.sizes) == 1 else f"{self.prefix}-g{g}"
 
-    def _servers(self) -> list[Any]:
+    def _servers(self) -> list[ListedServer]:
         """The script's live servers (``DELETED`` ones are gone, as in lab.leftovers)."""
-        servers = self.conn.compute.servers(details=True, name=f"^{self.prefix}-")
-        return [s for s in servers if s.status != "DELETED"]
+        return [s for s in list_servers(self.conn, f"^{self.prefix}-") if s.status != "DELETED"]
 
     def converge(self) -> None:
         c = self.conn
@@ -173,7 +204,7 @@ class Direct:
             c.load_balancer.delete_load_balancer(lb, cascade=True)
         servers = self._servers()
         with ThreadPoolExecutor(THREADS) as ex:
-            list(ex.map(lambda s: c.compute.delete_server(s, ignore_missing=True), servers))
+            list(ex.map(lambda s: c.compute.delete_server(s.id, ignore_missing=True), servers))
         wait_for("servers deleted", lambda: not self._servers(), budget(self.n), interval=2)
         for group in c.compute.server_groups():
             if group.name.startswith(f"{self.prefix}-") and group.name.endswith("-group"):

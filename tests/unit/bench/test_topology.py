@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from bench.contenders import KumoRun, dns_body, lb_body, repair_slot, split, topology, vmg_body
+from bench.contenders import (
+    KumoRun,
+    dns_body,
+    lb_body,
+    list_servers,
+    repair_slot,
+    split,
+    topology,
+    vmg_body,
+)
 from bench.lab import PREFIX, ZONE
 
 
@@ -66,3 +76,49 @@ def test_restart_counts_every_object() -> None:
     assert KumoRun(1000, none, none, 10.0, groups=10, dns=True).objects == 1030
     assert KumoRun(1000, none, none, 10.0, groups=10).objects == 1020
     assert KumoRun(20, none, none, 10.0).objects == 22  # the stack benchmark: N + group + LB
+
+
+class _Response:
+    def __init__(self, body: dict[str, object]) -> None:
+        self.status_code = 200
+        self.text = ""
+        self._body = body
+
+    def json(self) -> dict[str, object]:
+        return self._body
+
+
+def test_the_scripts_server_poll_reads_every_page_as_json() -> None:
+    """The direct script's poll follows Nova's next links and keeps what it needs."""
+    pages = {
+        "/servers/detail": {
+            "servers": [
+                {
+                    "id": "a",
+                    "name": "kbench-direct-0001",
+                    "status": "ACTIVE",
+                    "addresses": {"n": []},
+                }
+            ],
+            "servers_links": [{"rel": "next", "href": "http://nova/servers/detail?marker=a"}],
+        },
+        "http://nova/servers/detail?marker=a": {
+            "servers": [{"id": "b", "name": "kbench-direct-0002", "status": "BUILD"}],
+        },
+    }
+    calls: list[tuple[str, object]] = []
+
+    def get(url: str, params: object = None) -> _Response:
+        calls.append((url, params))
+        return _Response(pages[url])
+
+    conn = SimpleNamespace(compute=SimpleNamespace(get=get))
+    found = list_servers(conn, "^kbench-direct-")
+    assert [(s.id, s.status, s.addresses) for s in found] == [
+        ("a", "ACTIVE", {"n": []}),
+        ("b", "BUILD", {}),
+    ]
+    assert calls == [
+        ("/servers/detail", {"name": "^kbench-direct-"}),
+        ("http://nova/servers/detail?marker=a", None),
+    ]
