@@ -27,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from bench import lab, report, stack
-from bench.contenders import THREADS, KumoRun, budget
+from bench.contenders import THREADS, KumoRun, ListedServer, budget, list_servers
 from bench.lab import FLAVOR, IMAGE, NETWORK, PREFIX, say, wait_for
 from bench.reqlog import LogWindow, request_times, server_create_times
 from bench.stateful_plan import (
@@ -82,8 +82,8 @@ class DirectStateful:
     def volume_name(self, i: int) -> str:
         return f"{self.prefix}-{TEMPLATE}-{i:04d}"
 
-    def _servers(self) -> list[Any]:
-        return list(self.conn.compute.servers(details=True, name=f"^{self.prefix}-"))
+    def _servers(self) -> list[ListedServer]:
+        return list_servers(self.conn, f"^{self.prefix}-")
 
     def _volumes(self) -> list[Any]:
         return [
@@ -152,7 +152,11 @@ class DirectStateful:
         c = self.conn
         asked: set[str] = set()
         with ThreadPoolExecutor(THREADS) as ex:
-            list(ex.map(lambda s: c.compute.delete_server(s, ignore_missing=True), self._servers()))
+            list(
+                ex.map(
+                    lambda s: c.compute.delete_server(s.id, ignore_missing=True), self._servers()
+                )
+            )
 
             def gone() -> bool:
                 servers, volumes = self._servers(), self._volumes()
