@@ -216,6 +216,10 @@ class DryRunCloud:
                 changes.append(Change("members", f"{old.name} {old.address}:{old.port}", "remove"))
         self._record("update", "members of pool", pool_id, *changes)
 
+    async def add_members(self, pool_id: str, members: list[model.MemberSpec]) -> None:
+        changes = [Change("members", None, f"add {m.name} {m.address}:{m.port}") for m in members]
+        self._record("update", "members of pool", pool_id, *changes)
+
     async def create_member(self, pool_id: str, member: model.MemberSpec) -> None:
         label = f"add {member.name} {member.address}:{member.port}"
         self._record("update", "members of pool", pool_id, Change("members", None, label))

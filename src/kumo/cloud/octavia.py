@@ -4,7 +4,8 @@ Pool membership changes in one batch call per pool (:meth:`OctaviaCalls.replace_
 Octavia locks the load balancer for seconds after every change, so a scale event of N
 members must be one change, not N. A batch, though, locks it for time that grows with
 the pool (its worker handles every member), so a few changes to a big pool use the
-per-member calls (:meth:`OctaviaCalls.create_member` and the ``*_owned_member`` ones).
+per-member calls (:meth:`OctaviaCalls.create_member` and the ``*_owned_member`` ones),
+and a pool being filled takes its additions alone (:meth:`OctaviaCalls.add_members`).
 """
 
 from __future__ import annotations
@@ -350,6 +351,37 @@ class OctaviaCalls(CloudBase):
             os_exc.raise_from_response(response, error_message=f"PUT {path}")
 
         await self._call("replace pool members", replace)
+        self._members_changing(pool_id)
+
+    async def add_members(self, pool_id: str, members: list[model.MemberSpec]) -> None:
+        """Add ``members`` to the pool in ONE change that touches no other member:
+        Octavia's batch update with ``additive_only=true`` creates the listed members
+        and leaves every unlisted one as it is — never deletes one. So, unlike
+        :meth:`replace_owned_members`, nothing is read first: a pool being filled as its
+        group builds took one read of the whole pool per batch (the read that lets a
+        replace send foreign members back), and Octavia's API updated every listed
+        member in its database besides.
+
+        A listed address + port that already holds a member would update that member,
+        so those the pool's last listing shows (anyone's) are left out. A member someone
+        adds at a new VM's address + port after that listing, before the PUT, would take
+        this member's name, weight and tags: the same kind of window the replace's
+        read-then-PUT leaves, as long as the listing is old."""
+        cached = self.watch.members.get(pool_id)
+        held = cached[1] if cached else await self.list_members(pool_id)  # never read yet
+        taken = {(m.address, m.port) for m in held}
+        body = [_member_body(m) for m in members if (m.address, m.port) not in taken]
+        if not body:
+            return
+        path = f"/lbaas/pools/{pool_id}/members"
+
+        def add() -> None:
+            response = self.conn.load_balancer.put(
+                path, json={"members": body}, params={"additive_only": "true"}
+            )
+            os_exc.raise_from_response(response, error_message=f"PUT {path}")
+
+        await self._call("add pool members", add)
         self._members_changing(pool_id)
 
     async def create_member(self, pool_id: str, member: model.MemberSpec) -> None:

@@ -234,6 +234,9 @@ class LoadBalancingPort(CloudPort, Protocol):
     ) -> None: ...
 
     @write
+    async def add_members(self, pool_id: str, members: list[model.MemberSpec]) -> None: ...
+
+    @write
     async def create_member(self, pool_id: str, member: model.MemberSpec) -> None: ...
 
     @write

@@ -450,6 +450,55 @@ def test_replace_owned_members_reads_the_pool_and_sends_foreign_members_back_as_
     assert [r.method for r in requests_mock.request_history[-2:]] == ["GET", "PUT"]
 
 
+def test_add_members_sends_the_additions_alone_without_reading_the_pool(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """A pool being filled: Octavia's additive batch with the new members only, no read
+    of the pool first; an address + port the last listing shows held (by anyone) is
+    left out, since Octavia would update that member. The pool is read again after."""
+    tags = model.marker_tags("uid-web")
+    by_hand = octavia_member("192.168.1.5", ["team-x"], name="by-hand")
+    mine = octavia_member("10.0.0.10", tags, name="a")
+    url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
+    cloud.watch.pools.put(model.Pool(POOL_ID, "p", "HTTP", None, None, [by_hand["id"], mine["id"]]))
+    listing = requests_mock.get(url, json={"members": [by_hand, mine], "members_links": []})
+    put = requests_mock.put(url, status_code=202)
+    run(cloud.list_members(POOL_ID))
+    assert listing.call_count == 1
+    run(
+        cloud.add_members(
+            POOL_ID,
+            [
+                model.MemberSpec("b", "10.0.0.11", 80, None, 1, tags),
+                model.MemberSpec("c", "192.168.1.5", 80, None, 1, tags),  # held by hand
+                model.MemberSpec("a", "10.0.0.10", 80, None, 1, tags),  # already there
+            ],
+        )
+    )
+    assert listing.call_count == 1, "no read before the write"
+    assert put.call_count == 1
+    assert put.last_request.qs == {"additive_only": ["true"]}
+    assert put.last_request.json() == {
+        "members": [
+            {"name": "b", "address": "10.0.0.11", "protocol_port": 80, "weight": 1, "tags": tags}
+        ]
+    }
+    run(cloud.list_members(POOL_ID))
+    assert listing.call_count == 2, "the pool changed: read again when next asked"
+
+
+def test_add_members_to_a_pool_never_read_reads_it_once_and_skips_nothing_new(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    tags = model.marker_tags("uid-web")
+    url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
+    held = octavia_member("10.0.0.10", ["team-x"])
+    listing = requests_mock.get(url, json={"members": [held], "members_links": []})
+    put = requests_mock.put(url, status_code=202)
+    run(cloud.add_members(POOL_ID, [model.MemberSpec("a", "10.0.0.10", 80, None, 1, tags)]))
+    assert (listing.call_count, put.call_count) == (1, 0), "all held: nothing to send"
+
+
 def test_replace_owned_members_while_the_load_balancer_is_busy_is_a_wait(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:

@@ -39,7 +39,13 @@ DELETE_SECONDS = 2.0
 NETWORK_SECONDS = 30.0
 #: The cloud adapter's methods that change a pool's members (the pool's ID first).
 MEMBER_OPS = frozenset(
-    {"replace_owned_members", "create_member", "update_owned_member", "delete_owned_member"}
+    {
+        "replace_owned_members",
+        "add_members",
+        "create_member",
+        "update_owned_member",
+        "delete_owned_member",
+    }
 )
 
 

@@ -236,13 +236,20 @@ def fill_hold(
     left = (last_added - now).total_seconds() + seconds
     if left <= 0:
         return None
-    ours = [m for m in current if owner_of(m.tags) == uid]
-    if not any(m.weight for m in ours):
+    if not any(m.weight for m in current if owner_of(m.tags) == uid):
         return None
-    new = {_ADDRESS_PORT(m) for m in change.added}
-    if _shape([b for b in change.batch if _ADDRESS_PORT(b) not in new]) != _shape(ours):
-        return None  # a weight or a name to correct too: not only a fill
-    return left
+    return left if only_additions(change, current, uid) else None
+
+
+def only_additions(change: PoolMembers, current: list[Member], uid: str) -> bool:
+    """The change adds members and does nothing else: no drain starts, nothing leaves,
+    and every member of Kumo's already there stays as it is (no weight or name to
+    correct). Such a change can go to Octavia as the additions alone."""
+    if not change.added or change.started or change.removed:
+        return False
+    new = set(map(_ADDRESS_PORT, change.added))
+    ours = [m for m in current if owner_of(m.tags) == uid]
+    return _shape([b for b in change.batch if _ADDRESS_PORT(b) not in new]) == _shape(ours)
 
 
 def _server_gone(addresses: dict[str, str | None], m: Member) -> bool:

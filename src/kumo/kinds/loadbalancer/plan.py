@@ -7,7 +7,8 @@ change meanwhile gets 409), so the actuator makes ONE change per pass.
 actuator applies the first step and looks again. A step names the cloud adapter
 method to call, so a plan can be read (and tested) as the exact calls it will make.
 
-Members change in one batch per pool (``replace_owned_members``), or — a few members
+Members change in one batch per pool (``replace_owned_members``; additions alone:
+``add_members``), or — a few members
 of a big pool — one member per call (see :func:`members.one_by_one`). A member whose VM
 leaves (deleted, scaled in, rolled over, no longer Ready) drains first: weight 0 for
 the port's ``drainSeconds``, then removed. When the drain started is recorded in status
@@ -441,6 +442,15 @@ def member_steps(
                 )
             )
         return steps
+    if members.only_additions(change, current, uid):
+        return [
+            Step(
+                "add_members",
+                (pool.id, change.added),
+                {},
+                f"port {port.port}: add {len(change.added)} member(s)",
+            )
+        ]
     parts = [f"{len(change.added)} to add"] if change.added else []
     parts += [f"{len(change.started)} to drain"] if change.started else []
     parts += [f"{len(change.removed)} to remove"] if change.removed else []

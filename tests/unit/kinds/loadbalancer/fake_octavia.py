@@ -253,6 +253,26 @@ class FakeOctavia:
         fake.members[pool_id] = result
         self._sync_pool(fake, pool_id)
 
+    async def add_members(self, pool_id: str, members: list[model.MemberSpec]) -> None:
+        """Octavia's batch update with ``additive_only``: the listed members are created
+        (or, at an address + port a member holds, that member is updated — the adapter
+        leaves those out); every other member stays as it is."""
+        fake = self._mutate(self._by_pool(pool_id), "add_members")
+        current = fake.members[pool_id]
+        by_key = {(m.address, m.port): k for k, m in current.items()}
+        for spec in members:
+            member_id = by_key.get((spec.address, spec.port)) or new_id("mem")
+            current[member_id] = model.Member(
+                member_id,
+                spec.name,
+                spec.address,
+                spec.port,
+                spec.monitor_port,
+                list(spec.tags),
+                spec.weight,
+            )
+        self._sync_pool(fake, pool_id)
+
     def list_live_server_addresses(self) -> frozenset[str] | None:
         """What the cloud watch knows of Nova: unknown unless a test says."""
         return self.live_addresses

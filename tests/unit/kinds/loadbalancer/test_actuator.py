@@ -519,7 +519,7 @@ def test_a_scale_out_is_one_member_update_per_pool() -> None:
     for i in range(1, 6):
         add_vm(world, f"vm-{i}", f"10.0.0.{10 + i}")
     converge(world)
-    assert cloud(world).calls == ["replace_owned_members"] * 2, "one change per pool"
+    assert cloud(world).calls == ["add_members"] * 2, "one change per pool"
     assert members(world, 80) == members(world, 443) == [f"vm-{i}" for i in range(6)]
 
 

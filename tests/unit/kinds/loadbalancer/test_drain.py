@@ -54,15 +54,28 @@ def batch_of(step: plan.Step) -> dict[str, int]:
     return {m.address: m.weight for m in members}
 
 
-def test_a_scale_out_is_one_batch_for_the_pool() -> None:
+def added_by(step: plan.Step) -> dict[str, int]:
+    """address → weight of the members an add_members step adds (nothing else)."""
+    assert step.op == "add_members"
+    pool_id, members = step.args
+    assert pool_id == POOL.id
+    assert all(m.tags == marker_tags(UID) for m in members), "members carry Kumo's marker"
+    return {m.address: m.weight for m in members}
+
+
+def test_a_scale_out_is_one_batch_of_additions_alone() -> None:
+    """Octavia's additive batch: the pool's other members are neither listed nor read."""
     wanted = want(("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.3"))
     (step,) = steps(tree(), wanted, at(0))
-    assert step.args[2] == [
+    assert step.op == "add_members"
+    assert step.args[1] == [
         MemberSpec("a", "10.0.0.1", 80, None, 1, OURS),
         MemberSpec("b", "10.0.0.2", 80, None, 1, OURS),
         MemberSpec("c", "10.0.0.3", 80, None, 1, OURS),
     ]
-    assert "3 to add" in step.why
+    assert "add 3 member(s)" in step.why
+    (more,) = steps(tree(ours("m1", "a", "10.0.0.1")), wanted, at(0))
+    assert added_by(more) == {"10.0.0.2": 1, "10.0.0.3": 1}, "only the new ones are sent"
     converged = tree(*(ours(f"m{i}", w.name, w.address) for i, w in enumerate(wanted[0])))
     assert steps(converged, wanted, at(0)) == []
 
@@ -74,7 +87,7 @@ def test_foreign_members_are_never_in_kumos_batch_and_keep_their_address() -> No
     other_lb = Member("f2", "x", "10.0.0.9", 80, None, marker_tags("uid-other-lb"), 0)
     wanted = want(("a", "10.0.0.1"), ("b", "10.0.0.2"))
     (step,) = steps(tree(theirs, other_lb), wanted, at(0))
-    assert batch_of(step) == {"10.0.0.1": 1}
+    assert added_by(step) == {"10.0.0.1": 1}
     # Foreign members alone never make a change: not even a weight-0 one of another LB.
     assert steps(tree(theirs, other_lb, ours("m1", "a", "10.0.0.1")), wanted, at(999)) == []
 
@@ -229,11 +242,24 @@ def test_many_changes_or_a_small_pool_stay_one_batch() -> None:
     pool = big_pool(100)
     more = [*wanted_from(pool)[0], *(WantedMember(f"new-{i}", f"10.1.0.{i}", 80) for i in range(6))]
     (step,) = steps(tree(*pool), [more], at(0))
-    assert step.op == "replace_owned_members", "6 changes to 100 members: one batch"
-    assert "6 to add" in step.why
+    assert step.op == "add_members", "6 additions to 100 members: one batch"
+    assert len(step.args[1]) == 6
     small = big_pool(39)
     (step,) = steps(tree(*small), wanted_from(small[1:]), at(0))
     assert step.op == "replace_owned_members", "a 39-member batch is as quick as one call"
+
+
+def test_additions_with_anything_else_to_change_are_one_full_batch() -> None:
+    """The additive batch only adds: a fill that also starts a drain, removes a member or
+    corrects one of Kumo's weights sends the whole set, as before."""
+    stay, leave = ours("m1", "a", "10.0.0.1"), ours("m2", "b", "10.0.0.2")
+    wanted = want(("a", "10.0.0.1"), ("c", "10.0.0.3"))
+    (step,) = steps(tree(stay, leave), wanted, at(0), spec(drain=5))
+    assert batch_of(step) == {"10.0.0.1": 1, "10.0.0.2": 0, "10.0.0.3": 1}
+    assert "1 to add, 1 to drain" in step.why
+    off = ours("m1", "a", "10.0.0.1", weight=0)  # weight changed out of band
+    (step,) = steps(tree(off), want(("a", "10.0.0.1"), ("c", "10.0.0.3")), at(0))
+    assert batch_of(step) == {"10.0.0.1": 1, "10.0.0.3": 1}
 
 
 def test_one_by_one_never_lists_foreign_members() -> None:
