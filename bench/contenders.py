@@ -401,6 +401,8 @@ class KumoRun:
         self.timeline: list[tuple[float, int]] = []
         """(seconds since converge() started, VMs Ready) at each poll while converging."""
         self._converge_t0: float | None = None
+        self._vms: lab.Watched | None = None
+        """The VMs while converging, kept by a watch (polled: a LIST per poll)."""
         self.first_ready: dict[str, float] = {}
         """VM name → seconds since converge() started when a poll first saw it Ready."""
 
@@ -507,7 +509,11 @@ class KumoRun:
         Octavia's pool; every DNSRecord Ready. Kubernetes first, Octavia last (one
         member list per LB)."""
         self._alive()
-        vms = self.kube.items("virtualmachines", self.namespace)
+        vms = (
+            self._vms.items()
+            if self._vms is not None
+            else self.kube.items("virtualmachines", self.namespace)
+        )
         ready = sum(1 for v in vms if lab.is_ready(v))
         if self._converge_t0 is not None:
             now = time.monotonic() - self._converge_t0
@@ -535,15 +541,23 @@ class KumoRun:
 
     def converge(self) -> None:
         self._converge_t0 = time.monotonic()
+        self._vms = self.kube.watch("virtualmachines", self.namespace)
         for group in self.groups:
             self.kube.create("virtualmachinegroups", self.namespace, vmg_body(group))
             self.kube.create("loadbalancers", self.namespace, lb_body(group))
             if self.dns:
                 record = dns_body(group, f"{self.namespace}-{group.name}")
                 self.kube.create("dnsrecords", self.namespace, record)
-        wait_for(
-            "Kumo converged", self.converged, budget(self.n), interval=1 if self.n <= 100 else 3
-        )
+        try:
+            wait_for(
+                "Kumo converged",
+                self.converged,
+                budget(self.n),
+                interval=1 if self.n <= 100 else 3,
+            )
+        finally:
+            self._vms.close()
+            self._vms = None
         self._converge_t0 = None  # repairs' polls are not the converge's
 
     def repair(self, index: int) -> tuple[float, float, float]:

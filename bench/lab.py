@@ -248,6 +248,74 @@ class Kube:
         lease = self.get("/apis/coordination.k8s.io/v1/namespaces/kumo-system/leases/kumo")
         return ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
 
+    def watch(self, plural: str, namespace: str) -> Watched:
+        """Kumo's ``plural`` objects in ``namespace``, kept current by a watch (see
+        :class:`Watched`)."""
+        return Watched(self, f"/apis/kumo.dev/v1alpha1/namespaces/{namespace}/{plural}")
+
+
+class Watched:
+    """One list, then a watch stream, of the objects at ``path``, kept by name in a
+    thread. A harness that polls Kumo's objects with a LIST each second loads the
+    apiserver on the cores it measures: 316 LISTs of 100 VMs in one 330-s converge
+    (2026-11-28). A watch sends each change once. After an error the thread lists again.
+    """
+
+    def __init__(self, kube: Kube, path: str) -> None:
+        self.kube = kube
+        self.path = path
+        self._items: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.synced = threading.Event()
+        """Set once the first list is in."""
+        self.relists = 0
+        self._thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
+        self._thread.start()
+
+    def items(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._items.values())
+
+    def close(self) -> None:
+        """Stop at the stream's next event or timeout (a daemon thread: never waited on)."""
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                listed = self.kube.get(self.path) or {}
+                with self._lock:
+                    self._items = {i["metadata"]["name"]: i for i in listed.get("items") or []}
+                self.synced.set()
+                self._stream(str((listed.get("metadata") or {}).get("resourceVersion") or ""))
+            except Exception as error:  # a reset or timeout: list again
+                if not self._stop.is_set():
+                    say(f"watch {self.path}: {type(error).__name__}: {error}; listing again")
+            self.relists += 1
+            self._stop.wait(0.5)
+
+    def _stream(self, version: str) -> None:
+        query = f"watch=1&allowWatchBookmarks=true&timeoutSeconds=600&resourceVersion={version}"
+        req = urllib.request.Request(f"{self.kube.server}{self.path}?{query}")
+        req.add_header("Authorization", f"Bearer {self.kube.token}")
+        with urllib.request.urlopen(req, context=self.kube.ctx, timeout=660) as resp:
+            for line in resp:
+                if self._stop.is_set():
+                    return
+                event = json.loads(line)
+                kind, body = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":  # e.g. 410 Gone: the version is too old
+                    raise RuntimeError(str(body.get("message") or body))
+                if kind == "BOOKMARK":
+                    continue
+                name = body["metadata"]["name"]
+                with self._lock:
+                    if kind == "DELETED":
+                        self._items.pop(name, None)
+                    else:
+                        self._items[name] = body
+
 
 def is_ready(body: dict[str, Any]) -> bool:
     for c in (body.get("status") or {}).get("conditions") or []:
