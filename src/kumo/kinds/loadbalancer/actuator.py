@@ -120,15 +120,17 @@ class LoadBalancerActuator:
         if steps:
             result = await _apply(ctx, obj, spec, tree, steps, drains, self._wrote_members(obj))
         elif held is not None:
-            seconds, count = held
+            # The time the batch is due, not a countdown or a count: the message (and so
+            # the status) stays the same from one VM turning Ready to the next.
+            due = members.ceil_second(clock.now + datetime.timedelta(seconds=held))
             message = (
-                f"{count} new member(s) wait {seconds:.0f}s for their pool's next batch: more "
-                "of the group's VMs are on their way, and a pool being filled takes new "
+                f"new members wait for their pool's next batch at {due:%Y-%m-%dT%H:%M:%SZ}: "
+                "more of the group's VMs are on their way, and a pool being filled takes new "
                 f"members at most every {members.FILL_BATCH_SECONDS:.0f}s (longer for a big "
                 "pool, or one Octavia is slow to change)"
             )
             result = _waiting(ctx, obj, spec, tree, message, drains)
-            result.requeue_after = seconds
+            result.requeue_after = held
         else:
             result = _converged(ctx, obj, spec, tree, drains)
             result.requeue_after = members.next_drain_end(drains, clock.now)
@@ -168,14 +170,13 @@ class LoadBalancerActuator:
         changes: list[members.PoolMembers | None],
         groups: list[list[Body]],
         clock: members.DrainClock,
-    ) -> tuple[float, int] | None:
+    ) -> float | None:
         """Hold the additions of each pool being filled (:func:`members.fill_hold`): its
         change in ``changes`` becomes "nothing to do" for this pass. Returns the seconds
-        until the first held batch is due and how many VMs' members wait, or None. The
+        until the first held batch is due, or None. The
         group is counted only for a pool with additions after a recent write: a
         converged pass does not scan it."""
         due: float | None = None
-        names: set[str] = set()
         for i, (port, change) in enumerate(zip(spec.ports, changes, strict=True)):
             pool = plan.pool_for(tree, plan.listener_for(tree, port.port))
             if change is None or pool is None or not change.changed or not change.added:
@@ -192,8 +193,7 @@ class LoadBalancerActuator:
             if left is not None:
                 changes[i] = dataclasses.replace(change, changed=False)
                 due = left if due is None else min(due, left)
-                names.update(m.name for m in change.added)
-        return None if due is None else (due, len(names))
+        return due
 
     def _wrote_members(self, obj: Obj) -> Callable[[plan.Step], None]:
         """What :func:`_apply` calls once Octavia accepted a step: a member change of a

@@ -126,7 +126,7 @@ def pool_members(
     for m in ours:
         if (m.address, m.port) in claimed:
             continue
-        since = (clock.started.get(m.id) if m.weight == 0 else None) or _ceil_second(clock.now)
+        since = (clock.started.get(m.id) if m.weight == 0 else None) or ceil_second(clock.now)
         leaving = Draining(m, since, since + drain)
         draining.append(leaving)
         dead = clock.addresses is not None and _server_gone(clock.addresses, m)
@@ -296,8 +296,9 @@ def label(m: Member | MemberSpec) -> str:
     return f"{m.name} ({m.address}:{m.port})"
 
 
-def _ceil_second(t: datetime.datetime) -> datetime.datetime:
-    """Status records whole seconds: round a drain start up, so a drain never ends early."""
+def ceil_second(t: datetime.datetime) -> datetime.datetime:
+    """Status records whole seconds: round a drain start (or a batch's due time) up, so a
+    drain never ends early."""
     whole = t.replace(microsecond=0)
     return whole if whole == t else whole + datetime.timedelta(seconds=1)
 

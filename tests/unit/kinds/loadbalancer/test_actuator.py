@@ -766,8 +766,15 @@ def test_a_pool_being_filled_takes_its_new_members_in_one_batch_per_interval() -
     assert held is not None and 0 < held < lb_members.FILL_BATCH_SECONDS
     assert member_writes(world) == writes + 2, "held: nothing written"
     assert ready(world)["status"] == "False"
-    assert ready(world)["message"].startswith("2 new member(s) wait")
-    world.clock.advance(held)
+    message = ready(world)["message"]
+    due = lb_members.ceil_second(world.clock.now + datetime.timedelta(seconds=held))
+    assert message.startswith(
+        f"new members wait for their pool's next batch at {due:%Y-%m-%dT%H:%M:%SZ}"
+    )
+    world.clock.advance(1.0)
+    assert world.run(actuator, "web", engine) == held - 1.0
+    assert ready(world)["message"] == message, "the same status until the batch goes"
+    world.clock.advance(held - 1.0)
     world.run(actuator, "web", engine)
     world.clock.advance(1.0)
     world.run(actuator, "web", engine)
