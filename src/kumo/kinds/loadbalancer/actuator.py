@@ -68,11 +68,6 @@ class LoadBalancerActuator:
         #: filled takes new members at most once per ``members.fill_interval``.
         #: Lost with a restart (the next fill's first batch goes at once).
         self._member_writes: dict[tuple[str, str], datetime.datetime] = {}
-        #: ... and how many seconds Octavia took to apply that change, measured at the
-        #: first pass that found the load balancer no longer pending after it (the pools
-        #: still in ``_applying``): a fill is paced by it (``members.FILL_PACE``).
-        self._member_applied: dict[tuple[str, str], float] = {}
-        self._applying: set[tuple[str, str]] = set()
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> Result:
         _check_region(ctx.cloud, spec)
@@ -112,7 +107,6 @@ class LoadBalancerActuator:
         if pending:
             message = f"load balancer is {lb.provisioning_status}"
             return _waiting(ctx, obj, spec, tree, message, drains)
-        self._note_applied(obj, clock.now)
         unapplied = await _unapplied_changes(ctx, obj, spec, lb)
         name = plan.lb_name(obj.namespace, obj.name)
         held = None if ctx.dry_run else self._hold_fills(obj, spec, tree, changes, groups, clock)
@@ -127,7 +121,7 @@ class LoadBalancerActuator:
                 f"new members wait for their pool's next batch at {due:%Y-%m-%dT%H:%M:%SZ}: "
                 "more of the group's VMs are on their way, and a pool being filled takes new "
                 f"members at most every {members.FILL_BATCH_SECONDS:.0f}s (longer for a big "
-                "pool, or one Octavia is slow to change)"
+                "pool)"
             )
             result = _waiting(ctx, obj, spec, tree, message, drains)
             result.requeue_after = held
@@ -186,10 +180,7 @@ class LoadBalancerActuator:
                 continue
             current = tree.members.get(pool.id, [])
             coming = plan.coming_vms(groups[i])
-            applied = self._member_applied.get((obj.uid, pool.id))
-            left = members.fill_hold(
-                change, current, obj.uid, coming, last, clock.now, applied=applied
-            )
+            left = members.fill_hold(change, current, obj.uid, coming, last, clock.now)
             if left is not None:
                 changes[i] = dataclasses.replace(change, changed=False)
                 due = left if due is None else min(due, left)
@@ -202,18 +193,8 @@ class LoadBalancerActuator:
         def wrote(step: plan.Step) -> None:
             if step.op in MEMBER_OPS:
                 self._member_writes[obj.uid, step.args[0]] = self.clock()
-                self._applying.add((obj.uid, step.args[0]))
 
         return wrote
-
-    def _note_applied(self, obj: Obj, now: datetime.datetime) -> None:
-        """The load balancer is no longer pending: the member changes written since the
-        last such pass are applied; record how long each took."""
-        for key in [k for k in self._applying if k[0] == obj.uid]:
-            self._applying.discard(key)
-            written = self._member_writes.get(key)
-            if written is not None:
-                self._member_applied[key] = max(0.0, (now - written).total_seconds())
 
     async def finalize(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
         """Delete with cascade (Octavia removes listeners, pools, members and monitors
@@ -236,8 +217,6 @@ class LoadBalancerActuator:
             del self._wanted[known]
         for pool in [k for k in self._member_writes if k[0] == obj.uid]:
             del self._member_writes[pool]
-            self._member_applied.pop(pool, None)
-            self._applying.discard(pool)
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """LoadBalancers whose members change when a VM (of a referenced group) or a

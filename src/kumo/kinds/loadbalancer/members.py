@@ -202,26 +202,13 @@ FILL_BATCH_SECONDS = 15.0
 #: at 50 members on average, 4.9 at 100). With the interval in proportion too, filling
 #: a pool costs Octavia linear, not quadratic, work in its size.
 FILL_SECONDS_PER_MEMBER = 0.15
-#: ... and at least this many times as long as Octavia took to apply the pool's last
-#: member change (Kumo's write accepted → the load balancer seen ACTIVE again), so that
-#: a fill keeps Octavia's worker, and the load balancer's lock, busy at most a fifth of
-#: the time whatever its speed. The per-member rule above guesses the cost from the
-#: pool's size; this measures it. On the lab, where Octavia shares two cores with the
-#: Nova and Neutron building the group, an apply took 5-9 s at 50-100 members, and a
-#: 15-s interval gave Octavia 8x the script's work in a 100-VM converge (2026-11-28).
-FILL_PACE = 4.0
 #: ... up to this: the longest a Ready VM waits for its member while its pool fills.
 FILL_BATCH_MAX_SECONDS = 60.0
 
 
-def fill_interval(members: int, applied: float | None = None) -> float:
-    """Seconds between batches of additions to a pool of ``members`` being filled, whose
-    last member change took Octavia ``applied`` seconds (None: not measured)."""
-    paced = FILL_PACE * applied if applied is not None else 0.0
-    return min(
-        FILL_BATCH_MAX_SECONDS,
-        max(FILL_BATCH_SECONDS, members * FILL_SECONDS_PER_MEMBER, paced),
-    )
+def fill_interval(members: int) -> float:
+    """Seconds between batches of additions to a pool of ``members`` being filled."""
+    return min(FILL_BATCH_MAX_SECONDS, max(FILL_BATCH_SECONDS, members * FILL_SECONDS_PER_MEMBER))
 
 
 def fill_hold(
@@ -232,7 +219,6 @@ def fill_hold(
     last_added: datetime.datetime | None,
     now: datetime.datetime,
     seconds: float | None = None,
-    applied: float | None = None,
 ) -> float | None:
     """Seconds to hold this pool's new members so that they go in one batch with those
     of the VMs still on their way (``coming``), or None to add them now. Only a pool
@@ -240,12 +226,11 @@ def fill_hold(
     one of Kumo's members in service (a pool's first capacity never waits), more of its
     group's VMs are coming (the last one's member never waits: nor does a repair's), and
     a batch of additions went in less than ``seconds`` ago (``last_added``; by default
-    :func:`fill_interval` of the pool's size and of ``applied``, how long Octavia took
-    to apply it)."""
+    :func:`fill_interval` of the pool's size)."""
     if not change.added or change.started or change.removed or coming <= 0:
         return None
     if seconds is None:
-        seconds = fill_interval(len(current), applied)
+        seconds = fill_interval(len(current))
     if last_added is None or seconds <= 0:
         return None
     left = (last_added - now).total_seconds() + seconds

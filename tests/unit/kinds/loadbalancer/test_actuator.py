@@ -795,38 +795,6 @@ def test_a_pool_being_filled_takes_its_new_members_in_one_batch_per_interval() -
     assert ready(world)["status"] == "True"
 
 
-def one_port_spec() -> dict:
-    spec = seed_spec()
-    spec["ports"] = spec["ports"][:1]
-    return spec
-
-
-def test_a_fill_is_paced_by_how_long_octavia_took_to_apply_the_last_batch() -> None:
-    """The pool's last batch stayed pending 10 s: the next waits 4 x 10 s after it, not
-    15 s, so a slow Octavia is not kept busy by the fill."""
-    world = new_world(vms=1, spec=one_port_spec())
-    converge(world)
-    actuator = LoadBalancerActuator(clock=world.clock)
-    engine = Engine()
-    for i in range(1, 5):
-        add_vm(world, f"vm-{i}", f"10.0.0.{10 + i}", ready=False, phase="Building")
-    add_vm(world, "vm-1", "10.0.0.11", phase="Running")
-    cloud(world).pending_gets = 1  # each change stays pending one more get
-    writes = member_writes(world)
-    written = world.clock.now
-    world.run(actuator, "web", engine)
-    assert member_writes(world) == writes + 1
-    for _ in range(2):  # pending, then applied 10 s after the write
-        world.clock.advance(5.0)
-        world.run(actuator, "web", engine)
-    assert members(world, 80) == ["vm-0", "vm-1"]
-    add_vm(world, "vm-2", "10.0.0.12", phase="Running")
-    held = world.run(actuator, "web", engine)
-    elapsed = (world.clock.now - written).total_seconds()
-    assert held == lb_members.FILL_PACE * 10.0 - elapsed
-    assert member_writes(world) == writes + 1, "held past the 15-s interval"
-
-
 def test_a_vm_stuck_in_error_does_not_hold_a_fill() -> None:
     """Only VMs on their way count: one in Error would hold the pool for ever."""
     world = new_world(vms=1)

@@ -91,16 +91,3 @@ def test_a_big_pool_fills_in_longer_intervals_up_to_a_minute() -> None:
     want = wanted(*(f"vm-{i}" for i in range(301)))
     assert hold(want, big, since=40.0) == 5.0
     assert hold(want, big, since=45.0) is None
-
-
-def test_a_fill_waits_four_times_as_long_as_octavia_took_to_apply_its_last_change() -> None:
-    """Measured, not guessed from the size: a slow Octavia paces the fill, a fast one
-    leaves the 15-s interval as it is, and a minute is still the most."""
-    assert members.fill_interval(50, applied=2.0) == 15.0
-    assert members.fill_interval(50, applied=6.0) == 24.0
-    assert members.fill_interval(300, applied=6.0) == 45.0, "the size rule still holds"
-    assert members.fill_interval(50, applied=40.0) == members.FILL_BATCH_MAX_SECONDS
-    change = members.pool_members(PORT, wanted("a", "b"), serving("a"), UID, DrainClock(T0))
-    last = T0 - datetime.timedelta(seconds=20)
-    assert members.fill_hold(change, serving("a"), UID, 3, last, T0, applied=6.0) == 4.0
-    assert members.fill_hold(change, serving("a"), UID, 3, last, T0, applied=3.0) is None
