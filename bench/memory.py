@@ -1,21 +1,23 @@
-"""Drift detection: Kumo's one list call per cloud vs. a GET per object per interval.
+"""Drift detection: Kumo's cloud watch (one changes-since listing per project) vs. a GET
+per object per interval.
 
-Both run side by side in the same process against the same in-memory cloud with a
-fixed per-call latency, so the printed ratio is stable on a noisy machine. The fleet
-size and latency are arguments: `python -m bench memory --vms 1000 --latency-ms 20`.
+Both run side by side in the same process against the same in-memory Nova with a fixed
+per-call latency, so the printed ratio is stable on a noisy machine. One server of the
+fleet is deleted out of band; each side must find it, and only it. The fleet size and
+latency are arguments: `python -m bench memory --vms 1000 --latency-ms 20`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
 import time
+from typing import Any
 
-from kumo.api.kinds import VIRTUAL_MACHINE
-from kumo.engine.objects import Obj
-from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
-from tests.unit.fakes import FakeNova, make_body
+from kumo.cloud import model
+from kumo.cloud.watch import CloudWatch, ServerWatcher
+from kumo.engine.errors import TransientError
+from tests.unit.fakes import FakeNova
 
 
 class SlowNova(FakeNova):
@@ -32,71 +34,90 @@ class SlowNova(FakeNova):
         async with self.slots:
             await asyncio.sleep(self.latency)
 
-    async def list_managed_servers(self):  # type: ignore[no-untyped-def]
+    async def list_servers_since(self, since: str | None) -> tuple[list[model.Server], str | None]:
         await self._pay()
-        return await super().list_managed_servers()
+        return await super().list_servers_since(since)
 
-    async def get_server(self, server_id: str):  # type: ignore[no-untyped-def]
+    async def get_server(self, server_id: str) -> model.Server | None:
         await self._pay()
         return await super().get_server(server_id)
 
 
-async def fleet(cloud: SlowNova, size: int) -> list[Obj]:
-    objs = []
-    for i in range(size):
-        server = await FakeNova.create_server(
-            cloud,
-            name=f"vm{i}",
-            image_id="img",
-            flavor_id="flv",
-            network_ids=[],
-            user_data=None,
-            description=None,
-            metadata={},
-            tags=["kumo", f"kumo-owner=uid{i}"],
-            availability_zone=None,
-            key_name=None,
-            security_groups=[],
-            server_group_id=None,
-        )
-        cloud.servers[server.id]["status"] = "ACTIVE"
-        body = make_body(
-            VIRTUAL_MACHINE, f"vm{i}", {"image": "centos79", "flavor": "f"}, uid=f"uid{i}"
-        )
-        body["status"] = {"id": server.id, "phase": "Running"}
-        objs.append(Obj(VIRTUAL_MACHINE, copy.deepcopy(body)))
-    victim = objs[size // 2]
-    cloud.servers.pop(victim.status["id"])  # one server deleted out of band
-    return objs
+class NovaOnly:
+    """The project's services for the watch: Nova, and every other service answering
+    503 (its watcher fails and backs off; no call of it is counted)."""
+
+    def __init__(self, nova: SlowNova) -> None:
+        self.nova = nova
+
+    def __getattr__(self, name: str) -> Any:
+        if hasattr(self.nova, name):
+            return getattr(self.nova, name)
+
+        async def missing(*args: Any, **kwargs: Any) -> Any:
+            raise TransientError("ServiceUnavailable", f"{name}: only Nova here")
+
+        return missing
 
 
-async def per_object_gets(cloud: SlowNova, objs: list[Obj]) -> list[str]:
+def fleet(cloud: SlowNova, size: int) -> tuple[dict[str, str], str]:
+    """``size`` ACTIVE servers, each with its own owner's marker (owner UID → server ID),
+    and the owner whose server someone then deletes by hand."""
+    owners = {
+        f"uid{i}": cloud.add_server(f"vm{i}", tags=model.marker_tags(f"uid{i}")).id
+        for i in range(size)
+    }
+    cloud.settle()
+    return owners, f"uid{size // 2}"
+
+
+async def per_object_gets(cloud: SlowNova, owners: dict[str, str]) -> list[str]:
     """Baseline: what a timer-per-object operator does every interval."""
-    results = await asyncio.gather(*(cloud.get_server(o.status["id"]) for o in objs))
-    return [o.name for o, server in zip(objs, results, strict=True) if server is None]
+    found = await asyncio.gather(*(cloud.get_server(sid) for sid in owners.values()))
+    return sorted(uid for uid, server in zip(owners, found, strict=True) if server is None)
+
+
+async def one_watch_pass(watch: CloudWatch) -> list[str]:
+    """One incremental pass of the watch's Nova service (what it does each interval),
+    and the owners it reports changed."""
+    reported: list[str] = []
+
+    def notify(owners: set[str], duplicated: set[str], woken: set[str]) -> None:
+        reported.extend(owners)
+
+    watch._notify = notify  # the loop's callback (kumo.cloud.watch.CloudWatch.run)
+    await watch._refresh(watch._services[ServerWatcher.service], False)
+    return sorted(reported)
 
 
 async def main(vms: int, latency: float, concurrency: int) -> None:
     cloud = SlowNova(latency, concurrency)
-    objs = await fleet(cloud, vms)
-    actuator = VirtualMachineActuator()
+    owners, victim = fleet(cloud, vms)
+    watch = CloudWatch(NovaOnly(cloud))  # type: ignore[arg-type]
+    await watch.sync()  # the first full listing, once after start
+    cloud.tick(5)
+    await FakeNova.delete_server(cloud, owners[victim])  # out of band
+    cloud.settle()
+    cloud.tick(5)
 
     cloud.api_calls = 0
     started = time.perf_counter()
-    baseline = await per_object_gets(cloud, objs)
+    baseline = await per_object_gets(cloud, owners)
     baseline_s, baseline_calls = time.perf_counter() - started, cloud.api_calls
 
     cloud.api_calls = 0
     started = time.perf_counter()
-    found = await actuator.drift(cloud, objs)
+    found = await one_watch_pass(watch)
     kumo_s, kumo_calls = time.perf_counter() - started, cloud.api_calls
+    watch.close()
 
-    assert [k.name for k in found] == baseline, "both must find the same drift"
+    assert baseline == found == [victim], f"both must find {victim}: {baseline}, {found}"
     print(f"drift detection over {vms} VMs, {latency * 1000:.0f} ms/call, {concurrency} in flight")
     print(f"  baseline (GET per object): {baseline_s:8.3f} s  {baseline_calls:5d} API calls")
-    print(f"  kumo (list per cloud):     {kumo_s:8.3f} s  {kumo_calls:5d} API calls")
+    print(f"  kumo (watch, changes-since): {kumo_s:6.3f} s  {kumo_calls:5d} API calls")
     print(
-        f"  ratio baseline/kumo:       {baseline_s / kumo_s:8.1f}x time  {baseline_calls / kumo_calls:5.0f}x calls"
+        f"  ratio baseline/kumo:       {baseline_s / kumo_s:8.1f}x time  "
+        f"{baseline_calls / kumo_calls:5.0f}x calls"
     )
 
 
@@ -106,5 +127,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=8)
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: Any) -> None:
     asyncio.run(main(args.vms, args.latency_ms / 1000, args.concurrency))
