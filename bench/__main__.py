@@ -11,8 +11,23 @@ python -m bench stateful [--n 50 --repeat 3]   a stateful group (volumes) vs. di
 from __future__ import annotations
 
 import argparse
+import signal
+from types import FrameType
 
 from bench import group, memory
+
+
+def stop_as_interrupted(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM stops a run as Ctrl-C does: its cloud resources are swept and `make up`'s
+    operator is started again."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def stoppable() -> None:
+    """A run started in the background by a non-interactive shell inherits SIGINT
+    ignored, and SIGTERM would end it without its sweep: make both interrupt it."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, stop_as_interrupted)
 
 
 def main() -> None:
@@ -38,6 +53,7 @@ def main() -> None:
 
     idle.add_arguments(sub.add_parser("idle-neutron", help="lab: idle Neutron req/min by groups"))
     args = parser.parse_args()
+    stoppable()
     if args.command == "memory":
         memory.run(args)
     elif args.command == "group":

@@ -33,7 +33,7 @@ from typing import Any
 from kumo.api.kinds import DNS_RECORD, LOAD_BALANCER, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.cloud import model
 from kumo.engine import queue as queue_module
-from kumo.engine.objects import Body, Key
+from kumo.engine.objects import Actuator, Body, Key
 from kumo.kinds import registry
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.runtime.controller import Controller
@@ -179,7 +179,7 @@ class Bench:
         self.clock = VirtualClock()
         queue_module.time = self.clock  # type: ignore[assignment]
         self.cloud = FleetCloud()
-        actuators = []
+        actuators: list[Actuator] = []
         for record in registry.RECORDS:
             if record.info is LOAD_BALANCER:
                 actuators.append(LoadBalancerActuator(clock=self.clock.utc))
@@ -188,9 +188,9 @@ class Bench:
         self.ctl = Controller(actuators, None, OneCloud(self.cloud))
         self.ctl.kube = WatchedKube(self.ctl, self.clock)
         self.ctl.events.emit = lambda *args: None  # type: ignore[method-assign]
-        self.cpu = 0.0
+        self.cpu: float = 0.0
         self.reconciles: collections.Counter[str] = collections.Counter()
-        self.cpu_by_kind: collections.Counter[str] = collections.Counter()
+        self.cpu_by_kind: collections.defaultdict[str, float] = collections.defaultdict(float)
 
     # -- the controller, timed -----------------------------------------------------------
 
@@ -346,7 +346,7 @@ class Bench:
         ):
             cpu, counts = self.cpu, collections.Counter(self.reconciles)
             copies = self.ctl.kube.copy_cpu
-            by_kind = collections.Counter(self.cpu_by_kind)
+            by_kind = dict(self.cpu_by_kind)
             if start is None:
                 self.apply(VIRTUAL_MACHINE_GROUP, "web", {"replicas": s, "template": TEMPLATE})
             elif start >= 0:
@@ -356,7 +356,9 @@ class Bench:
             await self.run_until(self.converged(target) if target else self.gone)
             phase = Phase(name, vms, self.cpu - cpu, self.reconciles - counts)
             phase.copy_cpu = self.ctl.kube.copy_cpu - copies
-            phase.cpu_by_kind = self.cpu_by_kind - by_kind
+            phase.cpu_by_kind = collections.defaultdict(
+                float, {k: v - by_kind.get(k, 0.0) for k, v in self.cpu_by_kind.items()}
+            )
             results.append(phase)
         return results
 
@@ -366,7 +368,7 @@ class Phase:
         self, name: str, vms: int, cpu: float, reconciles: collections.Counter[str]
     ) -> None:
         self.name, self.vms, self.cpu, self.reconciles = name, vms, cpu, reconciles
-        self.cpu_by_kind: collections.Counter[str] = collections.Counter()
+        self.cpu_by_kind: collections.defaultdict[str, float] = collections.defaultdict(float)
         #: Of ``cpu``, what the fake API server spent copying bodies.
         self.copy_cpu = 0.0
 
