@@ -24,7 +24,7 @@ unit: venv
 lint: venv
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
-	$(VENV)/bin/mypy src tests/unit/ports_conformance.py
+	$(VENV)/bin/mypy src bench tests/unit/ports_conformance.py
 	$(VENV)/bin/lint-imports
 
 crds: venv

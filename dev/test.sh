@@ -9,7 +9,7 @@ log "lint (ruff)"
 .venv/bin/ruff check src tests bench
 .venv/bin/ruff format --check src tests bench
 log "types (mypy)"
-.venv/bin/mypy src tests/unit/ports_conformance.py
+.venv/bin/mypy src bench tests/unit/ports_conformance.py
 log "import boundaries (import-linter)"
 .venv/bin/lint-imports
 log "unit tests"
