@@ -241,15 +241,7 @@ class FakeOctavia:
                 continue
             taken.add(key)
             member_id = by_key.get(key) or new_id("mem")
-            result[member_id] = model.Member(
-                member_id,
-                spec.name,
-                spec.address,
-                spec.port,
-                spec.monitor_port,
-                list(spec.tags),
-                spec.weight,
-            )
+            result[member_id] = _as_member(member_id, spec)
         fake.members[pool_id] = result
         self._sync_pool(fake, pool_id)
 
@@ -262,15 +254,7 @@ class FakeOctavia:
         by_key = {(m.address, m.port): k for k, m in current.items()}
         for spec in members:
             member_id = by_key.get((spec.address, spec.port)) or new_id("mem")
-            current[member_id] = model.Member(
-                member_id,
-                spec.name,
-                spec.address,
-                spec.port,
-                spec.monitor_port,
-                list(spec.tags),
-                spec.weight,
-            )
+            current[member_id] = _as_member(member_id, spec)
         self._sync_pool(fake, pool_id)
 
     def list_live_server_addresses(self) -> frozenset[str] | None:
@@ -286,15 +270,7 @@ class FakeOctavia:
         ):
             raise TransientError("CloudBusy", f"duplicate member {member.address}:{member.port}")
         member_id = new_id("mem")
-        fake.members[pool_id][member_id] = model.Member(
-            member_id,
-            member.name,
-            member.address,
-            member.port,
-            member.monitor_port,
-            list(member.tags),
-            member.weight,
-        )
+        fake.members[pool_id][member_id] = _as_member(member_id, member)
         self._sync_pool(fake, pool_id)
 
     async def update_owned_member(
@@ -412,3 +388,16 @@ class FakeOctavia:
         """Keep Pool.member_ids true, as Octavia's pool listing is."""
         pool = fake.pools[pool_id]
         fake.pools[pool_id] = replace(pool, member_ids=list(fake.members[pool_id]))
+
+
+def _as_member(member_id: str, spec: model.MemberSpec) -> model.Member:
+    """The member Octavia makes of ``spec`` (a create, or a batch update's)."""
+    return model.Member(
+        member_id,
+        spec.name,
+        spec.address,
+        spec.port,
+        spec.monitor_port,
+        list(spec.tags),
+        spec.weight,
+    )
