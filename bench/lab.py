@@ -269,7 +269,6 @@ class Watched:
         self._stop = threading.Event()
         self.synced = threading.Event()
         """Set once the first list is in."""
-        self.relists = 0
         self._thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
         self._thread.start()
 
@@ -292,7 +291,6 @@ class Watched:
             except Exception as error:  # a reset or timeout: list again
                 if not self._stop.is_set():
                     say(f"watch {self.path}: {type(error).__name__}: {error}; listing again")
-            self.relists += 1
             self._stop.wait(0.5)
 
     def _stream(self, version: str) -> None:

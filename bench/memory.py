@@ -127,5 +127,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=8)
 
 
-def run(args: Any) -> None:
+def run(args: argparse.Namespace) -> None:
     asyncio.run(main(args.vms, args.latency_ms / 1000, args.concurrency))
