@@ -524,6 +524,8 @@ class LoadBalancerWatcher(Watcher):
         #: Pool ID → (the member IDs the pool listed, those members); the IDs are None
         #: once Kumo changed the pool's members: read again, but shown while it is pending.
         self.members: dict[str, tuple[frozenset[str] | None, list[model.Member]]] = {}
+        #: Pool ID → the newest member (in creation order) its last read returned.
+        self.newest_members: dict[str, str] = {}
         self.caches = (self.load_balancers, self.listeners, self.pools, self.monitors)
         self.singles = (self.load_balancers,)
         # Listeners, pools and monitors go with their load balancer: it is the one marked.
@@ -558,6 +560,7 @@ class LoadBalancerWatcher(Watcher):
         self._versions = versions
         if full:
             self.members.clear()  # out-of-band weight changes do not show in the pool
+            self.newest_members.clear()
         return changes
 
     def foreign(self) -> frozenset[str]:
@@ -1028,6 +1031,10 @@ class CloudWatch:
     @property
     def members(self) -> dict[str, tuple[frozenset[str] | None, list[model.Member]]]:
         return self._octavia.members
+
+    @property
+    def newest_members(self) -> dict[str, str]:
+        return self._octavia.newest_members
 
     @property
     def recordsets(self) -> ResourceCache[model.Recordset]:

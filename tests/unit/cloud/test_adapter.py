@@ -625,6 +625,80 @@ def test_while_kumos_member_change_is_pending_the_old_members_are_shown_not_read
     assert listing.call_count == reads + 1, "once asked for what is there: read again"
 
 
+def _pool_lists(cloud: OpenStackCloud, *members: dict[str, Any]) -> None:
+    """The watch's tree listing shows the pool with these member IDs."""
+    cloud.watch.pools.put(model.Pool(POOL_ID, "p", "HTTP", None, None, [m["id"] for m in members]))
+
+
+def test_a_pool_that_only_gained_members_reads_only_those_past_its_newest(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """A pool being filled gains a few members per batch: after the first whole read
+    (oldest first), each read asks Octavia only for the members past the newest one
+    read, instead of the whole pool (O(pool size) of Octavia's API each time)."""
+    tags = model.marker_tags("uid-web")
+    a, b, c, d, e = (octavia_member(f"10.0.0.{i}", tags, id=f"mem-{i}") for i in range(1, 6))
+    url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
+    _pool_lists(cloud, a, b)
+    whole = requests_mock.get(url, json={"members": [a, b], "members_links": []})
+    past_b = requests_mock.get(f"{url}?marker=mem-2", json={"members": [c, d]})
+    past_d = requests_mock.get(f"{url}?marker=mem-4", json={"members": [e]})
+    run(cloud.list_members(POOL_ID))
+    assert whole.last_request.qs == {"sort": ["created_at:asc,id:asc"]}
+    _pool_lists(cloud, a, b, c, d)
+    members = run(cloud.list_members(POOL_ID))
+    assert [m.id for m in members] == ["mem-1", "mem-2", "mem-3", "mem-4"]
+    assert (whole.call_count, past_b.call_count) == (1, 1)
+    assert past_b.last_request.qs == {"sort": ["created_at:asc,id:asc"], "marker": ["mem-2"]}
+    _pool_lists(cloud, a, b, c, d, e)
+    members = run(cloud.list_members(POOL_ID))
+    assert [m.id for m in members] == ["mem-1", "mem-2", "mem-3", "mem-4", "mem-5"]
+    assert (whole.call_count, past_d.call_count) == (1, 1), "the marker moved to the newest"
+    run(cloud.list_members(POOL_ID))
+    assert whole.call_count + past_b.call_count + past_d.call_count == 3, "the same IDs: cached"
+
+
+def test_a_pool_that_lost_a_member_or_gained_one_out_of_order_is_read_whole(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """Only additions past the newest member read are read alone. A pool that lost a
+    member, or where the read past the newest does not give the IDs the pool lists (a
+    member created in the same second with a lower ID), is read whole; so is one whose
+    marker Octavia refuses."""
+    tags = model.marker_tags("uid-web")
+    a, b, c, d = (octavia_member(f"10.0.0.{i}", tags, id=f"mem-{i}") for i in range(1, 5))
+    url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
+    pool = [a, b]
+    requests_mock.get(url, json=lambda request, context: {"members": pool, "members_links": []})
+    requests_mock.get(f"{url}?marker=mem-2", json={"members": [d]})
+    requests_mock.get(
+        f"{url}?marker=mem-4", status_code=400, json={"faultstring": "Invalid marker"}
+    )
+
+    def reads() -> list[str | None]:
+        """The marker of each member read so far (None: the whole pool)."""
+        return [
+            (r.qs.get("marker") or [None])[0]
+            for r in requests_mock.request_history
+            if r.path.endswith(f"/lbaas/pools/{POOL_ID}/members".lower())
+        ]
+
+    _pool_lists(cloud, *pool)
+    run(cloud.list_members(POOL_ID))
+    pool = [a, b, c, d]  # c sorts before b's marker: the read past b misses c
+    _pool_lists(cloud, *pool)
+    assert [m.id for m in run(cloud.list_members(POOL_ID))] == [x["id"] for x in pool]
+    assert reads() == [None, "mem-2", None], "the read past the marker missed c: whole"
+    pool = [a, c, d]  # b left
+    _pool_lists(cloud, *pool)
+    assert [m.id for m in run(cloud.list_members(POOL_ID))] == [x["id"] for x in pool]
+    assert reads()[3:] == [None], "a member left: one whole read"
+    pool = [a, c, d, b]  # past d, Octavia refuses the marker
+    _pool_lists(cloud, *pool)
+    assert [m.id for m in run(cloud.list_members(POOL_ID))] == [x["id"] for x in pool]
+    assert reads()[4:] == ["mem-4", None], "a refused marker: read whole"
+
+
 def test_a_single_member_write_is_applied_to_the_cached_pool_not_read_back(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
