@@ -542,6 +542,9 @@ class LoadBalancerWatcher(Watcher):
         versions = await self.cloud.load_balancer_versions(foreign)
         if not full and versions == self._versions and self._probe_agrees(versions):
             return []
+        if not full and self._only_entered_expected_pending(versions):
+            self._versions = versions
+            return []
         caches = self.caches
         tokens = [c.begin() for c in caches]
         stats.count("load-balancer-tree")
@@ -587,6 +590,19 @@ class LoadBalancerWatcher(Watcher):
             versions.get(lb.id, "").rpartition(" ")[2] == lb.provisioning_status
             for lb in self.load_balancers.items()
         )
+
+    def _only_entered_expected_pending(self, versions: dict[str, str]) -> bool:
+        """Every load balancer whose version moved since the last listing now shows the
+        ``PENDING_*`` state the cache already holds it in (Kumo's own change: the adapter
+        set it), and no other one moved. Then the tree is not listed: Octavia holds the
+        load balancer until the change is applied, and the probe that sees it leave
+        ``PENDING_*`` lists the whole tree, with whatever else changed meanwhile. A batch
+        of members cost two tree listings (on entering and on leaving), now one."""
+        old = self._versions
+        if old is None or versions.keys() != old.keys() or not self._probe_agrees(versions):
+            return False
+        moved = [v for lb_id, v in versions.items() if v != old[lb_id]]
+        return all(v.rpartition(" ")[2].startswith("PENDING_") for v in moved)
 
     def transitional(self) -> bool:
         return any(

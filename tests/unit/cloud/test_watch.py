@@ -277,26 +277,47 @@ def test_a_pending_load_balancer_is_listed_fast_until_it_settles() -> None:
 
 
 def test_a_load_balancer_octavia_still_holds_pending_costs_one_probe_a_pass() -> None:
-    """Seconds of PENDING_UPDATE (a batch of 100 members) are probed, not listed: the
-    tree is read again once the probe shows the LB in another state."""
-    octavia, lb_id, _ = octavia_with_pool()
-    watch, _ = synced(Lists(octavia=octavia))
+    """Seconds of PENDING_UPDATE (a batch of 100 members) are probed, not listed: Kumo's
+    own change entering PENDING_UPDATE, as the cache expects, lists nothing; the tree is
+    read once the probe shows the LB in another state, with all that changed."""
+    octavia, lb_id, pool_id = octavia_with_pool()
+    watch, seen = synced(Lists(octavia=octavia))
     fake = octavia.lbs[lb_id]
+    octavia.add_member(pool_id, "vm", "10.0.0.5", 8080)  # Kumo's batch, still applying
     fake.lb = dataclasses.replace(fake.lb, provisioning_status="PENDING_UPDATE")
     watch.lb_changing(lb_id)
     octavia.calls.clear()
     for _ in range(3):
         refresh(watch, "octavia")
-    assert octavia.calls == [
-        "load_balancer_versions",
-        "fetch_load_balancer_tree",  # the probe moved (the cache's view was ACTIVE)
-        "load_balancer_versions",
-        "load_balancer_versions",
-    ]
+    assert octavia.calls == ["load_balancer_versions"] * 3
+    assert watch.pools.lookup(pool_id).member_ids == []  # type: ignore[union-attr]
     fake.lb = dataclasses.replace(fake.lb, provisioning_status="ACTIVE")
     refresh(watch, "octavia")
     assert octavia.calls[-1] == "fetch_load_balancer_tree"
     assert watch.load_balancers.lookup(lb_id).provisioning_status == "ACTIVE"  # type: ignore[union-attr]
+    assert len(watch.pools.lookup(pool_id).member_ids) == 1  # type: ignore[union-attr]
+    assert seen.owners[-1] == {"uid-lb"}
+
+
+def test_a_load_balancer_going_pending_that_kumo_did_not_change_is_listed() -> None:
+    """Someone else's change (the cache holds the LB ACTIVE) is listed as soon as the
+    probe moves, pending or not; so is Kumo's change when the probe shows another state
+    than the one the cache expects."""
+    octavia, lb_id, pool_id = octavia_with_pool()
+    watch, _ = synced(Lists(octavia=octavia))
+    fake = octavia.lbs[lb_id]
+    octavia.add_member(pool_id, "by-hand", "10.0.0.6", 80)
+    fake.lb = dataclasses.replace(fake.lb, provisioning_status="PENDING_UPDATE")
+    octavia.calls.clear()
+    refresh(watch, "octavia")
+    assert octavia.calls == ["load_balancer_versions", "fetch_load_balancer_tree"]
+    fake.lb = dataclasses.replace(fake.lb, provisioning_status="ACTIVE")
+    refresh(watch, "octavia")
+    watch.lb_changing(lb_id, "PENDING_DELETE")
+    fake.lb = dataclasses.replace(fake.lb, provisioning_status="PENDING_UPDATE")
+    octavia.calls.clear()
+    refresh(watch, "octavia")
+    assert octavia.calls == ["load_balancer_versions", "fetch_load_balancer_tree"]
 
 
 # -- Designate: zones first ---------------------------------------------------------------------
