@@ -367,10 +367,17 @@ class OctaviaCalls(CloudBase):
         read, and a pool that follows a group is read at every change of its members."""
         return self._raw_list(f"pools/{pool_id}/members", "members", params)
 
-    def _members_changing(self, pool_id: str) -> None:
+    def _members_changing(self, pool_id: str, *, additions_only: bool = False) -> None:
+        """Kumo is changing the pool's members: read them again when next asked, shown as
+        they were meanwhile. Only a change that adds members and touches no other one
+        (``add_members``) leaves the cached members right as far as they go, so a read of
+        the new ones alone may complete them; after any other change (a weight, a
+        removal, a replace, a write whose outcome is unknown) the pool is read whole."""
         cached = self.watch.members.get(pool_id)
-        if cached:  # read again when next listed; shown as they were meanwhile
+        if cached:
             self.watch.members[pool_id] = (None, cached[1])
+        if not additions_only:
+            self.watch.newest_members.pop(pool_id, None)
         self.watch.lb_changing(self.watch.pool_lb(pool_id))
 
     async def replace_owned_members(
@@ -433,7 +440,7 @@ class OctaviaCalls(CloudBase):
             os_exc.raise_from_response(response, error_message=f"PUT {path}")
 
         await self._call("add pool members", add)
-        self._members_changing(pool_id)
+        self._members_changing(pool_id, additions_only=True)
 
     async def create_member(self, pool_id: str, member: model.MemberSpec) -> None:
         """Add one member. Octavia refuses a second member at the same address + port

@@ -699,6 +699,37 @@ def test_a_pool_that_lost_a_member_or_gained_one_out_of_order_is_read_whole(
     assert reads()[4:] == ["mem-4", None], "a refused marker: read whole"
 
 
+def test_after_a_change_to_existing_members_the_pool_is_read_whole(
+    cloud: OpenStackCloud, requests_mock: rm.Mocker
+) -> None:
+    """A replace (a drain's weight 0) changes members the pool keeps, under the same IDs:
+    a read of the members past the newest would find nothing new and keep the old
+    weights, and the drain would be sent again and again. Only additions (add_members)
+    leave the cached members right; after anything else the pool is read whole."""
+    tags = model.marker_tags("uid-web")
+    a, b = (octavia_member(f"10.0.0.{i}", tags, id=f"mem-{i}", name=f"vm-{i}") for i in (1, 2))
+    url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
+    pool = [a, b]
+    requests_mock.get(url, json=lambda request, context: {"members": pool, "members_links": []})
+    past_b = requests_mock.get(f"{url}?marker=mem-2", json={"members": []})
+    requests_mock.put(url, status_code=202)
+    _pool_lists(cloud, a, b)
+    run(cloud.list_members(POOL_ID))
+    drained = [model.MemberSpec(f"vm-{i}", f"10.0.0.{i}", 80, None, 0, tags) for i in (1, 2)]
+    run(cloud.replace_owned_members(POOL_ID, "uid-web", drained))
+    pool = [{**a, "weight": 0}, {**b, "weight": 0}]
+    assert [m.weight for m in run(cloud.list_members(POOL_ID))] == [0, 0]
+    assert past_b.call_count == 0
+    # A whole read gives the marker back: additions alone are read alone again.
+    c = octavia_member("10.0.0.3", tags, id="mem-3")
+    run(cloud.add_members(POOL_ID, [model.MemberSpec("vm-3", "10.0.0.3", 80, None, 1, tags)]))
+    pool = [*pool, c]
+    _pool_lists(cloud, *pool)
+    requests_mock.get(f"{url}?marker=mem-2", json={"members": [c]})
+    assert [m.weight for m in run(cloud.list_members(POOL_ID))] == [0, 0, 1]
+    assert requests_mock.last_request.qs.get("marker") == ["mem-2"]
+
+
 def test_a_single_member_write_is_applied_to_the_cached_pool_not_read_back(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
