@@ -540,9 +540,7 @@ class LoadBalancerWatcher(Watcher):
         stats.count("load-balancers-probe")
         foreign = self.foreign()
         versions = await self.cloud.load_balancer_versions(foreign)
-        if not full and versions == self._versions and self._probe_agrees(versions):
-            return []
-        if not full and self._only_entered_expected_pending(versions):
+        if not full and self._nothing_to_list(versions):
             self._versions = versions
             return []
         caches = self.caches
@@ -591,13 +589,14 @@ class LoadBalancerWatcher(Watcher):
             for lb in self.load_balancers.items()
         )
 
-    def _only_entered_expected_pending(self, versions: dict[str, str]) -> bool:
-        """Every load balancer whose version moved since the last listing now shows the
-        ``PENDING_*`` state the cache already holds it in (Kumo's own change: the adapter
-        set it), and no other one moved. Then the tree is not listed: Octavia holds the
-        load balancer until the change is applied, and the probe that sees it leave
-        ``PENDING_*`` lists the whole tree, with whatever else changed meanwhile. A batch
-        of members cost two tree listings (on entering and on leaving), now one."""
+    def _nothing_to_list(self, versions: dict[str, str]) -> bool:
+        """The probe agrees with the cache, and every load balancer whose version moved
+        since the last listing (if any) now shows the ``PENDING_*`` state the cache
+        already holds it in (Kumo's own change: the adapter set it). Then the tree is not
+        listed: Octavia holds the load balancer until the change is applied, and the
+        probe that sees it leave ``PENDING_*`` lists the whole tree, with whatever else
+        changed meanwhile. A batch of members cost two tree listings (on entering and on
+        leaving), now one."""
         old = self._versions
         if old is None or versions.keys() != old.keys() or not self._probe_agrees(versions):
             return False
