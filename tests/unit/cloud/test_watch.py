@@ -480,22 +480,22 @@ def test_a_listing_that_took_long_sets_the_pace_while_something_builds() -> None
     listing = nova.list_servers_since
 
     async def slow(since: str | None) -> Any:
-        now[0] += 3.0  # the answer took 3 s
+        now[0] += 2.0  # the answer took 2 s
         return await listing(since)
 
     nova.list_servers_since = slow  # type: ignore[method-assign]
     now[0] = 100.0
     refresh(watch, "nova")
-    assert 103.0 + 6.0 * 0.9 <= watch._services["nova"].next_due <= 103.0 + 6.0 * 1.1
+    assert 102.0 + 4.0 * 0.9 <= watch._services["nova"].next_due <= 102.0 + 4.0 * 1.1
     nova.list_servers_since = listing  # type: ignore[method-assign]
     now[0] = 110.0
     refresh(watch, "nova")
     assert watch._services["nova"].next_due <= 110.0 + 1.1, "a quick answer: fast again"
 
 
-def test_a_very_slow_listing_never_leaves_the_watch_blind_longer_than_idle() -> None:
-    """The pace stops at the idle interval: a 40-s answer (Nova in a mass delete) is
-    followed by the next listing an interval later, not 80 s later."""
+def test_a_very_slow_listing_never_leaves_the_watch_blind_long_in_a_transition() -> None:
+    """The pace stops at 5 s (below the idle interval): a 40-s answer (Nova in a mass
+    delete) is followed by the next listing 5 s later, not 80 s or an interval later."""
     now = [0.0]
     nova = FakeNova()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # BUILD: fast listings
@@ -510,7 +510,26 @@ def test_a_very_slow_listing_never_leaves_the_watch_blind_longer_than_idle() -> 
     nova.list_servers_since = slow  # type: ignore[method-assign]
     now[0] = 100.0
     refresh(watch, "nova")
-    assert watch._services["nova"].next_due <= 140.0 + 10.0 * 1.1
+    assert 140.0 + 5.0 * 0.9 <= watch._services["nova"].next_due <= 140.0 + 5.0 * 1.1
+
+
+def test_the_pace_never_lists_sooner_than_the_fast_interval() -> None:
+    """A fast interval longer than the pace's cap is still the least pause."""
+    now = [0.0]
+    nova = FakeNova()
+    nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # BUILD: fast listings
+    watch = CloudWatch(Lists(nova), interval=30.0, fast=8.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    listing = nova.list_servers_since
+
+    async def slow(since: str | None) -> Any:
+        now[0] += 40.0
+        return await listing(since)
+
+    nova.list_servers_since = slow  # type: ignore[method-assign]
+    now[0] = 100.0
+    refresh(watch, "nova")
+    assert 140.0 + 8.0 * 0.9 <= watch._services["nova"].next_due <= 140.0 + 8.0 * 1.1
 
 
 def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
