@@ -308,6 +308,8 @@ class ServerWatcher(Watcher):
         self._since: datetime | None = None
         #: DELETING servers: as last seen, and since when unchanged.
         self._lingering: dict[str, tuple[model.Server, float]] = {}
+        #: DELETING servers a listing showed so (Nova's task_state ``deleting``).
+        self._listed_deleting: set[str] = set()
         #: Queued servers: when a listing last showed them (or the watch first saw them).
         self._vouched: dict[str, float] = {}
 
@@ -337,6 +339,7 @@ class ServerWatcher(Watcher):
             listed = await self._with_faults(listed)
             changes = cache.replace(token, listed, scope=scope)
             self._shown({s.id for s in listed}, self.env.now())
+            self._listed_deleting.update(s.id for s in listed if s.status == "DELETING")
         else:
             stats.count("servers-changes-since")
             listed, date = await self.cloud.list_servers_since(format_since(self._since))
@@ -351,6 +354,7 @@ class ServerWatcher(Watcher):
                 and (_marked_server(s) or isinstance(cache.lookup(s.id), model.Server))
             ]
             changes = cache.apply(token, await self._with_faults(kept), gone)
+            self._listed_deleting.update(s.id for s in kept if s.status == "DELETING")
             try:
                 changes += await self._confirm_lingering({s.id for s in listed})
             except ReconcileError as error:  # asked again next time; the listing stands
@@ -386,18 +390,25 @@ class ServerWatcher(Watcher):
         return changes
 
     def _deleting_due(self, now: float) -> list[str]:
-        """The DELETING servers unchanged in the cache for ``LINGER_DELETING`` seconds: a
-        build request's delete leaves no trace, and a delete Nova dropped leaves the
-        server as it was (the finalizer waits for the read that shows it)."""
+        """The DELETING servers unchanged in the cache for ``LINGER_DELETING`` seconds
+        that no listing has shown deleting: only Kumo's own mark says so. A build
+        request's delete leaves no trace, and a delete Nova dropped leaves the server as
+        it was (the finalizer waits for the read that shows it). A server Nova listed as
+        deleting is not read: its end (DELETED, or ERROR or ACTIVE again if Nova fails
+        it) bumps its ``updated_at``, so changes-since shows it. Under a mass delete
+        Nova takes 30 s and more per server, and reading each after 5 s cost 20 GETs
+        per listing and made each listing slower, so the watch's pace slower too."""
         seen = self._lingering
         current = {s.id: s for s in self.servers.items() if s.status == "DELETING"}
+        self._listed_deleting.intersection_update(current)
         for sid in list(seen):
             if sid not in current or seen[sid][0] != current[sid]:
                 del seen[sid]
         return [
             sid
             for sid, server in current.items()
-            if now - seen.setdefault(sid, (server, now))[1] >= LINGER_DELETING
+            if sid not in self._listed_deleting
+            and now - seen.setdefault(sid, (server, now))[1] >= LINGER_DELETING
         ]
 
     def _shown(self, listed: set[str], now: float) -> set[str]:

@@ -469,6 +469,56 @@ def test_a_server_gone_without_a_trace_in_changes_since_is_read_by_id() -> None:
 # -- pokes: the cloud's notifications --------------------------------------------------------
 
 
+def test_a_server_nova_lists_as_deleting_is_not_read_by_id_however_long_it_takes() -> None:
+    """A mass delete: Nova shows each server deleting for 30 s and more. The listings
+    say so, and they will show its end; no GET per server meanwhile."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    nova.settle()
+    now = [0.0]
+    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    seen = Recorder()
+    watch._notify = seen
+    asyncio.run(nova.delete_server(server.id))  # task_state deleting
+    watch.servers.update(server.id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
+    nova.calls.clear()
+    for second in range(0, 60, 2):
+        now[0] = float(second)
+        nova.tick(2.0)
+        refresh(watch, "nova")
+    assert "fetch_server" not in nova.calls
+    assert watch.servers.lookup(server.id).status == "DELETING"  # type: ignore[union-attr]
+    nova.tick(1.0)
+    nova.settle()  # Nova is done: changes-since lists it DELETED
+    refresh(watch, "nova")
+    assert "fetch_server" not in nova.calls
+    assert watch.servers.lookup(server.id) is GONE
+    assert {"uid-vm"} in seen.owners
+
+
+def test_a_delete_no_listing_confirms_is_read_by_id() -> None:
+    """Kumo's mark alone says DELETING (a delete Nova dropped): the server is read by
+    ID after a while and found as it was, so the finalizer asks again."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    nova.settle()
+    now = [0.0]
+    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    nova.tick(30.0)
+    refresh(watch, "nova")  # the next answers leave the unchanged server out
+    watch.servers.update(server.id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
+    nova.calls.clear()
+    refresh(watch, "nova")
+    assert "fetch_server" not in nova.calls, "not at once: the listing may still show it"
+    assert watch.servers.lookup(server.id).status == "DELETING"  # type: ignore[union-attr]
+    now[0] = 6.0
+    refresh(watch, "nova")
+    assert nova.calls.count("fetch_server") == 1
+    assert watch.servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
+
+
 def test_a_listing_that_took_long_sets_the_pace_while_something_builds() -> None:
     """A slowed API is not listed back to back: the next listing waits twice as long as
     this one took (at least the fast interval)."""
