@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: up down test chaos unit lint crds rbac venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful clean image
+.PHONY: up down test chaos unit lint crds rbac venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia clean image
 
 up: venv
 	bash dev/up.sh
@@ -58,6 +58,10 @@ bench: venv
 # Kumo, a DNS record).
 bench-fleet: venv
 	PYTHONPATH=src $(VENV)/bin/python -m bench fleet --n $(FLEET_N) --groups $(FLEET_GROUPS) --contenders $(FLEET_CONTENDERS) $(BENCH_ARGS)
+
+# What one member change costs the lab's Octavia by pool size (batch vs single creates).
+bench-octavia: venv
+	PYTHONPATH=src $(VENV)/bin/python -m bench octavia-cost $(BENCH_ARGS)
 
 # The in-memory drift benchmark (no lab needed).
 bench-memory: venv

@@ -6,6 +6,7 @@ python -m bench stack [--n 20,100]       Kumo vs. direct openstacksdk vs. Heat o
 python -m bench fleet [--n 300 --groups 3 --contenders kumo,direct]   a big fleet; Kumo once converged
 python -m bench idle-neutron [--groups 10,100]  idle Neutron requests/min by security groups
 python -m bench stateful [--n 50 --repeat 3]   a stateful group (volumes) vs. direct openstacksdk
+python -m bench octavia-cost [--sizes 20,50,100]  what a member change costs the lab's Octavia
 """
 
 from __future__ import annotations
@@ -45,13 +46,16 @@ def main() -> None:
     stack.add_arguments(
         sub.add_parser("fleet", help="real-stack: a big fleet (Kumo, and the direct script)"), True
     )
-    from bench import idle, stateful
+    from bench import idle, octavia_cost, stateful
 
     stateful.add_arguments(
         sub.add_parser("stateful", help="real-stack: a stateful group vs. the direct script")
     )
 
     idle.add_arguments(sub.add_parser("idle-neutron", help="lab: idle Neutron req/min by groups"))
+    octavia_cost.add_arguments(
+        sub.add_parser("octavia-cost", help="lab: Octavia's CPU per member change by pool size")
+    )
     args = parser.parse_args()
     stoppable()
     if args.command == "memory":
@@ -62,6 +66,8 @@ def main() -> None:
         idle.run(args)
     elif args.command == "stateful":
         stateful.run(args)
+    elif args.command == "octavia-cost":
+        octavia_cost.run(args)
     else:
         stack.run(args, fleet=args.command == "fleet")
 
