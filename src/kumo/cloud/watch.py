@@ -149,14 +149,22 @@ def next_since(
     answered_at: datetime | None,
     servers: Iterable[model.Server],
     skew: float = SKEW_SECONDS,
+    took: float = 0.0,
 ) -> datetime | None:
-    """Where the next changes-since listing starts: the cloud's time of this answer minus
-    the skew margin (a node whose clock lags may stamp a later change earlier); without
-    a ``Date``, the newest ``updated`` seen minus the margin. Never moves backwards, and
-    never uses the local clock."""
+    """Where the next changes-since listing starts: the cloud's time of this answer, less
+    the ``took`` seconds the call lasted, minus the skew margin (a node whose clock lags
+    may stamp a later change earlier); without a ``Date``, the newest ``updated`` seen
+    minus the margin. Never moves backwards, and never uses the local clock's time (only
+    a duration measured on it).
+
+    ``Date`` is when the answer left, not when Nova read its database: that may be
+    anywhere in the call. Under a 300-VM delete nova-api held listings for 30 s and
+    more after its query (the view asks Neutron, which was queued too), and a server
+    deleted in between was in no answer: its finalizer waited for the 10-minute relist.
+    The call's start is before the query, so the answer's time less its duration is."""
     candidates = [previous] if previous else []
     if answered_at is not None:
-        candidates.append(answered_at - timedelta(seconds=skew))
+        candidates.append(answered_at - timedelta(seconds=skew + max(0.0, took)))
     else:
         stamps = [t for s in servers if (t := parse_updated(s.updated))]
         if stamps:
@@ -320,12 +328,14 @@ class ServerWatcher(Watcher):
         cache = self.servers
         stats = self.env.stats
         token = cache.begin()
+        asked = self.env.now()
         if full or self._since is None or not cache.synced:
             stats.count("servers-full")
             if any(not _marked_server(s) for s in cache.items()):
                 # Servers an import or an Observe names: the project's every server, of
                 # which Kumo's and those; a cached one missing is gone.
                 listed, date = await self.cloud.list_project_servers()
+                took = self.env.now() - asked
                 listed = [
                     s
                     for s in listed
@@ -334,6 +344,7 @@ class ServerWatcher(Watcher):
                 scope = None
             else:
                 listed, date = await self.cloud.list_servers_since(None)
+                took = self.env.now() - asked
                 scope = _marked_server
             answered = server_time(date)
             listed = await self._with_faults(listed)
@@ -343,6 +354,7 @@ class ServerWatcher(Watcher):
         else:
             stats.count("servers-changes-since")
             listed, date = await self.cloud.list_servers_since(format_since(self._since))
+            took = self.env.now() - asked
             answered = server_time(date)
             gone = [s.id for s in listed if s.status == "DELETED"]
             # Servers Kumo never watched (no marker, not cached) are none of its business;
@@ -359,7 +371,7 @@ class ServerWatcher(Watcher):
                 changes += await self._confirm_lingering({s.id for s in listed})
             except ReconcileError as error:  # asked again next time; the listing stands
                 log.debug("reading lingering servers failed: %s", error)
-        self._since = next_since(self._since, answered, listed, self.env.skew)
+        self._since = next_since(self._since, answered, listed, self.env.skew, took)
         return [(cache, c) for c in changes]
 
     async def _confirm_lingering(self, listed: set[str]) -> list[Change[model.Server]]:
