@@ -93,6 +93,20 @@ def synced(lists: Lists) -> tuple[CloudWatch, Recorder]:
     return watch, seen
 
 
+def one_active_server() -> tuple[FakeNova, str, CloudWatch, list[float], Recorder]:
+    """Nova with one of Kumo's servers ACTIVE, and a synced watch on a clock the test
+    moves (``now[0]``) that reports to the returned recorder."""
+    nova = FakeNova()
+    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    nova.settle()
+    now = [0.0]
+    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
+    asyncio.run(watch.sync())
+    seen = Recorder()
+    watch._notify = seen
+    return nova, server.id, watch, now, seen
+
+
 # -- Nova: changes-since -------------------------------------------------------------------------
 
 
@@ -190,15 +204,9 @@ def test_a_server_deleted_while_a_slow_answer_was_on_its_way_is_not_missed() -> 
     """Under a mass delete nova-api read its database, then held the answer for 30 s
     (its view asks a queued Neutron). A server deleted in between is in none of the
     answers unless the next one starts before the call began, not at its Date."""
-    nova = FakeNova()
-    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
-    nova.settle()
-    now = [0.0]
-    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
-    asyncio.run(watch.sync())
-    watch._notify = Recorder()
+    nova, server_id, watch, now, _ = one_active_server()
     nova.tick(30.0)
-    asyncio.run(nova.delete_server(server.id))  # task_state deleting
+    asyncio.run(nova.delete_server(server_id))  # task_state deleting
     refresh(watch, "nova")  # the watch sees it deleting
     listing = nova.list_servers_since
 
@@ -212,11 +220,11 @@ def test_a_server_deleted_while_a_slow_answer_was_on_its_way_is_not_missed() -> 
 
     nova.list_servers_since = slow  # type: ignore[method-assign]
     refresh(watch, "nova")
-    assert watch.servers.lookup(server.id).status == "DELETING"  # type: ignore[union-attr]
+    assert watch.servers.lookup(server_id).status == "DELETING"  # type: ignore[union-attr]
     nova.list_servers_since = listing  # type: ignore[method-assign]
     nova.calls.clear()
     refresh(watch, "nova")
-    assert watch.servers.lookup(server.id) is GONE
+    assert watch.servers.lookup(server_id) is GONE
     assert "fetch_server" not in nova.calls
 
 
@@ -511,51 +519,39 @@ def test_a_server_gone_without_a_trace_in_changes_since_is_read_by_id() -> None:
 def test_a_server_nova_lists_as_deleting_is_not_read_by_id_however_long_it_takes() -> None:
     """A mass delete: Nova shows each server deleting for 30 s and more. The listings
     say so, and they will show its end; no GET per server meanwhile."""
-    nova = FakeNova()
-    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
-    nova.settle()
-    now = [0.0]
-    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
-    asyncio.run(watch.sync())
-    seen = Recorder()
-    watch._notify = seen
-    asyncio.run(nova.delete_server(server.id))  # task_state deleting
-    watch.servers.update(server.id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
+    nova, server_id, watch, now, seen = one_active_server()
+    asyncio.run(nova.delete_server(server_id))  # task_state deleting
+    watch.servers.update(server_id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
     nova.calls.clear()
     for second in range(0, 60, 2):
         now[0] = float(second)
         nova.tick(2.0)
         refresh(watch, "nova")
     assert "fetch_server" not in nova.calls
-    assert watch.servers.lookup(server.id).status == "DELETING"  # type: ignore[union-attr]
+    assert watch.servers.lookup(server_id).status == "DELETING"  # type: ignore[union-attr]
     nova.tick(1.0)
     nova.settle()  # Nova is done: changes-since lists it DELETED
     refresh(watch, "nova")
     assert "fetch_server" not in nova.calls
-    assert watch.servers.lookup(server.id) is GONE
+    assert watch.servers.lookup(server_id) is GONE
     assert {"uid-vm"} in seen.owners
 
 
 def test_a_delete_no_listing_confirms_is_read_by_id() -> None:
     """Kumo's mark alone says DELETING (a delete Nova dropped): the server is read by
     ID after a while and found as it was, so the finalizer asks again."""
-    nova = FakeNova()
-    server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
-    nova.settle()
-    now = [0.0]
-    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
-    asyncio.run(watch.sync())
+    nova, server_id, watch, now, _ = one_active_server()
     nova.tick(30.0)
     refresh(watch, "nova")  # the next answers leave the unchanged server out
-    watch.servers.update(server.id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
+    watch.servers.update(server_id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
     nova.calls.clear()
     refresh(watch, "nova")
     assert "fetch_server" not in nova.calls, "not at once: the listing may still show it"
-    assert watch.servers.lookup(server.id).status == "DELETING"  # type: ignore[union-attr]
+    assert watch.servers.lookup(server_id).status == "DELETING"  # type: ignore[union-attr]
     now[0] = 6.0
     refresh(watch, "nova")
     assert nova.calls.count("fetch_server") == 1
-    assert watch.servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
+    assert watch.servers.lookup(server_id).status == "ACTIVE"  # type: ignore[union-attr]
 
 
 def test_a_listing_that_took_long_sets_the_pace_while_something_builds() -> None:
@@ -582,13 +578,22 @@ def test_a_listing_that_took_long_sets_the_pace_while_something_builds() -> None
     assert watch._services["nova"].next_due <= 110.0 + 1.1, "a quick answer: fast again"
 
 
-def test_a_very_slow_listing_never_leaves_the_watch_blind_long_in_a_transition() -> None:
-    """The pace stops at 5 s (below the idle interval): a 40-s answer (Nova in a mass
-    delete) is followed by the next listing 5 s later, not 80 s or an interval later."""
+@pytest.mark.parametrize(
+    ("interval", "fast", "pause"),
+    [
+        (10.0, 1.0, 5.0),  # the pace stops at 5 s, below the idle interval
+        (30.0, 8.0, 8.0),  # a fast interval above that cap is still the least pause
+    ],
+)
+def test_a_very_slow_listing_never_leaves_the_watch_blind_long_in_a_transition(
+    interval: float, fast: float, pause: float
+) -> None:
+    """A 40-s answer (Nova in a mass delete) is followed by the next listing 5 s later
+    (or the fast interval, if longer), not 80 s or an idle interval later."""
     now = [0.0]
     nova = FakeNova()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # BUILD: fast listings
-    watch = CloudWatch(Lists(nova), interval=10.0, fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), interval=interval, fast=fast, clock=lambda: now[0])  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     listing = nova.list_servers_since
 
@@ -599,26 +604,7 @@ def test_a_very_slow_listing_never_leaves_the_watch_blind_long_in_a_transition()
     nova.list_servers_since = slow  # type: ignore[method-assign]
     now[0] = 100.0
     refresh(watch, "nova")
-    assert 140.0 + 5.0 * 0.9 <= watch._services["nova"].next_due <= 140.0 + 5.0 * 1.1
-
-
-def test_the_pace_never_lists_sooner_than_the_fast_interval() -> None:
-    """A fast interval longer than the pace's cap is still the least pause."""
-    now = [0.0]
-    nova = FakeNova()
-    nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # BUILD: fast listings
-    watch = CloudWatch(Lists(nova), interval=30.0, fast=8.0, clock=lambda: now[0])  # type: ignore[arg-type]
-    asyncio.run(watch.sync())
-    listing = nova.list_servers_since
-
-    async def slow(since: str | None) -> Any:
-        now[0] += 40.0
-        return await listing(since)
-
-    nova.list_servers_since = slow  # type: ignore[method-assign]
-    now[0] = 100.0
-    refresh(watch, "nova")
-    assert 140.0 + 8.0 * 0.9 <= watch._services["nova"].next_due <= 140.0 + 8.0 * 1.1
+    assert 140.0 + pause * 0.9 <= watch._services["nova"].next_due <= 140.0 + pause * 1.1
 
 
 def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
