@@ -53,18 +53,8 @@ class Cost:
 
 def service_cpu() -> dict[str, float]:
     """Cumulative CPU seconds of each of ``SERVICES`` (a process and its children)."""
-    kids = sampler._children()
-    out: dict[str, float] = {}
-    for pidfile in sorted(sampler.PIDS.glob("*.pid")):
-        name = pidfile.name.removesuffix(".pid")
-        if not name.startswith(SERVICES):
-            continue
-        try:
-            pid = int(pidfile.read_text().split()[0])
-        except (ValueError, IndexError, OSError):
-            continue
-        out[name] = sampler._tree_cpu(pid, kids)
-    return out
+    ours = {n: [pid] for n, pid in sampler.pidfiles().items() if n.startswith(SERVICES)}
+    return sampler.processes_cpu(ours)
 
 
 def singles_per_batch(batch: Cost, singles: Cost) -> float:

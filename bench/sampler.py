@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from bench import lab
@@ -26,18 +26,32 @@ def service_of(pidfile: str) -> str:
     return pidfile.removesuffix(".pid").split("-", 1)[0]
 
 
-def service_pids(pids_dir: Path = PIDS, skip: Sequence[str] = ("kumo",)) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = defaultdict(list)
+def pidfiles(pids_dir: Path = PIDS) -> dict[str, int]:
+    """Each lab process's pid by its pid file's name (`nova-compute-1`); unreadable ones
+    are left out."""
+    out: dict[str, int] = {}
     for f in sorted(pids_dir.glob("*.pid")) if pids_dir.is_dir() else []:
-        service = service_of(f.name)
-        if service in skip:  # make up's operator is paused during a run
-            continue
         try:
-            pid = int(f.read_text().split()[0])
+            out[f.name.removesuffix(".pid")] = int(f.read_text().split()[0])
         except (ValueError, IndexError, OSError):
             continue
-        out[service].append(pid)
+    return out
+
+
+def service_pids(pids_dir: Path = PIDS, skip: Sequence[str] = ("kumo",)) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = defaultdict(list)
+    for name, pid in pidfiles(pids_dir).items():
+        service = service_of(name)
+        if service not in skip:  # make up's operator is paused during a run
+            out[service].append(pid)
     return dict(out)
+
+
+def processes_cpu(pids: Mapping[str, Iterable[int]]) -> dict[str, float]:
+    """Cumulative CPU seconds of each named group of processes, each with all its
+    descendants (uwsgi and eventlet workers), from one scan of /proc."""
+    kids = _children()
+    return {name: sum(_tree_cpu(p, kids) for p in group) for name, group in pids.items()}
 
 
 def _children() -> dict[int, list[int]]:
@@ -107,7 +121,6 @@ class Sampler:
         self.phases.append((name, time.monotonic() - self._t0))
 
     def sample(self) -> None:
-        kids = _children()
         pid = self.kumo_pid()
         cpu = rss = 0.0
         if pid:
@@ -119,8 +132,8 @@ class Sampler:
         self.t.append(time.monotonic() - self._t0)
         self.kumo_cpu.append(cpu)
         self.kumo_rss_mib.append(rss)
-        for service, pids in self.pids.items():
-            self.services[service].append(sum(_tree_cpu(p, kids) for p in pids))
+        for service, cpu_s in processes_cpu(self.pids).items():
+            self.services[service].append(cpu_s)
 
     def _loop(self) -> None:
         while not self._stop.is_set():

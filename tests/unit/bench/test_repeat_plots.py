@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
 
 from bench.report import Row, median, pair_ratios, repeat_summary, spread
-from bench.sampler import rates, service_of, service_pids
+from bench.sampler import pidfiles, processes_cpu, rates, service_of, service_pids
 
 
 def test_median_odd_even_empty() -> None:
@@ -64,6 +65,15 @@ def test_service_pids_group_by_first_word(tmp_path: Path) -> None:
     assert service_of("kube-apiserver.pid") == "kube"
     assert service_pids(tmp_path) == {"nova": [101, 102]}
     assert service_pids(tmp_path / "missing") == {}
+    assert pidfiles(tmp_path) == {"kumo-operator": 103, "nova-api": 101, "nova-compute-1": 102}
+
+
+def test_a_process_groups_cpu_counts_its_descendants() -> None:
+    """This process has used CPU; a pid no process can have (above the kernel's limit
+    of 2**22) counts nothing."""
+    cpu = processes_cpu({"me": [os.getpid()], "gone": [2**22 + 1]})
+    assert cpu["me"] > 0.0
+    assert cpu["gone"] == 0.0
 
 
 def test_plots_are_written_small(tmp_path: Path) -> None:
