@@ -335,7 +335,6 @@ class ServerWatcher(Watcher):
                 # Servers an import or an Observe names: the project's every server, of
                 # which Kumo's and those; a cached one missing is gone.
                 listed, date = await self.cloud.list_project_servers()
-                took = self.env.now() - asked
                 listed = [
                     s
                     for s in listed
@@ -344,8 +343,8 @@ class ServerWatcher(Watcher):
                 scope = None
             else:
                 listed, date = await self.cloud.list_servers_since(None)
-                took = self.env.now() - asked
                 scope = _marked_server
+            took = self.env.now() - asked
             answered = server_time(date)
             listed = await self._with_faults(listed)
             changes = cache.replace(token, listed, scope=scope)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from email.utils import format_datetime
@@ -85,8 +86,8 @@ def refresh(watch: CloudWatch, service: str, full: bool = False) -> None:
     asyncio.run(watch._refresh(watch._services[service], full))
 
 
-def synced(lists: Lists) -> tuple[CloudWatch, Recorder]:
-    watch = CloudWatch(lists)  # type: ignore[arg-type]
+def synced(lists: Lists, clock: Callable[[], float] | None = None) -> tuple[CloudWatch, Recorder]:
+    watch = CloudWatch(lists, clock=clock)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     seen = Recorder()
     watch._notify = seen
@@ -100,10 +101,7 @@ def one_active_server() -> tuple[FakeNova, str, CloudWatch, list[float], Recorde
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     nova.settle()
     now = [0.0]
-    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
-    asyncio.run(watch.sync())
-    seen = Recorder()
-    watch._notify = seen
+    watch, seen = synced(Lists(nova), clock=lambda: now[0])
     return nova, server.id, watch, now, seen
 
 
