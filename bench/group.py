@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.memory import BENCH_CLUSTER
 from kumo.api.kinds import DNS_RECORD, LOAD_BALANCER, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.cloud import model
 from kumo.engine import queue as queue_module
@@ -441,6 +442,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    model.set_cluster(BENCH_CLUSTER)  # what `kumo run` derives: the markers name it
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)

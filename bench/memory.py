@@ -19,6 +19,9 @@ from kumo.cloud.watch import CloudWatch, ServerWatcher
 from kumo.engine.errors import TransientError
 from tests.unit.fakes import FakeNova
 
+#: The in-memory benchmarks' cluster ID (kumo.ports.markers): no cluster to derive it from.
+BENCH_CLUSTER = "bench"
+
 
 class SlowNova(FakeNova):
     """Every API call costs ``latency`` seconds, at most ``concurrency`` at a time."""
@@ -128,4 +131,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    model.set_cluster(BENCH_CLUSTER)  # what `kumo run` derives: the markers name it
     asyncio.run(main(args.vms, args.latency_ms / 1000, args.concurrency))

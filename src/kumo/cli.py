@@ -66,6 +66,7 @@ def _run(args: argparse.Namespace) -> int:
         orphan_sweep=SweepOptions(
             mode=args.orphan_sweep, interval=args.sweep_seconds, grace=args.orphan_grace
         ),
+        cluster_id=args.cluster_id,
     )
     return run_operator(options)
 
@@ -78,6 +79,16 @@ def _plan(args: argparse.Namespace) -> int:
     from kumo.runtime.operator import plan_command
 
     return asyncio.run(plan_command(args))
+
+
+def _cluster_id_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cluster-id",
+        default=os.environ.get("KUMO_CLUSTER_ID") or None,
+        help="the cluster's identity in Kumo's ownership markers (default: $KUMO_CLUSTER_ID, "
+        "else the first 12 hex digits of the kube-system namespace's UID); a rebuilt "
+        "cluster gives its old ID here to keep its resources (docs/install.md)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--credentials-secret", help="NAMESPACE/NAME of the default cloud's Secret, as for `run`"
     )
     plan.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)")
+    _cluster_id_argument(plan)
     plan.set_defaults(func=_plan)
 
     run = sub.add_parser("run", help="run the operator")
@@ -223,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=15.0,
         help="on SIGTERM, seconds to let reconciles in flight finish before the lease is released",
     )
+    _cluster_id_argument(run)
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_run)
     return parser

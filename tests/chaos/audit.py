@@ -8,7 +8,9 @@ cluster into sets of live UIDs; everything here only compares them.
 Definitions:
 
 * a **marked** resource carries Kumo's ownership marker ``kumo-owner=<uid>``: as a Nova or
-  Octavia tag, in a server group's name, as a word of a Designate recordset's description;
+  Octavia tag, in a server group's name, as a word of a Designate recordset's description
+  (``kumo-owner=<uid>@<cluster>``: the audit reads the UID, whatever the cluster — the
+  lab it judges runs one);
 * a **leak** is a marked resource whose owner UID is no live Kumo object's UID in any
   namespace (an object being deleted is still live: its finalizer has not run out).
   Resources that were already orphaned before a test started (another run's debris) are
@@ -28,14 +30,11 @@ A stateful group's volumes (:class:`CinderVolume`, :func:`volume_problems`) add:
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kumo.cloud.model import OWNER_PREFIX, owner_of
-
-MARKER_WORD = re.compile(rf"(?:^|\s){re.escape(OWNER_PREFIX)}(\S+)")
+from kumo.cloud.model import Marker, marker_of, text_marker
 
 
 @dataclass(frozen=True, order=True)
@@ -54,13 +53,16 @@ class Marked:
 
 def owner_in_tags(tags: Iterable[str] | None) -> str | None:
     """The owner UID from Nova/Octavia tags (``kumo-owner=<uid>``), if any."""
-    return owner_of(list(tags or []))
+    return _uid(marker_of(list(tags or [])))
 
 
 def owner_in_text(text: str | None) -> str | None:
     """The owner UID from a name or description holding the marker as a word."""
-    match = MARKER_WORD.search(text or "")
-    return match.group(1) if match else None
+    return _uid(text_marker(text))
+
+
+def _uid(marker: Marker | None) -> str | None:
+    return marker.uid if marker is not None else None
 
 
 def orphaned(resources: Iterable[Marked], live_uids: Iterable[str]) -> list[Marked]:

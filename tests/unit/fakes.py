@@ -446,7 +446,7 @@ class FakeNova:
         return list(self.groups.values())
 
     async def list_owned_server_groups(self, uid: str) -> list[model.ServerGroup]:
-        return [g for g in self.groups.values() if model.owner_tag(uid) in g.name.split()]
+        return [g for g in self.groups.values() if model.text_owner(g.name) == uid]
 
     async def get_server_group(self, group_id: str) -> model.ServerGroup | None:
         return self.groups.get(group_id)

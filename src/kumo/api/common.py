@@ -133,6 +133,14 @@ DriftPolicy = Literal["Correct", "Report"]
 
 #: Nova, Octavia and Designate store descriptions of at most 255 characters.
 MAX_DESCRIPTION = 255
+#: The longest cluster ID (kumo.ports.markers): the first 12 hex digits of the
+#: ``kube-system`` namespace's UID, or what ``--cluster-id`` gives.
+CLUSTER_ID_MAX = 12
+#: Kumo's ownership marker as a word of a name or description,
+#: ``kumo-owner=<36-character UID>@<cluster ID>``, at its longest ...
+MARKER_WORD_MAX = len("kumo-owner=") + 36 + len("@") + CLUSTER_ID_MAX
+#: ... and the room it takes after the user's own text (a space, then the word).
+MARKER_ROOM = 1 + MARKER_WORD_MAX
 
 
 class ManagedSpec(KumoModel):

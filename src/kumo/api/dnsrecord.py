@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from kumo.api.common import (
+    MARKER_ROOM,
     ImportableSpec,
     ManagedSpec,
     ManagedStatus,
@@ -16,8 +17,8 @@ from kumo.api.common import (
 
 RecordType = Literal["A", "AAAA", "CNAME", "TXT"]
 
-#: Designate allows 160 characters; Kumo appends " kumo-owner=<36-character UID>" (48).
-DNS_DESCRIPTION_MAX = 160 - len(" kumo-owner=") - 36
+#: Designate allows 160 characters; Kumo appends " kumo-owner=<uid>@<cluster>" (61).
+DNS_DESCRIPTION_MAX = 160 - MARKER_ROOM
 
 
 class DNSRecordSpec(ManagedSpec, ImportableSpec):
@@ -55,7 +56,7 @@ class DNSRecordSpec(ManagedSpec, ImportableSpec):
     ttl: int = Field(default=300, ge=1)
     """Time to live in seconds."""
     description: str | None = Field(default=None, max_length=DNS_DESCRIPTION_MAX)
-    """Recordset description, at most 112 characters (Kumo appends its ownership marker;
+    """Recordset description, at most 99 characters (Kumo appends its ownership marker;
     Designate allows 160 in all)."""
     load_balancer_ref: str | None = None
     """Target: the VIP of this LoadBalancer (same namespace)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from kumo.api.common import (
+    MARKER_ROOM,
     ImportableSpec,
     ManagedSpec,
     ManagedStatus,
@@ -12,8 +13,8 @@ from kumo.api.common import (
     fixed_once_created,
 )
 
-#: Neutron allows 255 characters; Kumo appends " kumo-owner=<36-character UID>" (48).
-FIP_DESCRIPTION_MAX = 255 - len(" kumo-owner=") - 36
+#: Neutron allows 255 characters; Kumo appends " kumo-owner=<uid>@<cluster>" (61).
+FIP_DESCRIPTION_MAX = 255 - MARKER_ROOM
 
 
 class FloatingIPSpec(ManagedSpec, ImportableSpec):
@@ -48,7 +49,7 @@ class FloatingIPSpec(ManagedSpec, ImportableSpec):
     """A specific address to claim (it must be free on `network`). Neutron's default
     policy lets only admins choose an address; otherwise Neutron picks one."""
     description: str | None = Field(default=None, max_length=FIP_DESCRIPTION_MAX)
-    """Floating IP description, at most 207 characters (Kumo appends its ownership
+    """Floating IP description, at most 194 characters (Kumo appends its ownership
     marker; Neutron allows 255 in all)."""
     virtual_machine_ref: str | None = Field(default=None, min_length=1)
     """Target: associate the address with this VirtualMachine's port (same namespace),

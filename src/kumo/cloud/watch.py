@@ -48,7 +48,10 @@ of them, instead of a poll per object. Every interval is jittered.
 
 Changes are reported as the UIDs of the objects owning the changed resources (the
 ``kumo-owner`` marker; a listener, pool or monitor without it belongs to its load
-balancer's owner): that is Kumo's drift detection. Kumo's own writes go to the API and
+balancer's owner): that is Kumo's drift detection. Another cluster's resources are
+listed too (they carry the ``kumo`` tag or metadata) but indexed under an owner no object
+has (``<uid>@<cluster>``, kumo.ports.markers): never one of this cluster's duplicates,
+never in :meth:`Watcher.marked`, the orphan sweep's input. Kumo's own writes go to the API and
 then into the cache, never waiting for a listing.
 
 Each service is one :class:`Watcher` (its listings, caches, transition test and owners)
@@ -181,12 +184,24 @@ def format_since(moment: datetime) -> str:
 
 def recordset_owner(rs: model.Recordset) -> str | None:
     """The owner UID in a recordset's description (Designate has no tags)."""
-    return model.owner_of((rs.description or "").split())
+    return model.text_owner(rs.description)
 
 
 def server_group_owner(group: model.ServerGroup) -> str | None:
     """The owner UID in a server group's name (Nova server groups have no tags)."""
-    return model.owner_of(group.name.split())
+    return model.text_owner(group.name)
+
+
+#: The marker a resource carries (:class:`kumo.ports.markers.Marker`), per where it holds it.
+MarkerOf = Callable[[Any], model.Marker | None]
+
+
+def tags_marker(resource: Any) -> model.Marker | None:
+    return model.marker_of(resource.tags)
+
+
+def metadata_marker(resource: Any) -> model.Marker | None:
+    return model.metadata_marker(resource.metadata)
 
 
 #: Seconds a server may stay DELETING unchanged in the cache before it is read by ID.
@@ -235,8 +250,9 @@ class Watcher:
     caches: tuple[ResourceCache[Any], ...] = ()
     #: Caches where one object owns one live resource: two mean a lost create was retried.
     singles: tuple[ResourceCache[Any], ...] = ()
-    #: (resource type, cache) whose marked resources :meth:`marked` lists.
-    marks: tuple[tuple[str, ResourceCache[Any]], ...] = ()
+    #: (resource type, cache, its resources' marker) whose resources carrying this
+    #: cluster's current marker :meth:`marked` lists.
+    marks: tuple[tuple[str, ResourceCache[Any], MarkerOf], ...] = ()
 
     def __init__(self, env: WatchEnv) -> None:
         self.env = env
@@ -277,20 +293,22 @@ class Watcher:
         raise NotImplementedError
 
     def marked(self) -> list[model.Marked]:
-        """Its live cached resources carrying Kumo's owner marker."""
+        """Its live cached resources carrying this cluster's current owner marker: never
+        another cluster's, nor a legacy one (written before markers named the cluster:
+        only its object, found by UID, takes it over and re-marks it)."""
         return [
             model.Marked(
                 kind,
                 resource.id,
                 resource.name,
-                uid,
+                marker.uid,
                 zone_id=getattr(resource, "zone_id", None),
                 busy=_busy(resource),
                 in_use=bool(getattr(resource, "members", None)),
             )
-            for kind, cache in self.marks
+            for kind, cache, marker_of in self.marks
             for resource in cache.live()
-            if (uid := cache.owner(resource))
+            if (marker := marker_of(resource)) is not None and marker.current
         ]
 
 
@@ -310,7 +328,7 @@ class ServerWatcher(Watcher):
             live=lambda s: s.status not in ("DELETED", "DELETING"),
         )
         self.caches = self.singles = (self.servers,)
-        self.marks = (("server", self.servers),)
+        self.marks = (("server", self.servers, tags_marker),)
         #: Turns for creating servers: at most ``max_queued_builds`` of them in BUILD at once.
         self.builds = BuildBudget(env.max_queued_builds, env.now)
         self._since: datetime | None = None
@@ -513,7 +531,7 @@ class ServerGroupWatcher(Watcher):
             "server groups", lambda g: g.id, server_group_owner
         )
         self.caches = (self.server_groups,)
-        self.marks = (("server_group", self.server_groups),)
+        self.marks = (("server_group", self.server_groups, lambda g: model.text_marker(g.name)),)
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_server_group(resource.id)
@@ -558,7 +576,7 @@ class LoadBalancerWatcher(Watcher):
         self.caches = (self.load_balancers, self.listeners, self.pools, self.monitors)
         self.singles = (self.load_balancers,)
         # Listeners, pools and monitors go with their load balancer: it is the one marked.
-        self.marks = (("loadbalancer", self.load_balancers),)
+        self.marks = (("loadbalancer", self.load_balancers, tags_marker),)
         self._versions: dict[str, str] | None = None
 
     async def delete_marked(self, resource: model.Marked) -> None:
@@ -672,7 +690,7 @@ class ZoneWatcher(Watcher):
             "recordsets", lambda r: r.id, recordset_owner
         )
         self.caches = self.singles = (self.recordsets,)
-        self.marks = (("recordset", self.recordsets),)
+        self.marks = (("recordset", self.recordsets, lambda r: model.text_marker(r.description)),)
         self._versions: dict[str, str] = {}
 
     async def delete_marked(self, resource: model.Marked) -> None:
@@ -731,7 +749,7 @@ class ShareWatcher(Watcher):
         #: Share ID → its export locations (read once; dropped when the share changes).
         self.export_locations: dict[str, list[model.ExportLocation]] = {}
         self.caches = self.singles = (self.shares,)
-        self.marks = (("share", self.shares),)
+        self.marks = (("share", self.shares, metadata_marker),)
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_share(resource.id)
@@ -786,7 +804,7 @@ class VolumeWatcher(Watcher):
             live=lambda v: v.status != "deleting",
         )
         self.caches = self.singles = (self.volumes,)
-        self.marks = (("volume", self.volumes),)
+        self.marks = (("volume", self.volumes, metadata_marker),)
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_volume(resource.id)
@@ -815,7 +833,7 @@ class SecurityGroupWatcher(Watcher):
             "security groups", lambda g: g.id, lambda g: model.owner_of(g.tags)
         )
         self.caches = self.singles = (self.security_groups,)
-        self.marks = (("security_group", self.security_groups),)
+        self.marks = (("security_group", self.security_groups, tags_marker),)
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_security_group(resource.id)
@@ -857,7 +875,7 @@ class KeyPairWatcher(Watcher):
             "keypairs", lambda k: k.name, lambda k: model.keypair_owner(k.public_key)
         )
         self.caches = self.singles = (self.keypairs,)
-        self.marks = (("keypair", self.keypairs),)
+        self.marks = (("keypair", self.keypairs, lambda k: model.keypair_marker(k.public_key)),)
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_keypair(resource.id)
@@ -883,7 +901,7 @@ class FloatingIPWatcher(Watcher):
             "floating ips", lambda f: f.id, model.floating_ip_owner
         )
         self.caches = self.singles = (self.floating_ips,)
-        self.marks = (("floatingip", self.floating_ips),)
+        self.marks = (("floatingip", self.floating_ips, model.floating_ip_marker),)
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_floating_ip(resource.id)
@@ -915,7 +933,10 @@ class NetworkWatcher(Watcher):
         )
         self.caches = self.singles = (self.networks, self.routers)
         # Routers first: the orphan sweep deletes a leaked router before its network.
-        self.marks = (("router", self.routers), ("network", self.networks))
+        self.marks = (
+            ("router", self.routers, tags_marker),
+            ("network", self.networks, tags_marker),
+        )
 
     async def delete_marked(self, resource: model.Marked) -> None:
         if resource.kind == "router":
@@ -1285,7 +1306,7 @@ class CloudWatch:
     async def delete_marked(self, resource: model.Marked) -> None:
         """Delete a resource :meth:`marked` listed, through the watcher that listed it."""
         for watcher in self.watchers:
-            if any(kind == resource.kind for kind, _ in watcher.marks):
+            if any(kind == resource.kind for kind, *_ in watcher.marks):
                 await watcher.delete_marked(resource)
                 return
         raise KeyError(f"no watcher lists {resource.kind!r} resources")

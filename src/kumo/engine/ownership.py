@@ -24,6 +24,13 @@ recordset, a Nova server group) is found the same way, so the rules cannot drift
 A resource named by status that lacks the marker is taken over only when it is the
 one ``import`` names (Observe imported it, then the user switched to Manage).
 
+Markers name the cluster as well as the object (kumo.ports.markers): ``owner_of`` reads
+another cluster's marker as ``<uid>@<cluster>``, which is no object's UID, so every rule
+above treats another cluster's resource as another object's: never adopted, deleted as a
+duplicate or imported (``AlreadyOwned``, naming the cluster). A *legacy* marker (written
+before markers named the cluster) is read as its UID: the object with that UID finds it
+as above, and re-marks it with this cluster's marker at once (event ``Remarked``).
+
 Deletion (:func:`delete_owned`) deletes exactly what carries the marker. A kind gives
 the routine an :class:`Owned` — how to get by ID, list what carries the marker, read a
 resource's marker and delete it; creating stays with the kind (:func:`create_owned`
@@ -74,6 +81,8 @@ class Owned(Generic[R]):
     #: ``deletionPolicy: Orphan``: replace the marker by the orphan mark (kumo.ports.model),
     #: so the orphan sweep never takes it for a leak and an import may take it over.
     release: Callable[[R], Awaitable[None]] | None = None
+    #: Its marker is a legacy one (no cluster): found, it is re-marked with ``mark``.
+    legacy: Callable[[R], bool] | None = None
 
     def status_of(self, resource: R) -> Body:
         fields = {self.id_field: self.id_of(resource)}
@@ -97,10 +106,15 @@ class NotOwned(TerminalError):
 
 class AlreadyOwned(TerminalError):
     def __init__(self, noun: str, resource_id: str, owner: str) -> None:
+        uid, at, cluster = owner.partition("@")
+        whose = (
+            f"a Kumo object of another cluster (uid {uid}, cluster {cluster})"
+            if at
+            else f"another Kumo object (uid {owner})"
+        )
         super().__init__(
             "AlreadyOwned",
-            f"{noun} {resource_id} carries the marker of another Kumo object (uid {owner}): "
-            "Kumo will not import it",
+            f"{noun} {resource_id} carries the marker of {whose}: Kumo will not import it",
             field="spec.import",
         )
 
@@ -140,7 +154,7 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
             if ctx.audit:  # a create whose answer was lost, then retried: a second one
                 others = [r for r in await owned.list_owned() if owned.id_of(r) != known]
                 await _delete_duplicates(ctx, obj, owned, resource, others)
-            return resource
+            return await _remark(ctx, obj, owned, resource)
     candidates = [r for r in await owned.list_owned() if owned.owner_of(r) == obj.uid]
     if not candidates:
         if ref is None:
@@ -172,7 +186,26 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
             f"adopted {owned.noun} {owned.id_of(keep)} carrying Kumo's marker",
         )
         await record(ctx, obj, owned.status_of(keep))
-    return keep
+    return await _remark(ctx, obj, owned, keep)
+
+
+async def _remark(ctx: Context, obj: Obj, owned: Owned[R], resource: R) -> R:
+    """A resource of ``obj``'s carrying a legacy marker (no cluster) gets this cluster's
+    marker: from then on only this cluster can take it for its own, and the orphan sweep
+    may act on it once ``obj`` is gone. Observing, nothing is written."""
+    if ctx.observe or owned.legacy is None or owned.mark is None:
+        return resource
+    if not owned.legacy(resource):
+        return resource
+    resource = await owned.mark(resource)
+    ctx.events.emit(
+        obj,
+        "Normal",
+        "Remarked",
+        f"{owned.noun} {owned.id_of(resource)} carried Kumo's marker from before markers "
+        "named the cluster: marked as this cluster's",
+    )
+    return resource
 
 
 async def _names_it(owned: Owned[R], ref: dict[str, str], resource: R) -> bool:

@@ -1,29 +1,16 @@
-"""Plain values for what the cloud holds, and Kumo's ownership marker.
-
-Every resource Kumo creates carries the marker: Nova/Octavia tags ``kumo`` and
-``kumo-owner=<uid>``; resources without tags (server groups, Designate recordsets)
-carry ``kumo-owner=<uid>`` in their name or description, Nova keypairs as the last word
-of their public key's comment.
-
-``deletionPolicy: Orphan`` releases what it leaves: the owner marker is replaced by
-``kumo-orphan=<uid>`` (tag, description word or share metadata). A released resource has
-no owner, so the orphan sweep leaves it alone and ``spec.import`` may take it over; the
-mark says where it came from.
+"""Plain values for what the cloud holds; Kumo's ownership marker is in
+:mod:`kumo.ports.markers` (re-exported here, where its names have always been).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kumo.ports import markers
+from kumo.ports.markers import *  # noqa: F403
+
 __all__ = [
-    "MANAGED_TAG",
-    "ORPHAN_PREFIX",
-    "OWNER_PREFIX",
     "RULE_VM_KEY",
-    "SHARE_MANAGED_KEY",
-    "SHARE_MANAGED_VALUE",
-    "SHARE_ORPHAN_KEY",
-    "SHARE_OWNER_KEY",
     "SNAPSHOT_GROUP_KEY",
     "SNAPSHOT_MEMBER_KEY",
     "SNAPSHOT_TEMPLATE_KEY",
@@ -50,67 +37,19 @@ __all__ = [
     "Snapshot",
     "Subnet",
     "Volume",
+    "floating_ip_marker",
     "floating_ip_owner",
+    "keypair_marker",
     "keypair_owner",
-    "marker_metadata",
-    "marker_tags",
-    "metadata_owner",
-    "owner_of",
-    "owner_tag",
-    "released_metadata",
-    "released_tags",
-    "released_words",
     "rule_label",
-    "unreleased",
 ]
-
-MANAGED_TAG = "kumo"
-OWNER_PREFIX = "kumo-owner="
-
-
-def owner_tag(uid: str) -> str:
-    return f"{OWNER_PREFIX}{uid}"
-
-
-def marker_tags(uid: str) -> list[str]:
-    return [MANAGED_TAG, owner_tag(uid)]
-
-
-ORPHAN_PREFIX = "kumo-orphan="
-
-
-def released_tags(tags: list[str], uid: str) -> list[str]:
-    """``tags`` with ``uid``'s owner marker replaced by its orphan mark (Orphan deletion)."""
-    kept = [t for t in tags if t not in (owner_tag(uid), MANAGED_TAG)]
-    orphan = f"{ORPHAN_PREFIX}{uid}"
-    return kept if orphan in kept else [*kept, orphan]
-
-
-def released_words(text: str, uid: str, limit: int | None = None) -> str:
-    """A name or description with ``uid``'s marker word replaced by the orphan mark, or
-    only removed when the mark would not fit in ``limit`` characters."""
-    words = [w for w in text.split() if w != owner_tag(uid)]
-    marked = " ".join([*words, f"{ORPHAN_PREFIX}{uid}"])
-    return marked if limit is None or len(marked) <= limit else " ".join(words)
-
-
-def unreleased(tags: list[str]) -> list[str]:
-    """Tags without any orphan mark (an import takes over a released resource)."""
-    return [t for t in tags if not t.startswith(ORPHAN_PREFIX)]
-
-
-def owner_of(tags: list[str] | None) -> str | None:
-    """The owning object's UID from a resource's tags, if Kumo's marker is there."""
-    for tag in tags or []:
-        if tag.startswith(OWNER_PREFIX):
-            return tag[len(OWNER_PREFIX) :]
-    return None
+__all__ += markers.__all__
 
 
 @dataclass(frozen=True)
 class Marked:
-    """A live cloud resource carrying Kumo's owner marker, as the cloud watch lists it for
-    the orphan sweep. ``kind`` is "server", "server_group", "loadbalancer", "recordset",
+    """A live cloud resource carrying this cluster's current owner marker (never a legacy
+    or another cluster's), as the cloud watch lists it for the orphan sweep. ``kind`` is "server", "server_group", "loadbalancer", "recordset",
     "share", "security_group", "keypair", "floatingip", "volume", "router" or "network"; ``zone_id`` locates a recordset;
     ``busy``: the cloud is deleting it
     already, or working on it (not to be touched now); ``in_use``: a server group that
@@ -239,12 +178,6 @@ class Recordset:
 
 # -- Manila: shares carry metadata (no tags); so do access rules (API ≥ 2.45) ----------------
 
-#: Share and access-rule metadata keys of Kumo's marker: ``kumo: managed`` (for the
-#: fleet listing) and ``kumo-owner: <uid>`` (the owning object).
-SHARE_MANAGED_KEY = "kumo"
-SHARE_MANAGED_VALUE = "managed"
-SHARE_OWNER_KEY = "kumo-owner"
-SHARE_ORPHAN_KEY = "kumo-orphan"
 #: On an access rule: the VirtualMachine it is for (informative; status is derived from it).
 RULE_VM_KEY = "kumo-vm"
 #: On a Cinder snapshot a stateful group took (``snapshotBeforeReplace``): the group
@@ -255,21 +188,6 @@ RULE_VM_KEY = "kumo-vm"
 SNAPSHOT_GROUP_KEY = "kumo-group"
 SNAPSHOT_MEMBER_KEY = "kumo-member"
 SNAPSHOT_TEMPLATE_KEY = "kumo-template"
-
-
-def marker_metadata(uid: str) -> dict[str, str]:
-    return {SHARE_MANAGED_KEY: SHARE_MANAGED_VALUE, SHARE_OWNER_KEY: uid}
-
-
-def released_metadata(metadata: dict[str, str], uid: str) -> dict[str, str]:
-    """Share metadata with ``uid``'s marker replaced by the orphan mark."""
-    kept = {k: v for k, v in metadata.items() if k not in (SHARE_MANAGED_KEY, SHARE_OWNER_KEY)}
-    return {**kept, SHARE_ORPHAN_KEY: uid}
-
-
-def metadata_owner(metadata: dict[str, str] | None) -> str | None:
-    """The owning object's UID from a share's or access rule's metadata, if marked."""
-    return (metadata or {}).get(SHARE_OWNER_KEY) or None
 
 
 @dataclass(frozen=True)
@@ -369,10 +287,16 @@ class KeyPair:
         return self.name
 
 
+def keypair_marker(public_key: str | None) -> markers.Marker | None:
+    """The marker word in a public key's comment (the words after the key type and the
+    base64 key), if there."""
+    return markers.marker_of((public_key or "").split()[2:])
+
+
 def keypair_owner(public_key: str | None) -> str | None:
-    """The owning object's UID from the marker word in a public key's comment (the words
-    after the key type and the base64 key), if there."""
-    return owner_of((public_key or "").split()[2:])
+    """The owner (:func:`kumo.ports.markers.owner_of`) in a public key's comment."""
+    marker = keypair_marker(public_key)
+    return marker.owner if marker is not None else None
 
 
 # -- Neutron floating IPs: tags (set after the create) and a marker word in the description --
@@ -400,12 +324,18 @@ class FloatingIP:
         return self.address
 
 
+def floating_ip_marker(fip: FloatingIP) -> markers.Marker | None:
+    """The marker in the tags, else the marker word of the description. Neutron (Zed)
+    takes no tags on a floating IP's create, so the create writes the marker into the
+    description and the tags follow in a second call: a floating IP whose tags never
+    came (a crash between the two) is still Kumo's."""
+    return markers.marker_of(fip.tags) or markers.text_marker(fip.description)
+
+
 def floating_ip_owner(fip: FloatingIP) -> str | None:
-    """The owning object's UID: the ``kumo-owner`` tag, else the marker word of the
-    description. Neutron (Zed) takes no tags on a floating IP's create, so the create
-    writes the marker into the description and the tags follow in a second call: a
-    floating IP whose tags never came (a crash between the two) is still Kumo's."""
-    return owner_of(fip.tags) or owner_of((fip.description or "").split())
+    """The owner (:func:`kumo.ports.markers.owner_of`) of a floating IP."""
+    marker = floating_ip_marker(fip)
+    return marker.owner if marker is not None else None
 
 
 @dataclass(frozen=True)

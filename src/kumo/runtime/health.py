@@ -5,6 +5,7 @@
 * ``/readyz`` (readiness) is 200 once the object caches are synced *and* this replica
   either leads or is a healthy standby (it can read the lease, so it can take over).
   The body says which, so ``curl /readyz`` tells an operator who is active.
+* Both bodies name the cluster ID Kumo's ownership markers carry (runtime/cluster.py).
 * ``/metrics`` is the Prometheus exposition of ``runtime/metrics.py``.
 """
 
@@ -26,6 +27,7 @@ class Health:
     role: str  # "leader" | "standby" | "starting" | "stopping"
     lease_ok: bool
     identity: str = ""  # this process's name in the Lease
+    cluster: str = ""  # the cluster ID its markers name ("" until known)
 
     @property
     def ready(self) -> bool:
@@ -42,6 +44,7 @@ async def start_server(address: str, port: int, health: Callable[[], Health]) ->
             "role": state.role,
             "lease": state.lease_ok,
             "identity": state.identity,
+            "cluster": state.cluster,
         }
         return web.Response(
             status=200 if ok else 503, text=json.dumps(body), content_type="application/json"

@@ -191,6 +191,10 @@ class KubeClient:
 
     # -- core objects --------------------------------------------------------------------
 
+    async def get_namespace(self, name: str) -> Body | None:
+        """A Namespace (the cluster's identity is ``kube-system``'s UID: runtime/cluster.py)."""
+        return await self._request("GET", f"/api/v1/namespaces/{name}")  # type: ignore[no-any-return]
+
     async def get_config_map(self, namespace: str, name: str) -> Body | None:
         return await self._request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")  # type: ignore[no-any-return]
 

@@ -36,7 +36,7 @@ from kumo.cloud.notifications import (
 )
 from kumo.cloud.watch import SKEW_SECONDS
 from kumo.kinds import registry
-from kumo.runtime import metrics
+from kumo.runtime import cluster, metrics
 from kumo.runtime.controller import Controller
 from kumo.runtime.health import Health, start_server
 from kumo.runtime.kube import KubeClient, KubeLeaseAPI
@@ -73,6 +73,8 @@ class OperatorOptions:
     shutdown_grace: float = 15.0
     notifications_secret: str | None = None
     orphan_sweep: SweepOptions = field(default_factory=SweepOptions)
+    #: The cluster ID Kumo's markers name (None: derived from kube-system's UID).
+    cluster_id: str | None = None
 
 
 class Lifecycle:
@@ -93,6 +95,7 @@ class Lifecycle:
         self.elector: LeaderElector | None = None
         self.synced = False
         self.stopping = False
+        self.cluster_id = ""
         self._election: asyncio.Task[None] | None = None
         self._listener: asyncio.Task[None] | None = None
 
@@ -107,11 +110,17 @@ class Lifecycle:
         else:
             role = "standby"
         identity = elector.identity if elector else ""
-        return Health(self.synced, role, elector is None or elector.healthy, identity)
+        healthy = elector is None or elector.healthy
+        return Health(self.synced, role, healthy, identity, cluster=self.cluster_id)
 
     async def start(self) -> None:
         options = self.options
         self.kube = kube = KubeClient.from_environment(self.identity)
+        try:  # before anything reads or writes a marker
+            self.cluster_id = await cluster.establish(kube, options.cluster_id)
+        except cluster.ClusterIdentityError as error:
+            log.error("%s", error)
+            raise kopf.PermanentError(str(error)) from None
         default = await _default_source(options, kube)
         clouds = CloudRegistry(
             default,
@@ -292,6 +301,7 @@ async def plan_command(args: Any) -> int:
     )
     kube = KubeClient.from_environment()
     try:
+        await cluster.establish(kube, getattr(args, "cluster_id", None))
         default = await _default_source(options, kube)
         plans = await plan.run_plan(args.filename, args.namespace, default, kube)
     except Exception as error:  # no cluster, unreadable manifests: say so, exit 1

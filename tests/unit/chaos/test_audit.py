@@ -33,6 +33,9 @@ def test_markers_are_read_from_tags_names_and_descriptions() -> None:
     assert owner_in_text(f"t-1-web-soft-anti-affinity kumo-owner={A}") == A
     assert owner_in_text(f"api endpoint kumo-owner={B}") == B
     assert owner_in_text(f"kumo-owner={C}") == C
+    # As Kumo writes them now: the cluster in the word, or in a tag beside the owner's.
+    assert owner_in_text(f"api endpoint kumo-owner={B}@0123456789ab") == B
+    assert owner_in_tags(["kumo", f"kumo-owner={A}", "kumo-cluster=0123456789ab"]) == A
     assert owner_in_text("not-kumo-owner=x hand made") is None  # a word, not a substring
     assert owner_in_text(None) is None and owner_in_text("") is None
 

@@ -107,7 +107,8 @@ def test_create_writes_the_marker_in_the_description_then_the_tags(
     assert created.last_request.json() == {
         "floatingip": {"floating_network_id": PUBLIC, "description": f"web kumo-owner={UID}"}
     }
-    assert tagged.last_request.json() == {"tags": ["kumo", f"kumo-owner={UID}"]}
+    marker = ["kumo", f"kumo-owner={UID}", f"kumo-cluster={model.cluster()}"]
+    assert tagged.last_request.json() == {"tags": marker}
     assert (fip.id, fip.tags, fip.port_id) == (FIP_ID, model.marker_tags(UID), None)
     assert cloud.watch.floating_ips.lookup(FIP_ID) == fip, "Kumo's write is in the cache"
 

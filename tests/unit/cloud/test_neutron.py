@@ -93,7 +93,8 @@ def test_a_create_tags_the_group_at_once(cloud: OpenStackCloud, requests_mock: r
             name="team-a-web", description="web tier", tags=model.marker_tags("uid-web")
         )
     )
-    assert tags.last_request.json() == {"tags": ["kumo", "kumo-owner=uid-web"]}
+    marker = ["kumo", "kumo-owner=uid-web", f"kumo-cluster={model.cluster()}"]
+    assert tags.last_request.json() == {"tags": marker}
     assert group.tags == model.marker_tags("uid-web")
     assert [r.direction for r in group.rules] == ["egress"]
     assert cloud.watch.security_groups.lookup(SG_ID) == group

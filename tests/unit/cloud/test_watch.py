@@ -370,7 +370,7 @@ def test_a_load_balancer_going_pending_that_kumo_did_not_change_is_listed() -> N
 
 def test_only_a_zone_that_changed_is_listed_again() -> None:
     dns = FakeDesignate()
-    description = f"web {model.owner_tag('uid-rec')}"
+    description = f"web {model.owner_word('uid-rec')}"
     rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], description)
     watch, seen = synced(Lists(dns=dns))
     assert watch.watches_zone(ZONE_ID)
@@ -416,7 +416,7 @@ def test_a_rule_removed_by_hand_reaches_the_shares_owner() -> None:
 
 def test_keypairs_cost_one_list_per_interval_and_a_deleted_one_reaches_its_owner() -> None:
     keypairs = FakeKeyPairs()
-    keypairs.add("team-a-deploy", f"{KEY} {model.owner_tag('uid-kp')}")
+    keypairs.add("team-a-deploy", f"{KEY} {model.owner_word('uid-kp')}")
     keypairs.add("theirs", f"{OTHER_KEY} me@laptop")
     watch, seen = synced(Lists(keypairs=keypairs))
     assert {k.name for k in watch.keypairs.items()} == {"team-a-deploy", "theirs"}
@@ -439,10 +439,10 @@ def test_a_keypair_made_again_with_another_key_reaches_its_owner() -> None:
     """A replacement (or an Orphan release) deletes and creates under one name: the
     listing sees the name's key change, which concerns both the old and the new owner."""
     keypairs = FakeKeyPairs()
-    keypairs.add("kp", f"{KEY} {model.owner_tag('uid-old')}")
+    keypairs.add("kp", f"{KEY} {model.owner_word('uid-old')}")
     watch, seen = synced(Lists(keypairs=keypairs))
     keypairs.delete_out_of_band("kp")
-    keypairs.add("kp", f"{KEY} {model.owner_tag('uid-new')}")
+    keypairs.add("kp", f"{KEY} {model.owner_word('uid-new')}")
     refresh(watch, "keypairs")
     assert seen.owners == [{"uid-old", "uid-new"}]
 

@@ -14,7 +14,7 @@ import pytest
 
 from kumo.cloud import model
 from kumo.cloud.cache import ResourceCache
-from kumo.cloud.watch import WATCHERS, Changes, CloudWatch, WatchEnv, Watcher
+from kumo.cloud.watch import WATCHERS, Changes, CloudWatch, WatchEnv, Watcher, metadata_marker
 from kumo.ports import Cloud
 from kumo.ports.model import Marked
 from tests.unit.cloud.test_watch import Lists, Recorder, octavia_with_pool, refresh, synced
@@ -40,7 +40,7 @@ class Gadgets(Watcher):
             "gadgets", lambda g: g.id, lambda g: model.metadata_owner(g.metadata)
         )
         self.caches = self.singles = (self.gadgets,)
-        self.marks = (("gadget", self.gadgets),)
+        self.marks = (("gadget", self.gadgets, metadata_marker),)
         self.listed: list[bool] = []
         self.busy = False
 
@@ -48,7 +48,7 @@ class Gadgets(Watcher):
         self.listed.append(full)
         token = self.gadgets.begin()
         gadget = model.Share(
-            "g-1", "gadget", "ok", len(self.listed), "NFS", metadata={"kumo-owner": "uid-g"}
+            "g-1", "gadget", "ok", len(self.listed), "NFS", metadata=model.marker_metadata("uid-g")
         )
         return [(self.gadgets, c) for c in self.gadgets.replace(token, [gadget])]
 
@@ -171,25 +171,25 @@ def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -
     nova.add_server("theirs", tags=[])
     going = nova.add_server("going", tags=model.marker_tags("uid-going"))
     asyncio.run(nova.delete_server(going.id))  # DELETING: on its way out already
-    group = asyncio.run(nova.create_server_group(f"web {model.owner_tag('uid-vmg')}", "anti"))
+    group = asyncio.run(nova.create_server_group(f"web {model.owner_word('uid-vmg')}", "anti"))
     asyncio.run(nova.create_server_group("theirs", "affinity"))
     octavia = FakeOctavia()
     lb = octavia.add_lb(model.marker_tags("uid-lb"), name="front").lb
     octavia.add_lb([model.MANAGED_TAG], name="unowned")
     octavia.add_lb([], name="theirs")
     dns = FakeDesignate()
-    rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], f"web {model.owner_tag('uid-rec')}")
+    rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], f"web {model.owner_word('uid-rec')}")
     dns.add("mail.kumo-demo.test.", "A", ["10.0.0.2"], "by hand")
     manila = FakeManila()
     share = asyncio.run(make_share(manila, "data", model.marker_metadata("uid-share")))
     asyncio.run(make_share(manila, "unowned", {"kumo": "managed"}))
     keypairs = FakeKeyPairs()
-    keypairs.add("team-a-deploy", f"{KEY} me {model.owner_tag('uid-kp')}")
+    keypairs.add("team-a-deploy", f"{KEY} me {model.owner_word('uid-kp')}")
     keypairs.add("released", f"{KEY} kumo-orphan=uid-gone")  # Orphan: nobody's, not swept
     keypairs.add("theirs", f"{KEY} me@laptop")
     neutron = FakeFloatingIPs()
     fip = neutron.add_fip("203.0.113.5", model.marker_tags("uid-fip"))
-    untagged = neutron.add_fip("203.0.113.6", [], f"kept {model.owner_tag('uid-fip2')}")
+    untagged = neutron.add_fip("203.0.113.6", [], f"kept {model.owner_word('uid-fip2')}")
     neutron.add_fip("203.0.113.7", [model.MANAGED_TAG])  # no owner
     neutron.add_fip("203.0.113.8")  # someone else's
     watch, _ = synced(Lists(nova, octavia, dns, manila, keypairs=keypairs, floating_ips=neutron))
@@ -219,10 +219,10 @@ def test_delete_marked_goes_through_the_watcher_that_listed_it() -> None:
     nova = FakeNova()
     dns = FakeDesignate()
     neutron = FakeFloatingIPs()
-    rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], model.owner_tag("uid-gone"))
+    rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], model.owner_word("uid-gone"))
     server = nova.add_server("vm", tags=model.marker_tags("uid-gone"))
     keypairs = FakeKeyPairs()
-    keypairs.add("kp", f"{KEY} {model.owner_tag('uid-gone')}")
+    keypairs.add("kp", f"{KEY} {model.owner_word('uid-gone')}")
     watch, _ = synced(Lists(nova, dns=dns, keypairs=keypairs))
     for found in watch.marked():
         asyncio.run(watch.delete_marked(found))

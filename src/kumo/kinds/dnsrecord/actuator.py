@@ -221,6 +221,7 @@ def _recordsets(
         noun="recordset",
         id_of=lambda rs: rs.id,
         owner_of=plan.owner_of_recordset,
+        legacy=plan.legacy,
         get_by_id=get_by_id,
         list_owned=list_owned,
         delete=delete,

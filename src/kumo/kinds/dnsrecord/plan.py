@@ -1,8 +1,9 @@
 """DNSRecord decisions, free of I/O: the record's name, the values its target stands for,
 whether the observed recordset needs an update or a replacement.
 
-Designate has no tags, so Kumo's ownership marker ``kumo-owner=<uid>`` is the last word
-of the recordset's description (after the user's own description, if any).
+Designate has no tags, so Kumo's ownership marker ``kumo-owner=<uid>@<cluster>`` is the
+last word of the recordset's description (after the user's own description, if any;
+kumo.ports.markers).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from kumo.api.dnsrecord import DNSRecordSpec
-from kumo.cloud.model import Recordset, owner_of, owner_tag
+from kumo.cloud.model import Recordset, is_legacy, owner_word, text_marker, text_owner
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
@@ -22,7 +23,7 @@ from kumo.kinds.labels import GROUP_LABEL
 
 ACTIVE = "ACTIVE"
 ERROR = "ERROR"
-#: Designate's limit on a recordset description (the marker takes 47 of it).
+#: Designate's limit on a recordset description (the marker takes up to 61 of it).
 DESCRIPTION_MAX = 160
 #: Record types whose values can come from a target's addresses, and their IP version.
 ADDRESS_TYPES = {"A": 4, "AAAA": 6}
@@ -73,7 +74,7 @@ def fqdn(name: str, zone_name: str) -> str:
 
 def description(user: str | None, uid: str) -> str:
     """The user's description followed by Kumo's marker (Designate has no tags)."""
-    marker = owner_tag(uid)
+    marker = owner_word(uid)
     text = _describe(user, uid)
     if len(text) > DESCRIPTION_MAX:
         room = DESCRIPTION_MAX - len(marker) - 1
@@ -87,7 +88,7 @@ def description(user: str | None, uid: str) -> str:
 
 
 def _describe(user: str | None, uid: str) -> str:
-    return f"{user} {owner_tag(uid)}" if user else owner_tag(uid)
+    return f"{user} {owner_word(uid)}" if user else owner_word(uid)
 
 
 def is_owned(rs: Recordset, uid: str) -> bool:
@@ -96,7 +97,12 @@ def is_owned(rs: Recordset, uid: str) -> bool:
 
 def owner_of_recordset(rs: Recordset) -> str | None:
     """The owning object's UID from the marker word in the description, if there."""
-    return owner_of((rs.description or "").split())
+    return text_owner(rs.description)
+
+
+def legacy(rs: Recordset) -> bool:
+    """Its marker word is from before markers named the cluster: re-mark it."""
+    return is_legacy(text_marker(rs.description))
 
 
 # -- target ----------------------------------------------------------------------------------

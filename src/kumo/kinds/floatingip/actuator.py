@@ -272,6 +272,7 @@ def _floating_ips(
         noun="floating IP",
         id_of=lambda fip: fip.id,
         owner_of=plan.owner,
+        legacy=plan.legacy,
         get_by_id=cloud.get_floating_ip,
         list_owned=list_owned,
         delete=delete,

@@ -2,9 +2,10 @@
 server's ports gets the address, whether the floating IP points where it should, the
 marker, and what an import must match.
 
-Ownership: Neutron tags ``kumo`` + ``kumo-owner=<uid>`` on the floating IP, and the marker
-word ``kumo-owner=<uid>`` at the end of its description (Neutron takes tags only after
-the create, so the description carries the marker from the first call on).
+Ownership: Neutron tags ``kumo``, ``kumo-owner=<uid>`` and ``kumo-cluster=<cluster>`` on
+the floating IP, and the marker word ``kumo-owner=<uid>@<cluster>`` at the end of its
+description (Neutron takes tags only after the create, so the description carries the
+marker from the first call on; kumo.ports.markers).
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from kumo.cloud.model import (
     ORPHAN_PREFIX,
     FloatingIP,
     Port,
+    floating_ip_marker,
     floating_ip_owner,
+    is_legacy,
     marker_tags,
-    owner_tag,
+    owner_word,
     released_tags,
     released_words,
-    unreleased,
 )
+from kumo.cloud.model import marked_tags as _marked_tags
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
@@ -139,7 +142,7 @@ def associated(fip: FloatingIP, port_id: str, fixed_address: str | None) -> bool
 
 def description(user: str | None, uid: str) -> str:
     """The user's description followed by Kumo's marker word."""
-    marker = owner_tag(uid)
+    marker = owner_word(uid)
     text = f"{user} {marker}" if user else marker
     if len(text) > DESCRIPTION_MAX:
         raise TerminalError(
@@ -155,6 +158,11 @@ def description(user: str | None, uid: str) -> str:
 owner = floating_ip_owner
 
 
+def legacy(fip: FloatingIP) -> bool:
+    """Its marker is from before markers named the cluster: re-mark it."""
+    return is_legacy(floating_ip_marker(fip))
+
+
 def needs_tags(fip: FloatingIP, uid: str) -> bool:
     """The marker tags are incomplete (the tag call after a create never came, or the
     ``kumo`` tag was removed by hand): put them back."""
@@ -163,8 +171,7 @@ def needs_tags(fip: FloatingIP, uid: str) -> bool:
 
 def marked_tags(tags: list[str], uid: str) -> list[str]:
     """``tags`` with ``uid``'s marker (and no orphan mark: an import takes it over)."""
-    kept = [t for t in unreleased(tags) if t not in marker_tags(uid)]
-    return [*kept, *marker_tags(uid)]
+    return _marked_tags(tags, uid)
 
 
 def released(fip: FloatingIP, uid: str) -> tuple[list[str], str]:

@@ -3,7 +3,7 @@ whether the keypair Nova holds is the one the spec asks for.
 
 Nova keypairs have no tags, metadata or description and cannot be changed. Kumo's
 ownership marker is the last word of the public key's comment: the key Kumo sends is
-``<type> <base64> [the user's comment] kumo-owner=<uid>``. Nova stores the key as given
+``<type> <base64> [the user's comment] kumo-owner=<uid>@<cluster>`` (kumo.ports.markers). Nova stores the key as given
 and shows it back in every listing; the comment is not part of the key (the
 fingerprint and what a server accepts are the same), and no one can edit it out without
 deleting the keypair. ``deletionPolicy: Orphan`` makes the keypair again with
@@ -19,7 +19,14 @@ import struct
 from dataclasses import dataclass
 
 from kumo.api.keypair import KEY_TYPES, KeyPairSpec
-from kumo.cloud.model import ORPHAN_PREFIX, OWNER_PREFIX, KeyPair, keypair_owner, owner_tag
+from kumo.cloud.model import (
+    ORPHAN_PREFIX,
+    OWNER_PREFIX,
+    KeyPair,
+    keypair_owner,
+    owner_word,
+    released_words,
+)
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 
@@ -101,14 +108,12 @@ def _invalid(problem: str, field: str) -> TerminalError:
 
 def marked(key: PublicKey, uid: str) -> str:
     """The public key Kumo gives Nova: the user's key and comment, then the marker."""
-    return key.text(owner_tag(uid))
+    return key.text(owner_word(uid))
 
 
 def released(public_key: str, uid: str) -> str:
     """A keypair's public key with ``uid``'s marker replaced by its orphan mark."""
-    words = [w for w in public_key.split() if w != owner_tag(uid)]
-    orphan = f"{ORPHAN_PREFIX}{uid}"
-    return " ".join(words if orphan in words else [*words, orphan])
+    return released_words(public_key, uid)
 
 
 def owner(keypair: KeyPair) -> str | None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.loadbalancer import LoadBalancerSpec
-from kumo.cloud.model import LoadBalancer, marker_tags, owner_of, released_tags, unreleased
+from kumo.cloud.model import LoadBalancer, marker_tags, owner_of, released_tags
 from kumo.engine import ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError, TransientError
@@ -30,6 +30,7 @@ from kumo.kinds import ordering, references
 from kumo.kinds.derived import Derived
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.loadbalancer import members, plan
+from kumo.ports import markers
 
 #: Seconds between passes while Octavia works: a step takes it about a second.
 STEP_SECONDS = 1.0
@@ -305,8 +306,7 @@ def _load_balancers(
         return plan.immutable_changes(spec, lb, network_id, flavor_id)
 
     async def mark(lb: LoadBalancer) -> LoadBalancer:
-        kept = unreleased(lb.tags)
-        tags = [*kept, *(t for t in marker_tags(obj.uid) if t not in kept)]
+        tags = markers.marked_tags(lb.tags, obj.uid)
         await cloud.set_load_balancer_tags(lb.id, tags)
         return dataclasses.replace(lb, tags=tags, provisioning_status="PENDING_UPDATE")
 
@@ -317,6 +317,7 @@ def _load_balancers(
         noun="load balancer",
         id_of=lambda lb: lb.id,
         owner_of=lambda lb: owner_of(lb.tags),
+        legacy=lambda lb: markers.legacy_tags(lb.tags),
         get_by_id=cloud.get_load_balancer,
         list_owned=lambda: cloud.list_owned_load_balancers(obj.uid),
         delete=delete,

@@ -26,20 +26,14 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.network import NetworkSpec
-from kumo.cloud.model import (
-    Network,
-    Router,
-    marker_tags,
-    owner_of,
-    released_tags,
-    unreleased,
-)
+from kumo.cloud.model import Network, Router, marker_tags, owner_of, released_tags
 from kumo.engine import lifecycle, ownership
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds.network import plan
 from kumo.kinds.references import deleting_targets, users_of
+from kumo.ports import markers
 
 #: Between finalize passes while objects or ports still use the network.
 DELETE_SECONDS = 3.0
@@ -344,7 +338,7 @@ def _networks(ctx: Context, obj: Obj) -> ownership.Owned[Network]:
         await cloud.delete_network(network.id)
 
     async def mark(network: Network) -> Network:
-        tags = [*unreleased(network.tags), *marker_tags(obj.uid)]
+        tags = markers.marked_tags(network.tags, obj.uid)
         await cloud.set_network_tags(network.id, tags)
         return dataclasses.replace(network, tags=tags)
 
@@ -355,6 +349,7 @@ def _networks(ctx: Context, obj: Obj) -> ownership.Owned[Network]:
         noun="network",
         id_of=lambda n: n.id,
         owner_of=lambda n: owner_of(n.tags),
+        legacy=lambda n: markers.legacy_tags(n.tags),
         get_by_id=cloud.get_network,
         list_owned=lambda: cloud.list_owned_networks(obj.uid),
         delete=delete,

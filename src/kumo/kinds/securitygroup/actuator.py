@@ -31,7 +31,6 @@ from kumo.cloud.model import (
     owner_of,
     released_tags,
     rule_label,
-    unreleased,
 )
 from kumo.engine import lifecycle, ownership
 from kumo.engine.errors import TransientError
@@ -40,6 +39,7 @@ from kumo.engine.result import Result
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.references import referenced_names
 from kumo.kinds.securitygroup import plan
+from kumo.ports import markers
 
 #: Safety net while waiting for a target (its events enqueue the group anyway).
 TARGET_SECONDS = 10.0
@@ -200,7 +200,7 @@ def _groups(ctx: Context, obj: Obj) -> ownership.Owned[SecurityGroup]:
         await cloud.delete_security_group(group.id)
 
     async def mark(group: SecurityGroup) -> SecurityGroup:
-        tags = [*unreleased(group.tags), *marker_tags(obj.uid)]
+        tags = markers.marked_tags(group.tags, obj.uid)
         await cloud.set_security_group_tags(group.id, tags)
         return dataclasses.replace(group, tags=tags)
 
@@ -211,6 +211,7 @@ def _groups(ctx: Context, obj: Obj) -> ownership.Owned[SecurityGroup]:
         noun="security group",
         id_of=lambda g: g.id,
         owner_of=lambda g: owner_of(g.tags),
+        legacy=lambda g: markers.legacy_tags(g.tags),
         get_by_id=cloud.get_security_group,
         list_owned=lambda: cloud.list_owned_security_groups(obj.uid),
         delete=delete,

@@ -15,6 +15,7 @@ Kumo's rules is for; a VM's deletion waits until no Share lists it (kinds/orderi
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kumo.api import kinds
@@ -22,6 +23,8 @@ from kumo.api.share import ShareSpec
 from kumo.cloud.model import (
     AccessRule,
     Share,
+    legacy_metadata,
+    marked_metadata,
     marker_metadata,
     metadata_owner,
     released_metadata,
@@ -205,6 +208,11 @@ def _shares(ctx: Context, obj: Obj) -> ownership.Owned[Share]:
         if share.status not in plan.BUSY:
             await cloud.delete_share(share.id)
 
+    async def mark(share: Share) -> Share:  # a legacy marker's (a share is never imported)
+        metadata = marked_metadata(share.metadata, obj.uid)
+        await cloud.set_share_metadata(share.id, metadata)
+        return dataclasses.replace(share, metadata=metadata)
+
     async def release(share: Share) -> None:
         await cloud.set_share_metadata(share.id, released_metadata(share.metadata, obj.uid))
 
@@ -215,7 +223,9 @@ def _shares(ctx: Context, obj: Obj) -> ownership.Owned[Share]:
         get_by_id=cloud.get_share,
         list_owned=lambda: cloud.list_owned_shares(obj.uid),
         delete=delete,
+        mark=mark,
         release=release,
+        legacy=lambda s: legacy_metadata(s.metadata),
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.virtualmachine import VirtualMachineSpec
-from kumo.cloud.model import Server, marker_tags, owner_of, released_tags, unreleased
+from kumo.cloud.model import Server, marker_tags, owner_of, released_tags
 from kumo.engine import conditions, lifecycle, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
@@ -30,6 +30,7 @@ from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering, references, sources
 from kumo.kinds.virtualmachine import plan
+from kumo.ports import markers
 
 #: How long deletion waits for LoadBalancers to drop the VM before deleting anyway,
 #: beyond the longest ``drainSeconds`` of the LoadBalancers holding it.
@@ -484,8 +485,7 @@ def _servers(
         return plan.import_mismatches(spec, server, image_id, flavor)
 
     async def mark(server: Server) -> Server:
-        kept = unreleased(server.tags)
-        tags = [*kept, *(t for t in marker_tags(obj.uid) if t not in kept)]
+        tags = markers.marked_tags(server.tags, obj.uid)
         await cloud.set_server_tags(server.id, tags)
         return dataclasses.replace(server, tags=tags)
 
@@ -496,6 +496,7 @@ def _servers(
         noun="server",
         id_of=lambda server: server.id,
         owner_of=lambda server: owner_of(server.tags),
+        legacy=lambda server: markers.legacy_tags(server.tags),
         get_by_id=cloud.get_server,
         list_owned=lambda: cloud.list_owned_servers(obj.uid, going=going),
         delete=delete,

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from kumo.api import kinds
 from kumo.api.common import API_VERSION, import_key
 from kumo.api.virtualmachinegroup import SERVER_GROUP_POLICY, VirtualMachineGroupSpec
-from kumo.cloud.model import ServerGroup, owner_tag
+from kumo.cloud.model import ServerGroup, owner_word, text_owner, with_word
 from kumo.engine import conditions, ownership
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -37,6 +37,9 @@ from kumo.kinds.labels import (
 from kumo.kinds.virtualmachinegroup import plan, snapshots
 
 EXPECTATION_TTL = 60.0
+#: Nova's limit on a server group's name: the ``<namespace>-<name>-<policy>`` part is cut
+#: short so the marker word fits after it.
+SERVER_GROUP_NAME_MAX = 255
 
 
 class VirtualMachineGroupActuator:
@@ -340,7 +343,7 @@ class VirtualMachineGroupActuator:
         policy = SERVER_GROUP_POLICY[spec.ha_policy]
         known = obj.status.get("serverGroupId")
         group = await ctx.cloud.get_server_group(known) if known else None
-        if group is not None and owner_tag(obj.uid) not in group.name.split():
+        if group is not None and text_owner(group.name) != obj.uid:
             # Several of ours may coexist while members move to a new policy, so this
             # kind cannot use find_owned's one-resource rule; the marker rule is the same.
             raise ownership.NotOwned("server group", group.id, "serverGroupId")
@@ -354,7 +357,8 @@ class VirtualMachineGroupActuator:
                 None,
             )
         if group is None:
-            name = f"{obj.namespace}-{obj.name}-{policy} {owner_tag(obj.uid)}"
+            prefix = f"{obj.namespace}-{obj.name}-{policy}"
+            name = with_word(prefix, owner_word(obj.uid), SERVER_GROUP_NAME_MAX)
             group = await ctx.cloud.create_server_group(name, policy)
             ctx.events.emit(obj, "Normal", "Created", f"created server group {group.id} ({policy})")
         if group.id != known:

@@ -26,8 +26,11 @@ from kumo.api import kinds
 from kumo.api.volume import VolumeSpec
 from kumo.cloud.model import (
     Volume,
+    legacy_metadata,
+    marked_metadata,
     marker_metadata,
     metadata_owner,
+    of_this_cluster,
     owner_of,
     released_metadata,
 )
@@ -202,7 +205,7 @@ def owned_volumes(
         await delete_detached(ctx, volume)
 
     async def mark(volume: Volume) -> Volume:
-        metadata = {**volume.metadata, **marker_metadata(uid)}
+        metadata = marked_metadata(volume.metadata, uid)
         await cloud.set_volume_metadata(volume.id, metadata)
         return Volume(**{**volume.__dict__, "metadata": metadata})
 
@@ -213,6 +216,7 @@ def owned_volumes(
         noun="volume",
         id_of=lambda v: v.id,
         owner_of=lambda v: metadata_owner(v.metadata),
+        legacy=lambda v: legacy_metadata(v.metadata),
         get_by_id=cloud.get_volume,
         list_owned=lambda: cloud.list_owned_volumes(uid),
         delete=delete,
@@ -257,7 +261,7 @@ async def delete_detached(ctx: Context, volume: Volume) -> None:
     owned: set[str] = set()
     for server_id in volume.attachments:
         server = await ctx.cloud.get_server(server_id)
-        if server is not None and owner_of(server.tags) is not None:
+        if server is not None and of_this_cluster(owner_of(server.tags)):
             owned.add(server_id)
         elif server is None:
             owned.add(server_id)  # gone: Nova cleans the attachment up; nothing to protect

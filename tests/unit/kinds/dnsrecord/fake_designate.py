@@ -117,11 +117,10 @@ class FakeDesignate:
         }
 
     async def list_owned_recordsets(self, zone_id: str, uid: str) -> list[model.Recordset]:
-        marker = model.owner_tag(uid)
         return [
             rs
             for rs in await self.list_zone_recordsets(zone_id)
-            if marker in (rs.description or "").split()
+            if model.text_owner(rs.description) == uid
         ]
 
     async def create_recordset(

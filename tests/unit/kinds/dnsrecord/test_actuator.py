@@ -12,6 +12,7 @@ from kumo.api.kinds import (
     VIRTUAL_MACHINE,
     VIRTUAL_MACHINE_GROUP,
 )
+from kumo.cloud.model import owner_word
 from kumo.engine.objects import Key
 from kumo.engine.reconciler import Engine
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
@@ -24,7 +25,7 @@ from tests.unit.kinds.dnsrecord.fake_designate import (
     FakeDesignate,
 )
 
-MARKER = "kumo-owner=uid-api"
+MARKER = owner_word("uid-api")
 FQDN = "api.kumo-demo.test."
 DELETING = "2026-11-22T00:00:00Z"
 

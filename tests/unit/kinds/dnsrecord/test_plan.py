@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 from kumo.api.dnsrecord import DNSRecordSpec
-from kumo.cloud.model import Recordset
+from kumo.cloud.model import Recordset, owner_word
 from kumo.engine.errors import TerminalError
 from kumo.kinds.dnsrecord import plan
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.runtime.store import MemoryStore
 
 UID = "uid-api"
-MARKER = f"kumo-owner={UID}"
+MARKER = owner_word(UID)
 ZONE = "kumo-demo.test."
 RS = Recordset("rs-1", "zone-1", f"api.{ZONE}", "A", ["192.0.2.10"], 300, MARKER, "ACTIVE")
 

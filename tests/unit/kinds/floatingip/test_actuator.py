@@ -14,7 +14,7 @@ from tests.unit.fakes import World, make_body
 from tests.unit.kinds.floatingip.fake_floatingips import PUBLIC, FakeFloatingIPs
 
 UID = "uid-ip"
-MARKER = f"kumo-owner={UID}"
+MARKER = model.owner_word(UID)
 DELETING = "2026-11-22T00:00:00Z"
 
 
@@ -390,7 +390,7 @@ def test_orphan_keeps_the_address_released_and_an_import_takes_it_back() -> None
     taken = neutron(world).only()
     assert taken.id == kept.id
     assert taken.tags == model.marker_tags("uid-again")
-    assert taken.description == "kumo-owner=uid-again"
+    assert taken.description == model.owner_word("uid-again")
     assert world.obj(FLOATING_IP, "again").status["address"] == kept.address
     assert taken.port_id is None, "no target: held"
 

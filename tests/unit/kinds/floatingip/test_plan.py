@@ -116,8 +116,8 @@ def test_associated_compares_port_and_fixed_address() -> None:
 
 
 def test_the_description_carries_the_marker_and_its_limit() -> None:
-    assert plan.description(None, UID) == "kumo-owner=uid-fip"
-    assert plan.description("web", UID) == "web kumo-owner=uid-fip"
+    assert plan.description(None, UID) == f"kumo-owner=uid-fip@{model.cluster()}"
+    assert plan.description("web", UID) == f"web kumo-owner=uid-fip@{model.cluster()}"
     with pytest.raises(TerminalError) as caught:
         plan.description("x" * 250, UID)
     assert caught.value.field == "spec.description"
@@ -125,7 +125,7 @@ def test_the_description_carries_the_marker_and_its_limit() -> None:
 
 def test_owner_is_the_tag_else_the_description_word() -> None:
     assert plan.owner(fip(tags=model.marker_tags(UID))) == UID
-    assert plan.owner(fip(description=f"web kumo-owner={UID}")) == UID, "tags not set yet"
+    assert plan.owner(fip(description=f"web {model.owner_word(UID)}")) == UID, "tags not set"
     assert plan.owner(fip(description="by hand")) is None
 
 
@@ -134,13 +134,13 @@ def test_marker_tags_are_put_back_keeping_foreign_tags() -> None:
     assert not plan.needs_tags(fip(tags=["team-a", *model.marker_tags(UID)]), UID)
     assert plan.marked_tags(["team-a", f"kumo-orphan={UID}"], UID) == [
         "team-a",
-        "kumo",
-        model.owner_tag(UID),
+        *model.marker_tags(UID),
     ]
 
 
 def test_released_swaps_both_markers_for_the_orphan_mark_once() -> None:
-    owned = fip(tags=["team-a", *model.marker_tags(UID)], description=f"web kumo-owner={UID}")
+    text = f"web {model.owner_word(UID)}"
+    owned = fip(tags=["team-a", *model.marker_tags(UID)], description=text)
     tags, text = plan.released(owned, UID)
     assert tags == ["team-a", f"kumo-orphan={UID}"]
     assert text == f"web kumo-orphan={UID}"

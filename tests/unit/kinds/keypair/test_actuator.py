@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from kumo.api.kinds import KEY_PAIR
-from kumo.cloud.model import keypair_owner
+from kumo.cloud.model import keypair_owner, owner_word
 from kumo.engine.errors import TransientError
 from kumo.kinds.keypair.actuator import KeyPairActuator
 from tests.unit.fakes import World
 from tests.unit.kinds.keypair.fake_keypairs import KEY, KEY_FINGERPRINT, OTHER_KEY, FakeKeyPairs
 
 NAME = "default-deploy"  # <namespace>-<name>
-MARKER = "kumo-owner=uid-deploy"
+MARKER = owner_word("uid-deploy")
 DELETING = "2026-11-22T00:00:00Z"
 
 
@@ -337,7 +337,7 @@ def test_orphan_makes_it_again_released_and_an_import_takes_it_back() -> None:
         uid="uid-again",
     )
     converge(world, "again")
-    assert keys(world) == {NAME: f"{KEY} kumo-owner=uid-again"}, "orphan mark gone"
+    assert keys(world) == {NAME: f"{KEY} {owner_word('uid-again')}"}, "orphan mark gone"
 
 
 def test_a_crash_in_the_middle_of_a_release_puts_the_keypair_back() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kumo.api.keypair import KeyPairSpec
-from kumo.cloud.model import KeyPair, keypair_owner
+from kumo.cloud.model import KeyPair, cluster, keypair_owner
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.kinds.keypair import plan
@@ -64,13 +64,13 @@ def test_a_bad_key_is_invalid_naming_the_field_and_the_problem() -> None:
 def test_kumos_own_words_are_never_taken_from_the_users_comment() -> None:
     key = plan.parse(f"{KEY} me kumo-owner=someone-else kumo-orphan=x", FIELD)
     assert key.comment == ("me",)
-    assert plan.marked(key, "uid-1") == f"{KEY} me kumo-owner=uid-1"
+    assert plan.marked(key, "uid-1") == f"{KEY} me kumo-owner=uid-1@{cluster()}"
     assert keypair_owner(plan.marked(key, "uid-1")) == "uid-1"
 
 
 def test_the_marker_ends_the_comment_and_release_swaps_it_for_the_orphan_mark() -> None:
     marked = plan.marked(plan.parse(f"{KEY} me@host", FIELD), "uid-1")
-    assert marked == f"{KEY} me@host kumo-owner=uid-1"
+    assert marked == f"{KEY} me@host kumo-owner=uid-1@{cluster()}"
     released = plan.released(marked, "uid-1")
     assert released == f"{KEY} me@host kumo-orphan=uid-1"
     assert keypair_owner(released) is None

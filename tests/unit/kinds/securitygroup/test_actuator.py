@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from kumo.api.kinds import SECURITY_GROUP, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
-from kumo.cloud.model import MANAGED_TAG, marker_tags, owner_tag
+from kumo.cloud.model import MANAGED_TAG, cluster_tag, marker_tags, owner_tag
 from kumo.engine.objects import Key
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.securitygroup.actuator import SecurityGroupActuator
@@ -147,7 +147,7 @@ def test_import_tags_the_group_and_makes_it_whole() -> None:
     )
     converge(world)
     group = legacy[made.id]
-    assert group.tags == ["team-a", MANAGED_TAG, owner_tag("uid-web")]
+    assert group.tags == ["team-a", MANAGED_TAG, owner_tag("uid-web"), cluster_tag()]
     assert [(r.direction, r.ethertype) for r in group.rules] == [("egress", "IPv4")]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kumo.api.kinds import SHARE, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
+from kumo.cloud.model import cluster
 from kumo.engine.objects import Key
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.share.actuator import ShareActuator
@@ -65,7 +66,11 @@ def test_creates_the_share_marked_and_grants_every_address() -> None:
     world = new_world()
     obj = converge(world)
     share = manila(world).only()
-    assert share.metadata == {"kumo": "managed", "kumo-owner": "uid-data"}
+    assert share.metadata == {
+        "kumo": "managed",
+        "kumo-owner": "uid-data",
+        "kumo-cluster": cluster(),
+    }
     assert (share.name, share.size, share.protocol, share.share_type_id) == (
         "default-data",
         10,

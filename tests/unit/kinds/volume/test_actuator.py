@@ -52,7 +52,11 @@ def test_creates_the_volume_marked_and_reports_it() -> None:
     world = new_world()
     body = converge(world)
     volume = cinder(world).only_volume()
-    assert volume.metadata == {"kumo": "managed", "kumo-owner": "uid-data"}
+    assert volume.metadata == {
+        "kumo": "managed",
+        "kumo-owner": "uid-data",
+        "kumo-cluster": model.cluster(),
+    }
     assert (volume.name, volume.size, volume.volume_type, volume.description) == (
         "default-data",
         2,
@@ -161,7 +165,12 @@ def test_import_by_name_marks_and_extends_an_existing_volume() -> None:
     body = converge(world)
     volume = cinder(world).volumes[theirs.id]
     assert body["status"]["id"] == theirs.id
-    assert volume.metadata == {"team": "db", "kumo": "managed", "kumo-owner": "uid-data"}
+    assert volume.metadata == {
+        "team": "db",
+        "kumo": "managed",
+        "kumo-owner": "uid-data",
+        "kumo-cluster": model.cluster(),
+    }
     assert volume.size == 3
     assert "create_volume" not in cinder(world).calls
 
