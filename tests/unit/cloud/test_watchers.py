@@ -206,6 +206,36 @@ def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -
     ]
 
 
+def test_marked_lists_only_this_clusters_current_markers() -> None:
+    """The orphan sweep acts on what ``marked()`` lists: never another cluster's resource
+    (tags, metadata or a marker word naming it), nor a legacy one (no cluster: only its
+    object takes it over, and re-marks it). Theirs are indexed apart from this
+    cluster's owners, so no object of this cluster holds them, not even as duplicates."""
+    other = "0123456789ab"
+    theirs_tags = ["kumo", "kumo-owner=uid-a", f"kumo-cluster={other}"]
+    legacy_tags = ["kumo", "kumo-owner=uid-a"]
+    nova = FakeNova()
+    ours = nova.add_server("ours", tags=model.marker_tags("uid-a"))
+    nova.add_server("theirs", tags=theirs_tags)
+    nova.add_server("legacy", tags=legacy_tags)
+    asyncio.run(nova.create_server_group(f"theirs kumo-owner=uid-a@{other}", "anti"))
+    asyncio.run(nova.create_server_group("legacy kumo-owner=uid-a", "anti"))
+    dns = FakeDesignate()
+    dns.add("a.kumo-demo.test.", "A", ["10.0.0.1"], f"kumo-owner=uid-a@{other}")
+    dns.add("b.kumo-demo.test.", "A", ["10.0.0.2"], "kumo-owner=uid-a")
+    cinder = FakeCinder()
+    cinder.add_volume("theirs", metadata={**model.marker_metadata("uid-a"), "kumo-cluster": other})
+    cinder.add_volume("legacy", metadata={"kumo": "managed", "kumo-owner": "uid-a"})
+    floating = FakeFloatingIPs()
+    floating.add_fip("203.0.113.5", theirs_tags)
+    floating.add_fip("203.0.113.6", [], f"kumo-owner=uid-a@{other}")
+    floating.add_fip("203.0.113.7", legacy_tags)
+    watch, _ = synced(Lists(nova, dns=dns, cinder=cinder, floating_ips=floating))
+    assert watch.marked() == [Marked("server", ours.id, "ours", "uid-a")]
+    assert watch.servers.live_count("uid-a") == 2, "ours and the legacy one: not theirs"
+    assert watch.volumes.live_count("uid-a") == 1 and watch.floating_ips.live_count("uid-a") == 1
+
+
 def test_marked_holds_only_what_the_caches_hold() -> None:
     """A service that failed to list (here: absent) contributes nothing, not an error."""
     nova = FakeNova()
