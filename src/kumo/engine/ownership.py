@@ -154,7 +154,7 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
             if ctx.audit:  # a create whose answer was lost, then retried: a second one
                 others = [r for r in await owned.list_owned() if owned.id_of(r) != known]
                 await _delete_duplicates(ctx, obj, owned, resource, others)
-            return await _remark(ctx, obj, owned, resource)
+            return await remark(ctx, obj, owned, resource)
     candidates = [r for r in await owned.list_owned() if owned.owner_of(r) == obj.uid]
     if not candidates:
         if ref is None:
@@ -186,10 +186,10 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
             f"adopted {owned.noun} {owned.id_of(keep)} carrying Kumo's marker",
         )
         await record(ctx, obj, owned.status_of(keep))
-    return await _remark(ctx, obj, owned, keep)
+    return await remark(ctx, obj, owned, keep)
 
 
-async def _remark(ctx: Context, obj: Obj, owned: Owned[R], resource: R) -> R:
+async def remark(ctx: Context, obj: Obj, owned: Owned[R], resource: R) -> R:
     """A resource of ``obj``'s carrying a legacy marker (no cluster) gets this cluster's
     marker: from then on only this cluster can take it for its own, and the orphan sweep
     may act on it once ``obj`` is gone. Observing, nothing is written."""

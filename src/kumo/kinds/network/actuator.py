@@ -269,6 +269,7 @@ async def _keep_router(
             )
         if obj.status.get("routerId") != router.id:
             await ownership.record(ctx, obj, {"routerId": router.id})
+        router = await ownership.remark(ctx, obj, owned, router)
     else:
 
         async def create() -> Router:
@@ -366,6 +367,11 @@ def _routers(ctx: Context, obj: Obj) -> ownership.Owned[Router]:
     async def delete(router: Router) -> None:
         await _take_router_apart(ctx, router)
 
+    async def mark(router: Router) -> Router:  # a legacy marker's (never imported)
+        tags = markers.marked_tags(router.tags, obj.uid)
+        await cloud.set_router_tags(router.id, tags)
+        return dataclasses.replace(router, tags=tags)
+
     async def release(router: Router) -> None:
         await cloud.set_router_tags(router.id, released_tags(router.tags, obj.uid))
 
@@ -377,5 +383,7 @@ def _routers(ctx: Context, obj: Obj) -> ownership.Owned[Router]:
         list_owned=lambda: cloud.list_owned_routers(obj.uid),
         delete=delete,
         id_field="routerId",
+        mark=mark,
         release=release,
+        legacy=lambda r: markers.legacy_tags(r.tags),
     )

@@ -3,6 +3,7 @@ objects and cloud state in and check cloud state and status out."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kumo.api.kinds import LOAD_BALANCER, NETWORK, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
@@ -276,3 +277,21 @@ def test_a_load_balancer_on_a_network_waits_for_it_then_takes_its_vip_there() ->
     world.run(LoadBalancerActuator(), "web")
     (lb,) = world.cloud.lbs.values()
     assert lb.lb.vip_network_id == "net-net-id-1"
+
+
+def test_a_legacy_network_and_router_get_this_clusters_marker() -> None:
+    """Made before markers named the cluster: the object with that UID keeps them and
+    re-marks both at its next pass (the orphan sweep acts only on current markers)."""
+    world = new_world()
+    converge(world)
+    cloud = neutron(world)
+    legacy = ["kumo", "kumo-owner=uid-app"]
+    network = cloud.only_network()
+    (router,) = cloud.routers.values()
+    cloud.networks[network.id] = replace(network, tags=list(legacy))
+    cloud.routers[router.id] = replace(router, tags=list(legacy))
+    converge(world)
+    assert cloud.only_network().tags == marker_tags("uid-app")
+    assert cloud.routers[router.id].tags == marker_tags("uid-app")
+    assert world.events.reasons().count("Remarked") == 2
+    assert cloud.only_network().id == network.id, "the same ones: nothing made again"
