@@ -269,9 +269,8 @@ class DryRunCloud:
         if old is None or old.ttl != ttl:
             changes.append(Change("spec.ttl", old.ttl if old else None, ttl))
         if old is None or (old.description or "") != description:
-            changes.append(
-                Change("spec.description", old.description if old else None, description)
-            )
+            before = old.description if old else None
+            changes.append(Change(_described(before, description), before, description))
         self._record("update", "recordset", old.name if old else rs_id, *changes)
         if old is None:
             return model.Recordset(
@@ -454,7 +453,7 @@ class DryRunCloud:
             "update",
             "floating IP",
             old.address if old else fip_id,
-            Change("spec.description", before, description),
+            Change(_described(before, description), before, description),
         )
         if old is None:
             return model.FloatingIP(fip_id, "", "", "DOWN", description=description)
@@ -666,3 +665,12 @@ def _implements(cloud: DryRunCloud) -> ports.Cloud:
     """Never called: mypy checks here that the recorded writes keep the ports' signatures
     (reads pass through ``__getattr__``), so a kind's call works in a dry pass too."""
     return cloud
+
+
+def _described(before: str | None, after: str) -> str:
+    """The field a description change comes from: ``spec.description`` when the user's
+    words differ, else Kumo's bookkeeping (``description``: only its marker word moved, a
+    legacy marker re-marked), which is no drift from the spec."""
+    if before is None or model.user_text(before) != model.user_text(after):
+        return "spec.description"
+    return "description"

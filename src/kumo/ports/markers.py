@@ -78,6 +78,7 @@ __all__ = [
     "text_marker",
     "text_owner",
     "unreleased",
+    "user_text",
     "with_word",
 ]
 
@@ -218,6 +219,14 @@ def released_words(text: str, uid: str, limit: int | None = None) -> str:
         return " ".join(words)
     marked = " ".join([*words, f"{ORPHAN_PREFIX}{uid}"])
     return marked if limit is None or len(marked) <= limit else " ".join(words)
+
+
+def user_text(text: str | None) -> str:
+    """A name or description without Kumo's marker and orphan words: what the user wrote
+    (a re-marked description differs in Kumo's bookkeeping only, not from the spec)."""
+    return " ".join(
+        w for w in (text or "").split() if not w.startswith((OWNER_PREFIX, ORPHAN_PREFIX))
+    )
 
 
 def unreleased(tags: list[str]) -> list[str]:

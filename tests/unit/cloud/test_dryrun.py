@@ -10,8 +10,10 @@ import pytest
 from kumo import ports
 from kumo.cloud.adapter import OpenStackCloud
 from kumo.cloud.dryrun import DryRunCloud, _is_read
+from kumo.cloud.model import owner_word
 from kumo.engine.dryrun import Action, Change, drift_entries
 from tests.unit.fakes import FakeNova
+from tests.unit.kinds.dnsrecord.fake_designate import ZONE_ID, FakeDesignate
 
 
 def test_every_adapter_method_is_a_declared_read_or_a_recorded_write() -> None:
@@ -72,3 +74,23 @@ def test_drift_leaves_out_bookkeeping_and_names_missing_resources() -> None:
         {"field": "spec.description", "desired": "b", "actual": "a"},
         {"field": "listener", "desired": "present", "actual": "absent"},
     ]
+
+
+def test_a_description_whose_marker_word_alone_moves_is_bookkeeping_not_drift() -> None:
+    """A legacy recordset's or floating IP's description re-marked with this cluster's
+    word changes nothing the user wrote: no drift under ``driftPolicy: Report``."""
+    dns = FakeDesignate()
+    legacy = dns.add("api.kumo-demo.test.", "A", ["10.0.0.1"], "api kumo-owner=uid-api")
+    dry = DryRunCloud(dns)
+    remarked = f"api {owner_word('uid-api')}"
+    asyncio.run(
+        dry.update_recordset(
+            ZONE_ID, legacy.id, records=["10.0.0.1"], ttl=300, description=remarked
+        )
+    )
+    asyncio.run(
+        dry.update_recordset(ZONE_ID, legacy.id, records=["10.0.0.1"], ttl=300, description="www")
+    )
+    assert [c.field for c in dry.actions[0].changes] == ["description"]
+    assert [c.field for c in dry.actions[1].changes] == ["spec.description"]
+    assert drift_entries(dry.actions[:1], []) == []
