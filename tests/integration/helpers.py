@@ -8,10 +8,18 @@ from typing import Any
 
 import yaml
 
+from kumo.ports.markers import cluster_from_uid
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def cluster_id() -> str:
+    """The cluster ID the suite's Kumo names in its markers (kumo.ports.markers): derived
+    from the lab's kube-system namespace, as ``kumo run`` derives it."""
+    uid = kubectl("get", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}").stdout
+    return cluster_from_uid(uid.strip())
 
 
 def apply(namespace: str, manifest: dict[str, Any] | Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from openstack import exceptions as os_exc
 
-from tests.integration.helpers import apply, condition, wait_gone, wait_ready
+from tests.integration.helpers import apply, cluster_id, condition, wait_gone, wait_ready
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
@@ -60,7 +60,8 @@ def test_dns_record_lifecycle(namespace: str, kumo_operator: Any, demo_conn: Any
     rs = recordset(demo_conn, zone_id, rs_id)
     assert rs is not None
     assert (rs.name, rs.type, rs.records, rs.ttl) == (fqdn, "A", ["192.0.2.10"], 60)
-    assert f"kumo-owner={obj['metadata']['uid']}" in (rs.description or "").split()
+    marker = f"kumo-owner={obj['metadata']['uid']}@{cluster_id()}"
+    assert marker in (rs.description or "").split()
 
     # A foreign recordset of another type on the same name is never touched.
     foreign = demo_conn.dns.create_recordset(

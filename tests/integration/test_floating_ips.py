@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import apply, vm, wait_gone, wait_ready
+from tests.integration.helpers import apply, cluster_id, vm, wait_gone, wait_ready
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
@@ -75,7 +75,7 @@ def test_held_then_following_a_vm_through_replacement_then_released(
     assert fip is not None and fip["floating_ip_address"] == address
     assert fip["port_id"] is None and obj["status"]["phase"] == "Held"
     assert {"kumo", f"kumo-owner={uid}"} <= set(fip["tags"])
-    assert fip["description"] == f"web's public address kumo-owner={uid}"
+    assert fip["description"] == f"web's public address kumo-owner={uid}@{cluster_id()}"
     assert address in kubectl("get", "fip", "web-ip", "-n", ns).stdout
 
     # DNS publishes it, before any VM has it.
@@ -178,8 +178,10 @@ def test_orphan_keeps_the_address_and_an_import_takes_it_back(
     kept = neutron_fip(demo_conn, fip_id)
     assert kept is not None and kept["floating_ip_address"] == address, "the address stays"
     assert f"kumo-orphan={uid}" in kept["tags"]
-    assert "kumo" not in kept["tags"] and f"kumo-owner={uid}" not in kept["tags"]
-    assert f"kumo-owner={uid}" not in kept["description"].split()
+    assert not any(
+        t == "kumo" or t.startswith(("kumo-owner=", "kumo-cluster=")) for t in kept["tags"]
+    )
+    assert not any(w.startswith("kumo-owner=") for w in kept["description"].split())
 
     # The address is an identity (firewalls, DNS): a new object takes it over by address.
     apply(ns, fip_manifest("again", **{"import": {"name": address}}))

@@ -17,6 +17,7 @@ from openstack import exceptions as os_exc
 
 from tests.integration.helpers import (
     apply,
+    cluster_id,
     condition,
     members_of,
     server_made_by_hand,
@@ -203,7 +204,8 @@ def test_a_hand_made_recordset_is_imported(
         assert ready["status"]["id"] == rs.id
         now = demo_conn.dns.get_recordset(rs.id, zone.id)
         assert now.records == ["192.0.2.51"]
-        assert f"kumo-owner={ready['metadata']['uid']}" in (now.description or "").split()
+        marker = f"kumo-owner={ready['metadata']['uid']}@{cluster_id()}"
+        assert marker in (now.description or "").split()
     finally:
         with contextlib.suppress(os_exc.NotFoundException):
             demo_conn.dns.delete_recordset(rs.id, zone.id)

@@ -12,7 +12,15 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from openstack import exceptions as os_exc
 
-from tests.integration.helpers import apply, condition, vm, wait_gone, wait_ready, wait_reason
+from tests.integration.helpers import (
+    apply,
+    cluster_id,
+    condition,
+    vm,
+    wait_gone,
+    wait_ready,
+    wait_reason,
+)
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
@@ -50,7 +58,7 @@ def holds(conn: Any, name: str, key: str, uid: str) -> bool:
     if found is None:
         return False
     words = found.public_key.split()
-    return words[:2] == key.split()[:2] and words[-1] == f"kumo-owner={uid}"
+    return words[:2] == key.split()[:2] and words[-1] == f"kumo-owner={uid}@{cluster_id()}"
 
 
 def uid_of(kind: str, name: str, namespace: str) -> str:
@@ -72,7 +80,8 @@ def test_keypair_lifecycle_with_a_vm(namespace: str, kumo_operator: Any, demo_co
     assert (st["id"], st["keyName"], st["keyType"]) == (nova_name, nova_name, "ssh-ed25519")
     found = nova_keypair(demo_conn, nova_name)
     assert found is not None
-    assert found.public_key == f"{key} kumo-owner={uid}", "stored as sent: the marker last"
+    marker = f"kumo-owner={uid}@{cluster_id()}"
+    assert found.public_key == f"{key} {marker}", "stored as sent: the marker last"
     assert found.fingerprint == st["fingerprint"]
 
     # The VM boots with the KeyPair's Nova keypair.

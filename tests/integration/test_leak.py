@@ -13,7 +13,14 @@ import json
 import uuid
 from typing import Any
 
-from tests.integration.helpers import apply, owned_servers, server_made_by_hand, vm, wait_gone
+from tests.integration.helpers import (
+    apply,
+    cluster_id,
+    owned_servers,
+    server_made_by_hand,
+    vm,
+    wait_gone,
+)
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
 
@@ -61,7 +68,10 @@ def test_the_sweep_deletes_a_leaked_server_and_never_a_released_one(
     """A server carrying the marker of a UID no object has (the leak above, made by
     hand) is reported, then deleted after the grace; one Orphan released is kept."""
     gone, released = str(uuid.uuid4()), str(uuid.uuid4())
-    leak = server_made_by_hand(demo_conn, "leaked", tags=["kumo", f"kumo-owner={gone}"])
+    # This cluster's marker: one without the cluster (from before markers named it) or
+    # with another cluster's is never swept.
+    marker = ["kumo", f"kumo-owner={gone}", f"kumo-cluster={cluster_id()}"]
+    leak = server_made_by_hand(demo_conn, "leaked", tags=marker)
     kept = server_made_by_hand(demo_conn, "released", tags=[f"kumo-orphan={released}"])
     kumo_operator.stop()
     sweeping = like(kumo_operator, "operator-sweep.log")

@@ -14,6 +14,7 @@ import yaml
 
 from tests.integration.helpers import (
     apply,
+    cluster_id,
     condition,
     kumo_leftovers,
     wait_gone,
@@ -69,7 +70,9 @@ def test_a_network_with_a_router_carries_a_vm_and_follows_its_spec(
     status, uid = obj["status"], obj["metadata"]["uid"]
     network = neutron_get(demo_conn, f"/networks/{status['id']}")["network"]
     assert network["name"] == f"{ns}-app"
-    assert sorted(network["tags"]) == sorted(["kumo", f"kumo-owner={uid}"])
+    assert sorted(network["tags"]) == sorted(
+        ["kumo", f"kumo-owner={uid}", f"kumo-cluster={cluster_id()}"]
+    )
     subnet = subnets_of(demo_conn, status["id"])[FIRST]
     assert status["subnets"] == [{"cidr": FIRST, "id": subnet["id"], "gateway": "10.77.0.1"}]
     router = neutron_get(demo_conn, f"/routers/{status['routerId']}")["router"]

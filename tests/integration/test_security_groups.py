@@ -14,6 +14,7 @@ import yaml
 
 from tests.integration.helpers import (
     apply,
+    cluster_id,
     kumo_leftovers,
     members_of,
     wait_gone,
@@ -129,7 +130,8 @@ def test_rules_follow_and_drift_is_repaired_both_ways(
     group_id = obj["status"]["id"]
     group = group_of(demo_conn, group_id)
     assert group is not None and group["name"] == f"{ns}-web"
-    assert sorted(group["tags"]) == sorted(["kumo", f"kumo-owner={obj['metadata']['uid']}"])
+    marker = ["kumo", f"kumo-owner={obj['metadata']['uid']}", f"kumo-cluster={cluster_id()}"]
+    assert sorted(group["tags"]) == sorted(marker)
     assert obj["status"]["rules"] == "5/5"
     vms = {r.get("virtualMachine") for r in obj["status"]["appliedRules"]}
     assert vms == {m["metadata"]["name"] for m in members_of(ns, GROUP)} | {None}

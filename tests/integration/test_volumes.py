@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import apply, wait_gone, wait_ready
+from tests.integration.helpers import apply, cluster_id, wait_gone, wait_ready
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
@@ -50,7 +50,8 @@ def test_volume_create_extend_refuse_shrink_delete(
     volume = volume_of(demo_conn, obj["status"]["id"])
     assert volume is not None
     assert (volume["size"], volume["status"], volume["name"]) == (1, "available", f"{ns}-data")
-    assert volume["metadata"] == {"kumo": "managed", "kumo-owner": obj["metadata"]["uid"]}
+    marker = {"kumo": "managed", "kumo-owner": obj["metadata"]["uid"], "kumo-cluster": cluster_id()}
+    assert volume["metadata"] == marker
     assert obj["status"]["size"] == 1 and obj["status"]["attachments"] == []
     # Grow in place: the same volume, extended.
     kubectl("patch", "vol", "data", "-n", ns, "--type=merge", "-p", '{"spec":{"size":2}}')
