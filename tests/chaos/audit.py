@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kumo.cloud.model import Marker, marker_of, text_marker
+from kumo.cloud.model import Marker, marker_of, metadata_marker, text_marker
 
 
 @dataclass(frozen=True, order=True)
@@ -63,6 +63,22 @@ def owner_in_text(text: str | None) -> str | None:
 
 def _uid(marker: Marker | None) -> str | None:
     return marker.uid if marker is not None else None
+
+
+def owner_in_metadata(metadata: dict[str, str] | None) -> str | None:
+    """The owner UID from Cinder or Manila metadata (``kumo-owner``), if any."""
+    return _uid(metadata_marker(metadata))
+
+
+@dataclass(frozen=True)
+class NotSettled:
+    """Why a stack is not settled yet: false, so a wait goes on, and shown in the wait's
+    timeout message, so a stack that never settles says which part did not."""
+
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
 
 
 def orphaned(resources: Iterable[Marked], live_uids: Iterable[str]) -> list[Marked]:

@@ -21,13 +21,14 @@ from typing import Any
 
 from openstack import exceptions as os_exc
 
-from kumo.cloud.model import SHARE_OWNER_KEY
 from tests.chaos.audit import (
     CinderVolume,
     Marked,
+    NotSettled,
     count_duplicates,
     find_duplicates,
     find_leaks,
+    owner_in_metadata,
     owner_in_tags,
     owner_in_text,
     server_mismatches,
@@ -42,6 +43,27 @@ API = "kumo.dev/v1alpha1"
 GROUP = "chaos"
 LB = "chaos-lb"
 DNS = "chaos-dns"
+#: The rest of the stack: one object of every other kind, each following what it
+#: serves where the kind can (the SG's rule and the share's access follow the group's
+#: members, the floating IP the LB's VIP), so churn reaches every kind.
+NETWORK = "chaos-net"
+SECURITY_GROUP = "chaos-sg"
+KEYPAIR = "chaos-kp"
+VOLUME = "chaos-vol"
+FLOATING_IP = "chaos-fip"
+SHARE = "chaos-share"
+#: (kubectl short name, object name) of the objects that only need to be Ready.
+OTHERS = (
+    ("net", NETWORK),
+    ("sg", SECURITY_GROUP),
+    ("kp", KEYPAIR),
+    ("vol", VOLUME),
+    ("fip", FLOATING_IP),
+    ("share", SHARE),
+)
+PUBLIC_KEY = (
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOB3slJYeddLBNCsRNN1u+i93N9IfvaCXzbCIZAN+DsC chaos@kumo"
+)
 ZONE = "kumo-demo.test."
 PORT = 80
 TEMPLATE = {"image": "centos79", "flavor": "m1.tiny", "description": "kumo chaos member"}
@@ -107,8 +129,48 @@ def dns_manifest(namespace: str) -> dict[str, Any]:
     }
 
 
+def other_manifests() -> list[dict[str, Any]]:
+    """One object of every kind the group, LB and record are not."""
+
+    def obj(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": API, "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+    follow_group = {"virtualMachineGroupRef": GROUP}
+    return [
+        obj("Network", NETWORK, {"subnets": [{"cidr": "10.77.0.0/24"}], "router": {}}),
+        obj(
+            "SecurityGroup",
+            SECURITY_GROUP,
+            {
+                "rules": [
+                    {"protocol": "tcp", "port": PORT, **follow_group},
+                    {"protocol": "tcp", "port": 22, "cidr": "192.0.2.0/24"},
+                ]
+            },
+        ),
+        obj("KeyPair", KEYPAIR, {"publicKey": PUBLIC_KEY}),
+        obj("Volume", VOLUME, {"size": 1, "description": "kumo chaos data"}),
+        obj("FloatingIP", FLOATING_IP, {"loadBalancerRef": LB}),
+        obj(
+            "Share",
+            SHARE,
+            {
+                "protocol": "NFS",
+                "size": 1,
+                "shareType": "default",
+                "access": [{**follow_group, "accessLevel": "rw"}],
+            },
+        ),
+    ]
+
+
 def apply_stack(namespace: str, replicas: int) -> None:
-    for manifest in (group_manifest(replicas), lb_manifest(), dns_manifest(namespace)):
+    for manifest in (
+        group_manifest(replicas),
+        lb_manifest(),
+        dns_manifest(namespace),
+        *other_manifests(),
+    ):
         apply(namespace, manifest)
 
 
@@ -181,6 +243,34 @@ def cloud_markers(conn: Any) -> list[Marked]:
     for v in cinder_volumes(conn):
         if v.owner:
             found.append(Marked("volume", v.id, v.owner, v.name))
+    found += _neutron_markers(conn)
+    for k in conn.compute.keypairs():
+        owner = owner_in_text(k.public_key)
+        if owner:
+            found.append(Marked("keypair", k.name, owner, k.name))
+    for share in conn.shared_file_system.shares(details=True):
+        owner = owner_in_metadata(share.metadata)
+        if owner and share.status != "deleted":
+            found.append(Marked("share", share.id, owner, share.name or ""))
+    return found
+
+
+def _neutron_markers(conn: Any) -> list[Marked]:
+    """Networks, routers, security groups and floating IPs: tags, else the marker word
+    of the description (what the create call writes before the tags come)."""
+    found: list[Marked] = []
+    listings = (
+        ("network", conn.network.networks()),
+        ("router", conn.network.routers()),
+        ("security_group", conn.network.security_groups()),
+        ("floatingip", conn.network.ips()),
+    )
+    for kind, resources in listings:
+        for r in resources:
+            owner = owner_in_tags(r.tags) or owner_in_text(r.description)
+            if owner:
+                name = getattr(r, "floating_ip_address", None) or r.name or ""
+                found.append(Marked(kind, r.id, owner, name))
     return found
 
 
@@ -192,7 +282,7 @@ def cinder_volumes(conn: Any) -> list[CinderVolume]:
         CinderVolume(
             id=v["id"],
             name=v.get("name") or "",
-            owner=(v.get("metadata") or {}).get(SHARE_OWNER_KEY) or None,
+            owner=owner_in_metadata(v.get("metadata")),
             servers=tuple(a["server_id"] for a in v.get("attachments") or [] if a.get("server_id")),
         )
         for v in response.json()["volumes"]
@@ -235,46 +325,53 @@ class Settled:
     lb: dict[str, Any]
     dns: dict[str, Any]
     ips: set[str]
+    others: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def owners(self) -> set[str]:
-        objs = [self.group, self.lb, self.dns, *self.vms]
+        objs = [self.group, self.lb, self.dns, *self.vms, *self.others]
         return {o["metadata"]["uid"] for o in objs}
 
 
-def settled(conn: Any, namespace: str, replicas: int) -> Settled | None:
+def settled(conn: Any, namespace: str, replicas: int) -> Settled | NotSettled:
     """The stack once converged: the group Ready with ``replicas`` Ready members and no
     other member left (not even one being deleted), the pool holding exactly their
-    addresses, the DNS record publishing the VIP. None until then."""
+    addresses, the DNS record publishing the VIP, every other object Ready on its latest
+    spec. Until then, what is not there yet."""
     group = get_obj("vmg", GROUP, namespace)
     st = status_of(group)
-    if not current(group) or (st.get("readyReplicas"), st.get("replicas")) != (
-        replicas,
-        replicas,
-    ):
-        return None
+    counts = (st.get("readyReplicas"), st.get("replicas"))
+    if not current(group) or counts != (replicas, replicas):
+        return NotSettled(f"group not Ready at {replicas}: ready/replicas {counts}")
     assert group is not None
     vms = group_vms(namespace)
     if len(vms) != replicas or any(v["metadata"].get("deletionTimestamp") for v in vms):
-        return None
+        return NotSettled(f"{len(vms)} member objects (some may be deleting)")
     if not all(current(v) and status_of(v).get("id") and status_of(v).get("ip") for v in vms):
-        return None
+        return NotSettled("a member not Ready with a server and an address")
     # Statuses alone can look settled while a new leader has not yet seen that a recorded
     # server was deleted (a kill right after an out-of-band delete): ask Nova too.
     if not all(server_active(conn, status_of(v)["id"]) for v in vms):
-        return None
+        return NotSettled("a member's recorded server is not ACTIVE in Nova")
     ips = {status_of(v)["ip"] for v in vms}
     lb = get_obj("lb", LB, namespace)
     vip, lb_id = status_of(lb).get("vip"), status_of(lb).get("id")
     if not current(lb) or not vip or not lb_id:
-        return None
-    if pool_member_addresses(conn, lb_id) != {PORT: ips}:
-        return None
+        return NotSettled(f"LB not Ready: {condition(lb)}")
+    pools = pool_member_addresses(conn, lb_id)
+    if pools != {PORT: ips}:
+        return NotSettled(f"pool members {pools} != members {sorted(ips)}")
     dns = get_obj("dns", DNS, namespace)
     if not current(dns) or status_of(dns).get("records") != [vip]:
-        return None
+        return NotSettled(f"DNS not Ready on the VIP: {condition(dns)}")
+    others = []
+    for short, name in OTHERS:
+        obj = get_obj(short, name, namespace)
+        if obj is None or not current(obj):
+            return NotSettled(f"{short} {name} not Ready: {condition(obj)}")
+        others.append(obj)
     assert lb is not None and dns is not None
-    return Settled(group, vms, lb, dns, ips)
+    return Settled(group, vms, lb, dns, ips, others)
 
 
 def server_active(conn: Any, server_id: str) -> bool:
@@ -289,7 +386,7 @@ def wait_settled(
     conn: Any, namespace: str, replicas: int, timeout: float = SETTLE_TIMEOUT
 ) -> Settled:
     return wait_until(  # type: ignore[no-any-return]
-        f"the chaos stack settled at {replicas} replicas (group, LB pool, DNS)",
+        f"the chaos stack settled at {replicas} replicas (every kind)",
         lambda: settled(conn, namespace, replicas),
         timeout,
         interval=2,
@@ -430,7 +527,8 @@ def delete_foreign_server(conn: Any, server_id: str) -> None:
 def delete_stack(namespace: str) -> None:
     """Delete the stack as a user would (the record, the LB, the group: the group deletes
     its members) and wait until every Kumo object of the namespace is gone."""
-    kubectl("delete", "dns,lb,vmg", "--all", "-n", namespace, "--wait=false")
+    others = ",".join(short for short, _ in OTHERS)
+    kubectl("delete", f"dns,lb,vmg,{others}", "--all", "-n", namespace, "--wait=false")
     wait_until(
         f"every Kumo object in {namespace} deleted",
         lambda: not namespace_uids(namespace),

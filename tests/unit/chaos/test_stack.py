@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
+from kumo.cloud.model import marker_metadata
 from tests.chaos import stack
 from tests.chaos.audit import CinderVolume, Marked
 
 GROUP_UID, LB_UID, DNS_UID, VOLUME_UID = "uid-group", "uid-lb", "uid-dns", "uid-vol"
 VM_UIDS = ["uid-vm-1", "uid-vm-2"]
+#: The rest of the stack: kubectl short name → the object's UID.
+OTHER_UIDS = {short: f"uid-{short}" for short, _ in stack.OTHERS}
 
 
 def tags(uid: str) -> list[str]:
@@ -63,7 +66,39 @@ class FakeCloud:
             {"id": "vol-gone", "name": "y", "status": "deleted", "metadata": {}},
         ]
         self.block_storage = NS(get=self._cinder_get)
+        neutron = {
+            kind: [
+                NS(id=f"{kind}-1", name=f"ns-{kind}", tags=tags(uid), description=""),
+                # marked in its create call, its tags never came (a lost answer):
+                NS(id=f"{kind}-2", name="", tags=[], description=f"x kumo-owner={uid}"),
+                NS(id=f"{kind}-foreign", name="x", tags=["kumo"], description="kumo"),
+            ]
+            for kind, uid in (
+                ("networks", OTHER_UIDS["net"]),
+                ("routers", OTHER_UIDS["net"]),
+                ("security_groups", OTHER_UIDS["sg"]),
+                ("ips", OTHER_UIDS["fip"]),
+            )
+        }
+        self.network = NS(
+            **{kind: (lambda found=found: list(found)) for kind, found in neutron.items()}
+        )
+        self.keypairs = [
+            NS(name="ns-chaos-kp", public_key=f"ssh-ed25519 AAAA c kumo-owner={OTHER_UIDS['kp']}"),
+            NS(name="mine", public_key="ssh-ed25519 AAAA me@laptop"),
+        ]
+        self.shares = [
+            NS(
+                id="share-1",
+                name="s",
+                status="available",
+                metadata=marker_metadata(OTHER_UIDS["share"]),
+            ),
+            NS(id="share-x", name="x", status="available", metadata={}),
+        ]
+        self.shared_file_system = NS(shares=lambda details: list(self.shares))
         self.compute = NS(
+            keypairs=lambda: list(self.keypairs),
             servers=lambda: list(self.servers),
             server_groups=lambda: list(self.groups),
             get_server=lambda sid: next(s for s in self.servers if s.id == sid),
@@ -95,7 +130,7 @@ def vm(i: int) -> dict[str, Any]:
 @pytest.fixture
 def cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloud]:
     fake = FakeCloud()
-    live = {GROUP_UID, LB_UID, DNS_UID, VOLUME_UID, *VM_UIDS}
+    live = {GROUP_UID, LB_UID, DNS_UID, VOLUME_UID, *VM_UIDS, *OTHER_UIDS.values()}
     monkeypatch.setattr(stack, "live_uids", lambda: set(live))
     monkeypatch.setattr(stack, "group_vms", lambda namespace: [vm(0), vm(1)])
     monkeypatch.setattr(stack, "LEAK_GRACE", 0.2)
@@ -121,11 +156,21 @@ def settled_state() -> stack.Settled:
 def test_markers_of_every_kind_are_found_and_foreign_ones_ignored(cloud: FakeCloud) -> None:
     found = stack.cloud_markers(cloud)
     assert sorted((m.kind, m.id) for m in found) == [
+        ("floatingip", "ips-1"),
+        ("floatingip", "ips-2"),
+        ("keypair", "ns-chaos-kp"),
         ("load_balancer", "lb-1"),
+        ("network", "networks-1"),
+        ("network", "networks-2"),
         ("recordset", "rs-1"),
+        ("router", "routers-1"),
+        ("router", "routers-2"),
+        ("security_group", "security_groups-1"),
+        ("security_group", "security_groups-2"),
         ("server", "srv-0"),
         ("server", "srv-1"),
         ("server_group", "sg-1"),
+        ("share", "share-1"),
         ("volume", "vol-1"),
     ]
 
@@ -231,6 +276,7 @@ def cluster(cloud: FakeCloud, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]
         "lb": ready(state.lb),
         "dns": ready({**state.dns, "status": {**state.dns["status"], "records": ["10.10.0.99"]}}),
         "vms": [ready(v) for v in state.vms],
+        **{short: ready({"metadata": {"uid": uid}}) for short, uid in OTHER_UIDS.items()},
     }
     monkeypatch.setattr(stack, "get_obj", lambda kind, name, namespace: objs[kind])
     monkeypatch.setattr(stack, "group_vms", lambda namespace: objs["vms"])
@@ -241,9 +287,9 @@ def test_settled_when_everything_is_ready_and_the_pool_is_the_members(
     cloud: FakeCloud, cluster: dict[str, Any]
 ) -> None:
     got = stack.settled(cloud, "ns", 2)
-    assert got is not None and got.ips == {"10.10.0.1", "10.10.0.2"}
-    assert got.owners == {GROUP_UID, LB_UID, DNS_UID, *VM_UIDS}
-    assert stack.settled(cloud, "ns", 3) is None  # not the replicas asked for
+    assert isinstance(got, stack.Settled) and got.ips == {"10.10.0.1", "10.10.0.2"}
+    assert got.owners == {GROUP_UID, LB_UID, DNS_UID, *VM_UIDS, *OTHER_UIDS.values()}
+    assert not stack.settled(cloud, "ns", 3)  # not the replicas asked for
 
 
 @pytest.mark.parametrize(
@@ -258,10 +304,16 @@ def test_settled_when_everything_is_ready_and_the_pool_is_the_members(
         # a recorded server deleted out of band, its VM's status not yet caught up:
         lambda objs, cloud: setattr(cloud.servers[0], "task_state", "deleting"),
         lambda objs, cloud: setattr(cloud.servers[1], "status", "ERROR"),
+        # every other kind counts too:
+        *(
+            (lambda objs, cloud, short=short: objs[short]["metadata"].update(generation=2))
+            for short, _ in stack.OTHERS
+        ),
     ],
 )
 def test_not_settled_while_anything_lags(
     cloud: FakeCloud, cluster: dict[str, Any], spoil: Any
 ) -> None:
     spoil(cluster, cloud)
-    assert stack.settled(cloud, "ns", 2) is None
+    got = stack.settled(cloud, "ns", 2)
+    assert isinstance(got, stack.NotSettled) and not got and got.reason
