@@ -63,7 +63,7 @@ FAKES = [
     (
         FakeNetworks,
         NetworkCalls,
-        {"only_network", "add_port", "add_network", "delete_subnet_out_of_band"},
+        {"only_network", "add_port", "add_network", "add_router", "delete_subnet_out_of_band"},
     ),
 ]
 

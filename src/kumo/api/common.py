@@ -141,6 +141,10 @@ CLUSTER_ID_MAX = 12
 MARKER_WORD_MAX = len("kumo-owner=") + 36 + len("@") + CLUSTER_ID_MAX
 #: ... and the room it takes after the user's own text (a space, then the word).
 MARKER_ROOM = 1 + MARKER_WORD_MAX
+#: What a user's description may hold where Kumo appends its marker word to it (a
+#: FloatingIP's, a Network's and a SecurityGroup's Neutron resource carries it from its
+#: create call on: kumo/kinds/described.py); Neutron allows 255 characters in all.
+MARKED_DESCRIPTION_MAX = MAX_DESCRIPTION - MARKER_ROOM
 
 
 class ManagedSpec(KumoModel):

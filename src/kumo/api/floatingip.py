@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from kumo.api.common import (
-    MARKER_ROOM,
+    MARKED_DESCRIPTION_MAX,
     ImportableSpec,
     ManagedSpec,
     ManagedStatus,
@@ -14,7 +14,7 @@ from kumo.api.common import (
 )
 
 #: Neutron allows 255 characters; Kumo appends " kumo-owner=<uid>@<cluster>" (61).
-FIP_DESCRIPTION_MAX = 255 - MARKER_ROOM
+FIP_DESCRIPTION_MAX = MARKED_DESCRIPTION_MAX
 
 
 class FloatingIPSpec(ManagedSpec, ImportableSpec):

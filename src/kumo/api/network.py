@@ -15,7 +15,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kumo.api.common import (
-    MAX_DESCRIPTION,
+    MARKED_DESCRIPTION_MAX,
     ImportableSpec,
     KumoModel,
     ManagedSpec,
@@ -130,8 +130,9 @@ class NetworkSpec(ManagedSpec, ImportableSpec):
         ),
     )
 
-    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
-    """The network's description."""
+    description: str | None = Field(default=None, max_length=MARKED_DESCRIPTION_MAX)
+    """The network's description, at most 194 characters (Kumo appends its ownership
+    marker; Neutron allows 255 in all)."""
     subnets: list[SubnetSpec] = Field(default_factory=list, max_length=MAX_SUBNETS)
     """The network's subnets; added and removed in place. Subnets must not overlap."""
     mtu: int | None = Field(default=None, ge=68, le=65535)

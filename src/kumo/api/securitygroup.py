@@ -14,7 +14,7 @@ from typing import ClassVar, Literal
 from pydantic import ConfigDict, Field
 
 from kumo.api.common import (
-    MAX_DESCRIPTION,
+    MARKED_DESCRIPTION_MAX,
     ImportableSpec,
     KumoModel,
     ManagedSpec,
@@ -93,8 +93,9 @@ class SecurityGroupRuleSpec(KumoModel):
 class SecurityGroupSpec(ManagedSpec, ImportableSpec):
     """Desired state of a SecurityGroup."""
 
-    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
-    """The group's description."""
+    description: str | None = Field(default=None, max_length=MARKED_DESCRIPTION_MAX)
+    """The group's description, at most 194 characters (Kumo appends its ownership
+    marker; Neutron allows 255 in all)."""
     rules: list[SecurityGroupRuleSpec] = Field(default_factory=list, max_length=MAX_RULES)
     """Every rule of the group. Empty: the group lets nothing in and nothing out
     (Neutron's default egress rules are removed too: list an egress rule to keep them)."""

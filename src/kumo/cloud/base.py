@@ -100,6 +100,12 @@ class CloudBase:
         os_exc.raise_from_response(response)
         return response.json() if response.content else None
 
+    def _neutron_project(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        """GET a Neutron listing of this project's own resources (in a cloud thread: the
+        project is the token's, which may need authenticating first)."""
+        scoped = {**(params or {}), "project_id": self.conn.current_project_id}
+        return self._neutron("get", path, params=scoped)
+
     async def _get(self, action: str, fn: Callable[..., T], *args: Any, **kw: Any) -> T | None:
         try:
             return await self._call(action, fn, *args, **kw)

@@ -345,7 +345,7 @@ class DryRunCloud:
     # -- Neutron -----------------------------------------------------------------------
 
     async def create_security_group(
-        self, *, name: str, description: str | None, tags: list[str]
+        self, *, name: str, description: str, tags: list[str]
     ) -> model.SecurityGroup:
         self._record("create", "security group", name)
         return model.SecurityGroup(NEW_ID, name, 0, description, list(tags))
@@ -354,7 +354,10 @@ class DryRunCloud:
         old = await self._inner.get_security_group(group_id)
         before = old.description if old is not None else None
         self._record(
-            "update", "security group", group_id, Change("spec.description", before, description)
+            "update",
+            "security group",
+            group_id,
+            Change(_described(before, description or ""), before, description),
         )
 
     async def set_security_group_tags(self, group_id: str, tags: list[str]) -> None:
@@ -545,7 +548,7 @@ class DryRunCloud:
         self,
         *,
         name: str,
-        description: str | None,
+        description: str,
         mtu: int | None,
         port_security: bool,
         tags: list[str],
@@ -568,7 +571,12 @@ class DryRunCloud:
             "update",
             "network",
             network_id,
-            *(Change(fields.get(k, f"spec.{k}"), have.get(k), v) for k, v in changes.items()),
+            *(
+                Change(_described(have[k], v), have[k], v)
+                if k == "description"
+                else Change(fields.get(k, f"spec.{k}"), have.get(k), v)
+                for k, v in changes.items()
+            ),
         )
 
     async def set_network_tags(self, network_id: str, tags: list[str]) -> None:
@@ -607,7 +615,13 @@ class DryRunCloud:
         self._record("delete", "subnet", subnet_id)
 
     async def create_router(
-        self, *, name: str, external_network_id: str, enable_snat: bool, tags: list[str]
+        self,
+        *,
+        name: str,
+        description: str,
+        external_network_id: str,
+        enable_snat: bool,
+        tags: list[str],
     ) -> model.Router:
         self._record(
             "create",
@@ -615,7 +629,25 @@ class DryRunCloud:
             name,
             Change("spec.router.externalNetwork", None, external_network_id),
         )
-        return model.Router(NEW_ID, name, "ACTIVE", list(tags), external_network_id, enable_snat)
+        return model.Router(
+            NEW_ID,
+            name,
+            "ACTIVE",
+            list(tags),
+            external_network_id,
+            enable_snat,
+            description=description,
+        )
+
+    async def update_router(self, router_id: str, *, description: str) -> None:
+        old = await self._inner.get_router(router_id)
+        before = old.description if old else None
+        self._record(
+            "update",
+            "router",
+            router_id,
+            Change(_described(before, description), before, description),
+        )
 
     async def set_router_gateway(
         self, router_id: str, external_network_id: str, enable_snat: bool

@@ -5,7 +5,8 @@ takes a floating IP's tags only after the create (``PUT /floatingips/{id}/tags``
 ports accept tags in their POST), so the create writes Kumo's marker word
 ``kumo-owner=<uid>`` into the description and then sets the tags ``kumo`` and
 ``kumo-owner=<uid>``: a floating IP whose tags never came (a crash between the calls)
-still carries the marker (:func:`kumo.ports.model.floating_ip_owner`).
+still carries the marker (:func:`kumo.ports.model.floating_ip_owner`); the failpoint
+``after-floating-ip-create`` sits between the two calls.
 
 Reads come from the cloud watch's listing of the project's floating IPs
 (:class:`~kumo.cloud.watch.FloatingIPWatcher`) once it has listed; ports are read from
@@ -24,6 +25,7 @@ from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
 from kumo.cloud.watch import FloatingIPWatcher
 from kumo.engine.errors import TerminalError
+from kumo.engine.failpoints import failpoint
 
 
 class FloatingIPCalls(CloudBase):
@@ -117,7 +119,8 @@ class FloatingIPCalls(CloudBase):
             field="spec.address" if address else "spec.network",
         )
         fip = _floating_ip(created["floatingip"])
-        self.watch.floating_ips.put(fip)
+        self.watch.floating_ips.put(fip)  # marked by its description already
+        failpoint("after-floating-ip-create")  # crash tests: adopted by its description
         await self.set_floating_ip_tags(fip.id, tags)
         return dataclasses.replace(fip, tags=list(tags))
 

@@ -3,15 +3,19 @@
 Plain REST on the network proxy (``/v2.0`` is the proxy's), like the security groups.
 
 Ownership: a network and a router carry Neutron tags ``kumo`` and ``kumo-owner=<uid>``.
-Neutron (Zed) refuses tags in a create's body, so the create sets them at once after
-the POST and deletes the new resource again when that fails: one without the marker is
-never left behind knowingly. Subnets carry no marker: a subnet on Kumo's network is
-Kumo's, as a rule in Kumo's security group is.
+Neutron (Zed) refuses tags in a create's body, so the POST carries the marker word at
+the end of the description (kumo/kinds/described.py writes it) and the tags follow in a
+second call: one whose tags never came (the POST's answer lost, a crash between the
+calls — the failpoints ``after-network-create`` and ``after-router-create`` sit there)
+is still Kumo's (:func:`kumo.ports.model.described_owner`), listed by the watch and
+adopted by the next pass, never made twice. Subnets carry no marker: a subnet on Kumo's
+network is Kumo's, as a rule in Kumo's security group is.
 
 Reads come from the watch's listings (:class:`~kumo.cloud.watch.NetworkWatcher`): the
-tagged networks, their subnets, the tagged routers and their interface ports — four
-calls per interval whatever the number of networks. Ports on a network are read from
-the API, and only when a subnet or the network is about to be deleted.
+project's networks (kept when marked, by tag or description), their subnets, the
+project's routers (likewise) and their interface ports — four calls per interval
+whatever the number of networks. Ports on a network are read from the API, and only
+when a subnet or the network is about to be deleted.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from openstack import exceptions as os_exc
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.floatingips import port_from
+from kumo.cloud.neutron import marked
 from kumo.cloud.watch import NetworkWatcher
 from kumo.engine.errors import TerminalError
+from kumo.engine.failpoints import failpoint
 
 NETWORK_FIELDS = ["id", "name", "status", "mtu", "port_security_enabled", "description", "tags"]
 INTERFACE_OWNER = "network:router_interface"
@@ -38,7 +44,7 @@ class NetworkCalls(CloudBase):
         hit = self.watch.networks.lookup(network_id)
         if isinstance(hit, model.Network):
             return hit
-        # Not in the cache, or dropped from it (GONE): the watch lists Kumo's tagged
+        # Not in the cache, or dropped from it (GONE): the watch keeps Kumo's marked
         # networks only, so one it no longer lists may live on untagged (released,
         # to be imported): only the API can say.
         found = await self._get("get network", self._neutron, "get", f"/networks/{network_id}")
@@ -51,25 +57,32 @@ class NetworkCalls(CloudBase):
         cache = self.watch.networks
         if cache.answers_for(uid):
             return cache.owned_by(uid)
-        return await self._relist(
-            cache, uid, lambda: self._list_networks({"tags": model.owner_tag(uid)})
-        )
+
+        async def listing() -> list[model.Network]:
+            found = await self._project_networks()
+            return await self._with_subnets([n for n in found if model.described_owner(n) == uid])
+
+        return await self._relist(cache, uid, listing)
 
     async def find_networks_by_name(self, name: str) -> list[model.Network]:
-        return await self._list_networks({"name": name})
-
-    async def fetch_networks(self) -> list[model.Network]:
-        return await self._list_networks({"tags": model.MANAGED_TAG})
-
-    async def _list_networks(self, params: dict[str, Any]) -> list[model.Network]:
         found = await self._call(
             "list networks",
             self._neutron,
             "get",
             "/networks",
-            params={**params, "fields": NETWORK_FIELDS},
+            params={"name": name, "fields": NETWORK_FIELDS},
         )
         return await self._with_subnets([_network(x) for x in found["networks"]])
+
+    async def fetch_networks(self) -> list[model.Network]:
+        return await self._with_subnets(marked(await self._project_networks()))
+
+    async def _project_networks(self) -> list[model.Network]:
+        """The project's own networks, without their subnets."""
+        found = await self._call(
+            "list networks", self._neutron_project, "/networks", {"fields": NETWORK_FIELDS}
+        )
+        return [_network(x) for x in found["networks"]]
 
     async def _with_subnets(self, networks: list[model.Network]) -> list[model.Network]:
         """The networks with their subnets: one listing for all of them."""
@@ -107,14 +120,15 @@ class NetworkCalls(CloudBase):
         self,
         *,
         name: str,
-        description: str | None,
+        description: str,
         mtu: int | None,
         port_security: bool,
         tags: list[str],
     ) -> model.Network:
+        """Create the network with ``description`` (carrying the marker word), then tag it."""
         body: dict[str, Any] = {
             "name": name,
-            "description": description or "",
+            "description": description,
             "port_security_enabled": port_security,
             "admin_state_up": True,
         }
@@ -131,11 +145,10 @@ class NetworkCalls(CloudBase):
             field="spec",
         )
         network = _network(created["network"])
-        await self._tag_or_undo("network", f"/networks/{network.id}", tags)
-        network = dataclasses.replace(network, tags=list(tags))
-        self.watch.networks.put(network)
-        self.watch.nudge(NetworkWatcher.service)
-        return network
+        self.watch.networks.put(network)  # marked by its description already
+        failpoint("after-network-create")  # crash tests: adopted by its description
+        await self.set_network_tags(network.id, tags)
+        return dataclasses.replace(network, tags=list(tags))
 
     async def update_network(self, network_id: str, changes: dict[str, Any]) -> None:
         await self._call(
@@ -145,6 +158,15 @@ class NetworkCalls(CloudBase):
             f"/networks/{network_id}",
             json={"network": changes},
             field=_spec_field(changes),
+        )
+        self.watch.networks.update(
+            network_id,
+            lambda n: dataclasses.replace(
+                n,
+                mtu=changes.get("mtu", n.mtu),
+                port_security=changes.get("port_security_enabled", n.port_security),
+                description=changes.get("description", n.description),
+            ),
         )
         self.watch.nudge(NetworkWatcher.service)
 
@@ -244,16 +266,22 @@ class NetworkCalls(CloudBase):
         cache = self.watch.routers
         if cache.answers_for(uid):
             return cache.owned_by(uid)
-        return await self._relist(
-            cache, uid, lambda: self._list_routers({"tags": model.owner_tag(uid)})
-        )
+
+        async def listing() -> list[model.Router]:
+            found = await self._project_routers()
+            return await self._with_interfaces(
+                [r for r in found if model.described_owner(r) == uid]
+            )
+
+        return await self._relist(cache, uid, listing)
 
     async def fetch_routers(self) -> list[model.Router]:
-        return await self._list_routers({"tags": model.MANAGED_TAG})
+        return await self._with_interfaces(marked(await self._project_routers()))
 
-    async def _list_routers(self, params: dict[str, Any]) -> list[model.Router]:
-        found = await self._call("list routers", self._neutron, "get", "/routers", params=params)
-        return await self._with_interfaces([_router(x) for x in found["routers"]])
+    async def _project_routers(self) -> list[model.Router]:
+        """The project's own routers, without their interfaces."""
+        found = await self._call("list routers", self._neutron_project, "/routers")
+        return [_router(x) for x in found["routers"]]
 
     async def _with_interfaces(self, routers: list[model.Router]) -> list[model.Router]:
         """The routers with the subnets they have an interface on: one port listing."""
@@ -280,8 +308,16 @@ class NetworkCalls(CloudBase):
         ]
 
     async def create_router(
-        self, *, name: str, external_network_id: str, enable_snat: bool, tags: list[str]
+        self,
+        *,
+        name: str,
+        description: str,
+        external_network_id: str,
+        enable_snat: bool,
+        tags: list[str],
     ) -> model.Router:
+        """Create the router with its gateway and ``description`` (carrying the marker
+        word), then tag it."""
         created = await self._create(
             "create router",
             self._neutron,
@@ -292,17 +328,30 @@ class NetworkCalls(CloudBase):
             json={
                 "router": {
                     "name": name,
+                    "description": description,
                     "external_gateway_info": _gateway(external_network_id, enable_snat),
                 }
             },
             field="spec.router",
         )
         router = _router(created["router"])
-        await self._tag_or_undo("router", f"/routers/{router.id}", tags)
-        router = dataclasses.replace(router, tags=list(tags))
-        self.watch.routers.put(router)
+        self.watch.routers.put(router)  # marked by its description already
+        failpoint("after-router-create")  # crash tests: adopted by its description
+        await self.set_router_tags(router.id, tags)
+        return dataclasses.replace(router, tags=list(tags))
+
+    async def update_router(self, router_id: str, *, description: str) -> None:
+        await self._call(
+            "update router",
+            self._neutron,
+            "put",
+            f"/routers/{router_id}",
+            json={"router": {"description": description}},
+        )
+        self.watch.routers.update(
+            router_id, lambda r: dataclasses.replace(r, description=description)
+        )
         self.watch.nudge(NetworkWatcher.service)
-        return router
 
     async def set_router_gateway(
         self, router_id: str, external_network_id: str, enable_snat: bool
@@ -368,14 +417,6 @@ class NetworkCalls(CloudBase):
     async def _put_neutron_tags(self, path: str, tags: list[str]) -> None:
         await self._call("set tags", self._neutron, "put", f"{path}/tags", json={"tags": tags})
 
-    async def _tag_or_undo(self, noun: str, path: str, tags: list[str]) -> None:
-        """Put the marker on a resource just made; delete it again when that fails."""
-        try:
-            await self._put_neutron_tags(path, tags)
-        except BaseException:
-            await self._call(f"delete untagged {noun}", self._neutron, "delete", path)
-            raise
-
     async def _delete(self, action: str, path: str) -> None:
         """DELETE; a 404 (already gone) is success."""
         try:
@@ -438,6 +479,7 @@ def _router(x: dict[str, Any]) -> model.Router:
         name=x.get("name") or "",
         status=x.get("status") or "",
         tags=list(x.get("tags") or []),
+        description=x.get("description"),
         external_network_id=gateway.get("network_id"),
         enable_snat=gateway.get("enable_snat"),
         external_addresses=tuple(

@@ -4,10 +4,15 @@ Everything goes through the network proxy's REST methods (``/v2.0`` is the proxy
 the listings need ``fields`` and tag filters, and the answers are small JSON.
 
 Ownership: a security group carries Neutron tags ``kumo`` and ``kumo-owner=<uid>``.
-Neutron refuses tags in the create's body (no ``tag-creation``), so the create sets them
-at once after the POST, and deletes the group again when that fails: a group without
-the marker is never left behind knowingly. Rules have no tags: a rule in Kumo's group
-is Kumo's; the ones Kumo creates say ``kumo`` in their description.
+Neutron refuses tags in the create's body (no ``tag-creation``), so the POST carries the
+marker word at the end of the description (kumo/kinds/described.py writes it) and the
+tags follow in a second call: a group whose tags never came (the POST's answer lost, a
+crash between the calls — the failpoint ``after-security-group-create`` sits there) is
+still Kumo's (:func:`kumo.ports.model.described_owner`), listed by the watch and adopted
+by the next pass. The listings are therefore of the project's groups, kept when marked
+either way (:func:`marked`): one call, as the tag-filtered one was. Rules have no tags:
+a rule in Kumo's group is Kumo's; the ones Kumo creates say ``kumo`` in their
+description.
 
 Neutron bumps a group's ``revision_number`` whenever one of its rules is created or
 deleted: the watch lists the groups without their rules (one call) and reads the rules
@@ -17,7 +22,8 @@ only of a group whose revision moved (see :class:`~kumo.cloud.watch.SecurityGrou
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from openstack import exceptions as os_exc
 
@@ -25,6 +31,9 @@ from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.watch import SecurityGroupWatcher
 from kumo.engine.errors import TerminalError
+from kumo.engine.failpoints import failpoint
+
+D = TypeVar("D", bound=model.Described)
 
 #: What the watch's probe asks for: no rules (their number is what grows).
 PROBE_FIELDS = ["id", "name", "description", "tags", "revision_number"]
@@ -67,9 +76,15 @@ class NeutronCalls(CloudBase):
         cache = self.watch.security_groups
         if cache.answers_for(uid):
             return cache.owned_by(uid)
-        return await self._relist(
-            cache, uid, lambda: self._list_groups({"tags": model.owner_tag(uid)})
-        )
+
+        async def listing() -> list[model.SecurityGroup]:
+            found = await self._call(
+                "list security groups", self._neutron_project, "/security-groups"
+            )
+            groups = [_group(x) for x in found["security_groups"]]
+            return [g for g in groups if model.described_owner(g) == uid]
+
+        return await self._relist(cache, uid, listing)
 
     async def find_security_groups_by_name(self, name: str) -> list[model.SecurityGroup]:
         return await self._list_groups({"name": name})
@@ -81,14 +96,14 @@ class NeutronCalls(CloudBase):
         return [_group(x) for x in found["security_groups"]]
 
     async def security_group_versions(self) -> list[model.SecurityGroup]:
+        """Kumo's groups without their rules: the project's, kept when marked."""
         found = await self._call(
             "list security groups",
-            self._neutron,
-            "get",
+            self._neutron_project,
             "/security-groups",
-            params={"tags": model.MANAGED_TAG, "fields": PROBE_FIELDS},
+            params={"fields": PROBE_FIELDS},
         )
-        return [_group(x) for x in found["security_groups"]]
+        return marked(_group(x) for x in found["security_groups"])
 
     async def fetch_security_group_rules(self, group_id: str) -> list[model.SecurityGroupRule]:
         found = await self._call(
@@ -111,9 +126,10 @@ class NeutronCalls(CloudBase):
         return sorted(str(p["id"]) for p in found["ports"])
 
     async def create_security_group(
-        self, *, name: str, description: str | None, tags: list[str]
+        self, *, name: str, description: str, tags: list[str]
     ) -> model.SecurityGroup:
-        body = {"name": name, "description": description or ""}
+        """Create the group with ``description`` (carrying the marker word), then tag it."""
+        body = {"name": name, "description": description}
         created = await self._create(
             "create security group",
             self._neutron,
@@ -125,16 +141,9 @@ class NeutronCalls(CloudBase):
             field="spec",
         )
         group = _group(created["security_group"])
-        try:
-            await self._put_tags(group.id, tags)
-        except BaseException:
-            await self._call(
-                "delete untagged security group",
-                self._neutron,
-                "delete",
-                f"/security-groups/{group.id}",
-            )
-            raise
+        self.watch.security_groups.put(group)  # marked by its description already
+        failpoint("after-security-group-create")  # crash tests: adopted by its description
+        await self._put_tags(group.id, tags)
         group = dataclasses.replace(group, tags=list(tags))
         self.watch.security_groups.put(group)
         self.watch.nudge(SecurityGroupWatcher.service)
@@ -266,3 +275,9 @@ def _rules(listed: list[dict[str, Any]]) -> list[model.SecurityGroupRule]:
         for r in listed
     ]
     return sorted(rules, key=lambda r: r.id)
+
+
+def marked(resources: Iterable[D]) -> list[D]:
+    """Those carrying Kumo's marker, by tag or (tags not set yet) by description word: what
+    a project-wide Neutron listing keeps for the watch."""
+    return [r for r in resources if model.MANAGED_TAG in r.tags or model.described_owner(r)]

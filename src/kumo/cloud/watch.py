@@ -28,9 +28,11 @@ list calls whose cost does not grow with the fleet while nothing changes:
   ``updated_at`` moved has its recordsets listed again.
 - **Manila**: Kumo's shares (one listing filtered by Kumo's metadata), then each of
   those shares' access rules (Manila cannot list rules across shares; Shares are few).
-- **Neutron security groups**: one listing of Kumo's groups (tag ``kumo``) without their
-  rules, per interval; Neutron bumps a group's ``revision_number`` whenever a rule of it
-  is created or deleted, so only a group whose revision moved has its rules read again.
+- **Neutron security groups**: one listing of the project's groups without their rules,
+  per interval, keeping Kumo's (tag ``kumo``, or the description's marker word: Neutron
+  takes tags only after a create, so a group whose tags never came is still seen by its
+  marker); Neutron bumps a group's ``revision_number`` whenever a rule of it is created
+  or deleted, so only a group whose revision moved has its rules read again.
 - **Neutron floating IPs**: one listing of the project's floating IPs per interval (not
   filtered by tag: Neutron takes a floating IP's tags only after its create, so one whose
   tags are missing — a crash between the two calls, a ``kumo`` tag removed by hand — is
@@ -830,10 +832,10 @@ class SecurityGroupWatcher(Watcher):
         super().__init__(env)
         self.cloud = cloud
         self.security_groups: ResourceCache[model.SecurityGroup] = ResourceCache(
-            "security groups", lambda g: g.id, lambda g: model.owner_of(g.tags)
+            "security groups", lambda g: g.id, model.described_owner
         )
         self.caches = self.singles = (self.security_groups,)
-        self.marks = (("security_group", self.security_groups, tags_marker),)
+        self.marks = (("security_group", self.security_groups, model.described_marker),)
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_security_group(resource.id)
@@ -914,11 +916,14 @@ class FloatingIPWatcher(Watcher):
 
 
 class NetworkWatcher(Watcher):
-    """Neutron networks and routers: Kumo's networks (tag ``kumo``) and their subnets,
-    Kumo's routers and their interface ports — at most four calls per interval whatever
-    the number of networks, subnets and routers (one while the project has no Kumo
-    network: routers are listed then only by the full relist), and no per-object GET. A subnet or an
-    interface removed by hand, or a router's gateway changed, shows in the next listing."""
+    """Neutron networks and routers: Kumo's networks and their subnets, Kumo's routers
+    and their interface ports — at most four calls per interval whatever the number of
+    networks, subnets and routers (one while the project has no Kumo network: routers
+    are listed then only by the full relist), and no per-object GET. Kumo's are the
+    project's marked by tag or, before their tags came (a lost create answer, a crash
+    between the create and the tag call), by the description's marker word. A subnet or
+    an interface removed by hand, or a router's gateway changed, shows in the next
+    listing."""
 
     service = "networks"
 
@@ -926,16 +931,16 @@ class NetworkWatcher(Watcher):
         super().__init__(env)
         self.cloud = cloud
         self.networks: ResourceCache[model.Network] = ResourceCache(
-            "networks", lambda n: n.id, lambda n: model.owner_of(n.tags)
+            "networks", lambda n: n.id, model.described_owner
         )
         self.routers: ResourceCache[model.Router] = ResourceCache(
-            "routers", lambda r: r.id, lambda r: model.owner_of(r.tags)
+            "routers", lambda r: r.id, model.described_owner
         )
         self.caches = self.singles = (self.networks, self.routers)
         # Routers first: the orphan sweep deletes a leaked router before its network.
         self.marks = (
-            ("router", self.routers, tags_marker),
-            ("network", self.networks, tags_marker),
+            ("router", self.routers, model.described_marker),
+            ("network", self.networks, model.described_marker),
         )
 
     async def delete_marked(self, resource: model.Marked) -> None:

@@ -122,7 +122,9 @@ class Lifecycle(Generic[R]):
     create: Callable[[], Awaitable[R]]
     created: Callable[[R], Wait]
     report: Callable[[R], Awaitable[Result]]
-    failpoint: str
+    #: The crash point right after the create call (``KUMO_FAILPOINTS``); None where the
+    #: cloud adapter names its own between a create and the call completing the marker.
+    failpoint: str | None = None
     status: Callable[[R], Body] = field(default=lambda _: {})
     before_create: Callable[[], Awaitable[Wait | None]] | None = None
     replace: Callable[[R], Awaitable[Replacement | None]] | None = None

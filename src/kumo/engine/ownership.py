@@ -299,12 +299,21 @@ async def _delete_duplicates(
 
 
 async def create_owned(
-    ctx: Context, obj: Obj, owned: Owned[R], create: Callable[[], Awaitable[R]], failpoint_name: str
+    ctx: Context,
+    obj: Obj,
+    owned: Owned[R],
+    create: Callable[[], Awaitable[R]],
+    failpoint_name: str | None = None,
 ) -> R:
     """Create (the kind stamps the marker) and record the ID at once, so a crash after
-    this line leaves a resource the next pass adopts, never a second one."""
+    this line leaves a resource the next pass adopts, never a second one.
+
+    ``failpoint_name``: the crash point right after the create call. None where the
+    create is two calls (a Neutron POST carrying the marker in its description, then the
+    tags): the cloud adapter names the crash point between them itself."""
     resource = await create()
-    failpoint(failpoint_name)
+    if failpoint_name is not None:
+        failpoint(failpoint_name)
     await record(ctx, obj, owned.status_of(resource))
     ctx.events.emit(obj, "Normal", "Created", f"created {owned.noun} {owned.id_of(resource)}")
     return resource

@@ -380,8 +380,9 @@ class NetworkingPort(CloudPort, Protocol):
 
     @read
     async def security_group_versions(self) -> list[model.SecurityGroup]:
-        """Kumo's groups (tag ``kumo``) without their rules: ID, name, description,
-        tags and revision — one cheap call, the watch's probe."""
+        """Kumo's groups (tag ``kumo``, or the description's marker word before the tags
+        came) without their rules: ID, name, description, tags and revision — one cheap
+        call, the watch's probe."""
         ...
 
     @read
@@ -394,8 +395,11 @@ class NetworkingPort(CloudPort, Protocol):
 
     @write
     async def create_security_group(
-        self, *, name: str, description: str | None, tags: list[str]
-    ) -> model.SecurityGroup: ...
+        self, *, name: str, description: str, tags: list[str]
+    ) -> model.SecurityGroup:
+        """The POST carries the marker in ``description``; the tags follow in a second
+        call (Neutron takes none in a create)."""
+        ...
 
     @write
     async def update_security_group(self, group_id: str, *, description: str | None) -> None: ...
@@ -587,7 +591,8 @@ class NetworksPort(CloudPort, Protocol):
 
     @read
     async def fetch_networks(self) -> list[model.Network]:
-        """Kumo's networks (tag ``kumo``) with their subnets: the watch's listing."""
+        """Kumo's networks (tag ``kumo``, or the description's marker word before the
+        tags came) with their subnets: the watch's listing."""
         ...
 
     @read
@@ -603,7 +608,8 @@ class NetworksPort(CloudPort, Protocol):
 
     @read
     async def fetch_routers(self) -> list[model.Router]:
-        """Kumo's routers (tag ``kumo``) with their interfaces: the watch's listing."""
+        """Kumo's routers (tag ``kumo``, or the description's marker word before the
+        tags came) with their interfaces: the watch's listing."""
         ...
 
     @write
@@ -611,11 +617,14 @@ class NetworksPort(CloudPort, Protocol):
         self,
         *,
         name: str,
-        description: str | None,
+        description: str,
         mtu: int | None,
         port_security: bool,
         tags: list[str],
-    ) -> model.Network: ...
+    ) -> model.Network:
+        """The POST carries the marker in ``description``; the tags follow in a second
+        call (Neutron takes none in a create)."""
+        ...
 
     @write
     async def update_network(self, network_id: str, changes: dict[str, Any]) -> None:
@@ -653,8 +662,20 @@ class NetworksPort(CloudPort, Protocol):
 
     @write
     async def create_router(
-        self, *, name: str, external_network_id: str, enable_snat: bool, tags: list[str]
-    ) -> model.Router: ...
+        self,
+        *,
+        name: str,
+        description: str,
+        external_network_id: str,
+        enable_snat: bool,
+        tags: list[str],
+    ) -> model.Router:
+        """The POST carries the marker in ``description``; the tags follow in a second
+        call (Neutron takes none in a create)."""
+        ...
+
+    @write
+    async def update_router(self, router_id: str, *, description: str) -> None: ...
 
     @write
     async def set_router_gateway(

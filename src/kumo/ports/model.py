@@ -1,10 +1,15 @@
 """Plain values for what the cloud holds; Kumo's ownership marker is in
 :mod:`kumo.ports.markers` (re-exported here, where its names have always been).
+
+Neutron resources (floating IPs, networks, routers, security groups) carry the marker
+twice: the tags, and from their create call on the marker word at the end of their
+description — Neutron takes tags only in a second call (:func:`described_marker`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kumo.ports import markers
 from kumo.ports.markers import *  # noqa: F403
@@ -15,6 +20,7 @@ __all__ = [
     "SNAPSHOT_MEMBER_KEY",
     "SNAPSHOT_TEMPLATE_KEY",
     "AccessRule",
+    "Described",
     "ExportLocation",
     "FloatingIP",
     "HealthMonitor",
@@ -37,6 +43,8 @@ __all__ = [
     "Snapshot",
     "Subnet",
     "Volume",
+    "described_marker",
+    "described_owner",
     "floating_ip_marker",
     "floating_ip_owner",
     "keypair_marker",
@@ -324,18 +332,38 @@ class FloatingIP:
         return self.address
 
 
-def floating_ip_marker(fip: FloatingIP) -> markers.Marker | None:
+class Described(Protocol):
+    """A Neutron resource marked in its create call by its description (floating IPs,
+    networks, routers, security groups), then by its tags."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def tags(self) -> list[str]: ...
+
+    @property
+    def description(self) -> str | None: ...
+
+
+def described_marker(resource: Described) -> markers.Marker | None:
     """The marker in the tags, else the marker word of the description. Neutron (Zed)
-    takes no tags on a floating IP's create, so the create writes the marker into the
-    description and the tags follow in a second call: a floating IP whose tags never
-    came (a crash between the two) is still Kumo's."""
-    return markers.marker_of(fip.tags) or markers.text_marker(fip.description)
+    takes no tags in a create (no ``tag-creation`` extension), so the create writes the
+    marker into the description and the tags follow in a second call: a resource whose
+    tags never came (a lost answer, a crash between the two) is still Kumo's."""
+    return markers.marker_of(resource.tags) or markers.text_marker(resource.description)
 
 
-def floating_ip_owner(fip: FloatingIP) -> str | None:
-    """The owner (:func:`kumo.ports.markers.owner_of`) of a floating IP."""
-    marker = floating_ip_marker(fip)
+def described_owner(resource: Described) -> str | None:
+    """The owner (:func:`kumo.ports.markers.owner_of`) of a Neutron resource marked by
+    its tags or its description (:func:`described_marker`)."""
+    marker = described_marker(resource)
     return marker.owner if marker is not None else None
+
+
+#: A floating IP's marker and owner (the first kind marked in its description).
+floating_ip_marker = described_marker
+floating_ip_owner = described_owner
 
 
 @dataclass(frozen=True)
@@ -399,6 +427,8 @@ class Router:
     external_addresses: tuple[str, ...] = ()
     #: IDs of the subnets it has an interface on.
     interfaces: tuple[str, ...] = ()
+    #: Kumo's marker word (a router has no user description): see :func:`described_owner`.
+    description: str | None = None
 
 
 # -- Cinder: volumes carry metadata (no tags): the same marker keys as Manila's shares ------

@@ -331,16 +331,21 @@ def test_networks_cost_two_listings_per_interval_whatever_their_number() -> None
     router = asyncio.run(
         neutron.create_router(
             name="r",
+            description=model.owner_word("uid-mine"),
             external_network_id="ext",
             enable_snat=True,
             tags=model.marker_tags("uid-mine"),
         )
     )
+    # Kumo killed between the POST and the tag call: marked by its description only.
+    untagged = neutron.add_network("lost", description=f"app {model.owner_word('uid-lost')}")
     watch, seen = synced(Lists(FakeNova(), neutron_networks=neutron))
     neutron.calls.clear()
     refresh(watch, "networks")
     assert sorted(neutron.calls) == ["fetch_networks", "fetch_routers"]
-    assert len(watch.networks.items()) == 21
+    assert len(watch.networks.items()) == 22
+    assert watch.networks.owned_by("uid-lost") == [untagged], "seen by its description"
+    assert Marked("network", untagged.id, "lost", "uid-lost") in watch.marked()
     (subnet,) = neutron.networks[mine.id].subnets
     neutron.delete_subnet_out_of_band(subnet.id)
     refresh(watch, "networks")

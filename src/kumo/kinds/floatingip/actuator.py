@@ -30,7 +30,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import ordering, references
+from kumo.kinds import described, ordering, references
 from kumo.kinds.floatingip import plan
 
 #: While the target's server has no port yet (it is being built): look again this soon
@@ -50,7 +50,7 @@ class FloatingIPActuator:
         plan.check_address(spec.address)
         plan.target(spec)  # both targets given: InvalidSpec before anything is allocated
         network_id = await ctx.cloud.floating_ip_network_id(spec.network)
-        description = plan.description(spec.description, obj.uid)
+        description = described.text(spec.description, obj.uid)
         uid = obj.uid
 
         async def create() -> FloatingIP:
@@ -62,11 +62,8 @@ class FloatingIPActuator:
             )
 
         async def retag(fip: FloatingIP) -> lifecycle.Step[FloatingIP]:
-            if not plan.needs_tags(fip, uid):
-                return lifecycle.Step(fip)
-            tags = plan.marked_tags(fip.tags, uid)
-            await ctx.cloud.set_floating_ip_tags(fip.id, tags)
-            return lifecycle.Step(dataclasses.replace(fip, tags=tags))
+            set_tags = ctx.cloud.set_floating_ip_tags
+            return lifecycle.Step(await described.complete_tags(fip, uid, set_tags))
 
         async def describe(fip: FloatingIP) -> lifecycle.Step[FloatingIP]:
             if (fip.description or "") == description:
@@ -113,7 +110,6 @@ class FloatingIPActuator:
                     f"floating IP {fip.address} allocated", after=0.5
                 ),
                 report=report,
-                failpoint="after-floating-ip-create",
                 status=plan.status,
                 updaters=[retag, describe, associate],
             ),
@@ -258,21 +254,21 @@ def _floating_ips(
         return plan.import_mismatches(fip, network_id, address)
 
     async def mark(fip: FloatingIP) -> FloatingIP:
-        tags = plan.marked_tags(fip.tags, uid)
+        tags = described.marked_tags(fip.tags, uid)
         await cloud.set_floating_ip_tags(fip.id, tags)
         marked = await cloud.update_floating_ip(fip.id, description=description)
         return dataclasses.replace(marked, tags=tags)
 
     async def release(fip: FloatingIP) -> None:
-        tags, text = plan.released(fip, uid)
+        tags, text = described.released(fip.tags, fip.description, uid)
         await cloud.update_floating_ip(fip.id, description=text)
         await cloud.set_floating_ip_tags(fip.id, tags)
 
     return ownership.Owned(
         noun="floating IP",
         id_of=lambda fip: fip.id,
-        owner_of=plan.owner,
-        legacy=plan.legacy,
+        owner_of=described.owner,
+        legacy=described.legacy,
         get_by_id=cloud.get_floating_ip,
         list_owned=list_owned,
         delete=delete,

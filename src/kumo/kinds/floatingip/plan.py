@@ -5,7 +5,8 @@ marker, and what an import must match.
 Ownership: Neutron tags ``kumo``, ``kumo-owner=<uid>`` and ``kumo-cluster=<cluster>`` on
 the floating IP, and the marker word ``kumo-owner=<uid>@<cluster>`` at the end of its
 description (Neutron takes tags only after the create, so the description carries the
-marker from the first call on; kumo.ports.markers).
+marker from the first call on; kumo.ports.markers): the marker in the description is
+:mod:`kumo.kinds.described`'s, shared with Network and SecurityGroup.
 """
 
 from __future__ import annotations
@@ -14,25 +15,10 @@ import ipaddress
 from dataclasses import dataclass
 
 from kumo.api.floatingip import FloatingIPSpec
-from kumo.cloud.model import (
-    ORPHAN_PREFIX,
-    FloatingIP,
-    Port,
-    floating_ip_marker,
-    floating_ip_owner,
-    is_legacy,
-    marker_tags,
-    owner_word,
-    released_tags,
-    released_words,
-)
-from kumo.cloud.model import marked_tags as _marked_tags
+from kumo.cloud.model import FloatingIP, Port
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
-
-#: Neutron's limit on a description (the marker takes 48 of it).
-DESCRIPTION_MAX = 255
 
 TARGETS = (
     ("virtualMachineRef", "virtual_machine_ref", "VirtualMachine"),
@@ -135,52 +121,6 @@ def pick_port(ports: list[Port], primary_ip: str | None) -> tuple[Port, str] | N
 
 def associated(fip: FloatingIP, port_id: str, fixed_address: str | None) -> bool:
     return fip.port_id == port_id and (fixed_address is None or fip.fixed_address == fixed_address)
-
-
-# -- marker and description ----------------------------------------------------------------------
-
-
-def description(user: str | None, uid: str) -> str:
-    """The user's description followed by Kumo's marker word."""
-    marker = owner_word(uid)
-    text = f"{user} {marker}" if user else marker
-    if len(text) > DESCRIPTION_MAX:
-        raise TerminalError(
-            "DescriptionTooLong",
-            f"at most {DESCRIPTION_MAX - len(marker) - 1} characters (Neutron allows "
-            f"{DESCRIPTION_MAX} and Kumo appends its ownership marker {marker!r})",
-            field="spec.description",
-        )
-    return text
-
-
-#: The owning object's UID: the ``kumo-owner`` tag, else the description's marker word.
-owner = floating_ip_owner
-
-
-def legacy(fip: FloatingIP) -> bool:
-    """Its marker is from before markers named the cluster: re-mark it."""
-    return is_legacy(floating_ip_marker(fip))
-
-
-def needs_tags(fip: FloatingIP, uid: str) -> bool:
-    """The marker tags are incomplete (the tag call after a create never came, or the
-    ``kumo`` tag was removed by hand): put them back."""
-    return not set(marker_tags(uid)) <= set(fip.tags)
-
-
-def marked_tags(tags: list[str], uid: str) -> list[str]:
-    """``tags`` with ``uid``'s marker (and no orphan mark: an import takes it over)."""
-    return _marked_tags(tags, uid)
-
-
-def released(fip: FloatingIP, uid: str) -> tuple[list[str], str]:
-    """Tags and description with ``uid``'s marker swapped for the orphan mark (again
-    after a crash half-way: a description released already stays as it is)."""
-    text = fip.description or ""
-    if f"{ORPHAN_PREFIX}{uid}" not in text.split():
-        text = released_words(text, uid, DESCRIPTION_MAX)
-    return released_tags(fip.tags, uid), text
 
 
 # -- import and what cannot change ---------------------------------------------------------------

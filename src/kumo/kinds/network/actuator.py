@@ -1,13 +1,21 @@
 """Network actuator: a Neutron network, its subnets and, optionally, one router.
 
 Order of a pass (the engine's lifecycle): find the network (status.id only if marked,
-else adopt by its tags, else import, else create it and record its ID at once) → put its
-own attributes right (MTU, port security, description) → subnets: delete those the spec
+else adopt by its marker, else import, else create it and record its ID at once) →
+complete its marker tags → put its own attributes right (MTU, port security,
+description) → subnets: delete those the spec
 no longer has and no port uses (their router interface first), update the rest in
 place, create the missing ones (a new CIDR overlapping a subnet still in use waits) →
-the router: create it with its gateway (recorded at once as ``routerId``), correct the
-gateway, add and remove interfaces so there is one on every subnet with a gateway →
-report. Without ``spec.router`` a router Kumo made is taken apart.
+the router: create it with its gateway (recorded at once as ``routerId``), complete its
+marker tags, correct the gateway, add and remove interfaces so there is one on every
+subnet with a gateway → report. Without ``spec.router`` a router Kumo made is taken
+apart.
+
+Marked at create: Neutron takes no tags in a create, so the network's and the router's
+POST carry the marker word in their description (kinds/described.py) and the tags
+follow. One whose create answer was lost, or whose tags never came (Kumo killed between
+the calls), is adopted by its description on the next pass and its tags completed —
+never made a second time.
 
 Drift — a subnet deleted or an interface removed by hand — reaches the object through the
 cloud watch (:class:`~kumo.cloud.watch.NetworkWatcher`) within one interval.
@@ -15,7 +23,8 @@ cloud watch (:class:`~kumo.cloud.watch.NetworkWatcher`) within one interval.
 Deletion waits while Kumo objects name the network (``WaitingForUsers``) and while other
 ports remain on it (``NetworkInUse``: Neutron refuses to delete a network with ports);
 then interfaces → router → network (Neutron deletes the subnets with it).
-``deletionPolicy: Orphan`` swaps the network's and the router's tags for the orphan mark.
+``deletionPolicy: Orphan`` swaps the network's and the router's marker (tags and
+description word) for the orphan mark.
 """
 
 from __future__ import annotations
@@ -26,14 +35,14 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.network import NetworkSpec
-from kumo.cloud.model import Network, Router, marker_tags, owner_of, released_tags
+from kumo.cloud.model import Network, Router, marker_tags
 from kumo.engine import lifecycle, ownership
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
+from kumo.kinds import described
 from kumo.kinds.network import plan
 from kumo.kinds.references import deleting_targets, users_of
-from kumo.ports import markers
 
 #: Between finalize passes while objects or ports still use the network.
 DELETE_SECONDS = 3.0
@@ -51,15 +60,20 @@ class NetworkActuator:
         async def create() -> Network:
             network: Network = await ctx.cloud.create_network(
                 name=plan.network_name(obj.namespace, obj.name),
-                description=spec.description,
+                description=described.text(spec.description, obj.uid),
                 mtu=spec.mtu,
                 port_security=spec.port_security,
                 tags=marker_tags(obj.uid),
             )
             return network
 
+        async def retag(network: Network) -> lifecycle.Step[Network]:
+            return lifecycle.Step(
+                await described.complete_tags(network, obj.uid, ctx.cloud.set_network_tags)
+            )
+
         async def attributes(network: Network) -> lifecycle.Step[Network]:
-            changes = plan.network_updates(spec, observed_network(network))
+            changes = plan.network_updates(spec, observed_network(network), obj.uid)
             if changes:
                 await ctx.cloud.update_network(network.id, changes)
                 network = dataclasses.replace(
@@ -110,9 +124,8 @@ class NetworkActuator:
                 create=create,
                 created=lambda _: lifecycle.Wait("network created", after=0.2),
                 report=report,
-                failpoint="after-network-create",
                 status=observed,
-                updaters=[attributes, subnets, router],
+                updaters=[retag, attributes, subnets, router],
             ),
         )
 
@@ -268,6 +281,9 @@ async def _keep_router(
                 obj, "Normal", "DuplicateDeleted", f"deleted duplicate router {duplicate.id}"
             )
         if obj.status.get("routerId") != router.id:
+            ctx.events.emit(
+                obj, "Normal", "Adopted", f"adopted router {router.id} carrying Kumo's marker"
+            )
             await ownership.record(ctx, obj, {"routerId": router.id})
         router = await ownership.remark(ctx, obj, owned, router)
     else:
@@ -275,13 +291,16 @@ async def _keep_router(
         async def create() -> Router:
             made: Router = await ctx.cloud.create_router(
                 name=plan.network_name(obj.namespace, obj.name),
+                description=described.text(None, obj.uid, field="spec.router"),
                 external_network_id=external_id,
                 enable_snat=spec.router.enable_snat if spec.router else True,
                 tags=marker_tags(obj.uid),
             )
             return made
 
-        router = await ownership.create_owned(ctx, obj, owned, create, "after-router-create")
+        router = await ownership.create_owned(ctx, obj, owned, create)
+    # Tags missing: a lost create answer, or a crash between the create and the tags.
+    router = await described.complete_tags(router, obj.uid, ctx.cloud.set_router_tags)
     if router.external_network_id != external_id or (
         router.enable_snat is not None and router.enable_snat != spec.router.enable_snat
     ):
@@ -332,25 +351,30 @@ async def _own_network_id(ctx: Context, obj: Obj) -> str | None:
 
 def _networks(ctx: Context, obj: Obj) -> ownership.Owned[Network]:
     """The object's Neutron network as the ownership routine sees it (tags ``kumo``,
-    ``kumo-owner=<uid>``); ``spec.import`` finds one by ID or name and tags it."""
+    ``kumo-owner=<uid>``, or before they came the description's marker word);
+    ``spec.import`` finds one by ID or name and marks it (tags, then description)."""
     cloud = ctx.cloud
 
     async def delete(network: Network) -> None:
         await cloud.delete_network(network.id)
 
     async def mark(network: Network) -> Network:
-        tags = markers.marked_tags(network.tags, obj.uid)
+        tags = described.marked_tags(network.tags, obj.uid)
         await cloud.set_network_tags(network.id, tags)
-        return dataclasses.replace(network, tags=tags)
+        text = described.wanted(None, network.description, obj.uid)
+        await cloud.update_network(network.id, {"description": text})
+        return dataclasses.replace(network, tags=tags, description=text)
 
     async def release(network: Network) -> None:
-        await cloud.set_network_tags(network.id, released_tags(network.tags, obj.uid))
+        tags, text = described.released(network.tags, network.description, obj.uid)
+        await cloud.update_network(network.id, {"description": text})
+        await cloud.set_network_tags(network.id, tags)
 
     return ownership.Owned(
         noun="network",
         id_of=lambda n: n.id,
-        owner_of=lambda n: owner_of(n.tags),
-        legacy=lambda n: markers.legacy_tags(n.tags),
+        owner_of=described.owner,
+        legacy=described.legacy,
         get_by_id=cloud.get_network,
         list_owned=lambda: cloud.list_owned_networks(obj.uid),
         delete=delete,
@@ -368,22 +392,26 @@ def _routers(ctx: Context, obj: Obj) -> ownership.Owned[Router]:
         await _take_router_apart(ctx, router)
 
     async def mark(router: Router) -> Router:  # a legacy marker's (never imported)
-        tags = markers.marked_tags(router.tags, obj.uid)
+        tags = described.marked_tags(router.tags, obj.uid)
         await cloud.set_router_tags(router.id, tags)
-        return dataclasses.replace(router, tags=tags)
+        text = described.wanted(None, router.description, obj.uid)
+        await cloud.update_router(router.id, description=text)
+        return dataclasses.replace(router, tags=tags, description=text)
 
     async def release(router: Router) -> None:
-        await cloud.set_router_tags(router.id, released_tags(router.tags, obj.uid))
+        tags, text = described.released(router.tags, router.description, obj.uid)
+        await cloud.update_router(router.id, description=text)
+        await cloud.set_router_tags(router.id, tags)
 
     return ownership.Owned(
         noun="router",
         id_of=lambda r: r.id,
-        owner_of=lambda r: owner_of(r.tags),
+        owner_of=described.owner,
         get_by_id=cloud.get_router,
         list_owned=lambda: cloud.list_owned_routers(obj.uid),
         delete=delete,
         id_field="routerId",
         mark=mark,
         release=release,
-        legacy=lambda r: markers.legacy_tags(r.tags),
+        legacy=described.legacy,
     )

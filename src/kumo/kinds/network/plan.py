@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kumo.api.network import NetworkSpec, SubnetSpec
+from kumo.kinds import described
 
 
 @dataclass(frozen=True)
@@ -62,15 +63,18 @@ def network_name(namespace: str, name: str) -> str:
     return f"{namespace}-{name}"
 
 
-def network_updates(spec: NetworkSpec, observed: ObservedNetwork) -> dict[str, Any]:
-    """The network's own attributes that differ (Neutron's field names)."""
+def network_updates(spec: NetworkSpec, observed: ObservedNetwork, uid: str) -> dict[str, Any]:
+    """The network's own attributes that differ (Neutron's field names). The description
+    is the spec's (unset: the text it has) followed by the marker word of the object
+    ``uid`` (kinds/described.py): a marker word removed by hand is put back too."""
     changes: dict[str, Any] = {}
     if spec.mtu is not None and spec.mtu != observed.mtu:
         changes["mtu"] = spec.mtu
     if spec.port_security != observed.port_security:
         changes["port_security_enabled"] = spec.port_security
-    if spec.description is not None and spec.description != (observed.description or ""):
-        changes["description"] = spec.description
+    wanted = described.wanted(spec.description, observed.description, uid)
+    if wanted != (observed.description or ""):
+        changes["description"] = wanted
     return changes
 
 

@@ -2,8 +2,8 @@
 
 Order of a pass (the engine's lifecycle): work out the wanted rules from the spec and
 the objects it names (a dangling reference is an error, never a reason to remove a
-rule) → find the group (status.id, else adopt by its tags, else import, else create
-and record its ID at once) → put the description right → remove every rule the spec
+rule) → find the group (status.id, else adopt by its marker, else import, else create
+and record its ID at once) → complete its marker tags → put the description right → remove every rule the spec
 does not want (an event names each: one added by hand, Neutron's default egress rules)
 and add the missing ones → report. Neutron applies rules at once: no waiting.
 
@@ -14,7 +14,13 @@ group's ``revision_number`` moved), within one interval.
 
 Deletion waits while a Kumo VirtualMachine names the group in ``spec.securityGroups``
 (``WaitingForVirtualMachines``) and while Neutron refuses because ports still use it
-(``SecurityGroupInUse``); ``deletionPolicy: Orphan`` swaps the tags for the orphan mark.
+(``SecurityGroupInUse``); ``deletionPolicy: Orphan`` swaps the marker (tags and
+description word) for the orphan mark.
+
+Marked at create: Neutron takes no tags in a create, so the POST carries the marker word
+in the description (kinds/described.py) and the tags follow. A group whose create answer
+was lost, or whose tags never came (Kumo killed between the calls), is adopted by its
+description on the next pass and its tags completed — never made a second time.
 """
 
 from __future__ import annotations
@@ -24,22 +30,15 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.securitygroup import SecurityGroupSpec
-from kumo.cloud.model import (
-    SecurityGroup,
-    SecurityGroupRule,
-    marker_tags,
-    owner_of,
-    released_tags,
-    rule_label,
-)
+from kumo.cloud.model import SecurityGroup, SecurityGroupRule, marker_tags, rule_label
 from kumo.engine import lifecycle, ownership
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
+from kumo.kinds import described
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.references import referenced_names
 from kumo.kinds.securitygroup import plan
-from kumo.ports import markers
 
 #: Safety net while waiting for a target (its events enqueue the group anyway).
 TARGET_SECONDS = 10.0
@@ -70,18 +69,24 @@ class SecurityGroupActuator:
                 "appliedRules": plan.applied_rules(rules, wanted),
             }
 
+        description = described.text(spec.description, obj.uid)
+
         async def create() -> SecurityGroup:
             group: SecurityGroup = await ctx.cloud.create_security_group(
                 name=plan.group_name(obj.namespace, obj.name),
-                description=spec.description,
+                description=description,
                 tags=marker_tags(obj.uid),
             )
             return group
 
+        async def retag(group: SecurityGroup) -> lifecycle.Step[SecurityGroup]:
+            set_tags = ctx.cloud.set_security_group_tags
+            return lifecycle.Step(await described.complete_tags(group, obj.uid, set_tags))
+
         async def describe(group: SecurityGroup) -> lifecycle.Step[SecurityGroup]:
-            if (spec.description or "") != (group.description or ""):
-                await ctx.cloud.update_security_group(group.id, description=spec.description)
-                group = dataclasses.replace(group, description=spec.description or "")
+            if description != (group.description or ""):
+                await ctx.cloud.update_security_group(group.id, description=description)
+                group = dataclasses.replace(group, description=description)
             return lifecycle.Step(group)
 
         async def keep_rules(group: SecurityGroup) -> lifecycle.Step[SecurityGroup]:
@@ -118,9 +123,8 @@ class SecurityGroupActuator:
                 create=create,
                 created=lambda _: lifecycle.Wait("security group created", after=0.2),
                 report=report,
-                failpoint="after-security-group-create",
                 status=observed,
-                updaters=[describe, keep_rules],
+                updaters=[retag, describe, keep_rules],
             ),
         )
 
@@ -193,25 +197,30 @@ def _refs(group: Body, field: str) -> list[str]:
 
 def _groups(ctx: Context, obj: Obj) -> ownership.Owned[SecurityGroup]:
     """The object's Neutron group as the ownership routine sees it (tags ``kumo``,
-    ``kumo-owner=<uid>``); ``spec.import`` finds one by ID or name and tags it."""
+    ``kumo-owner=<uid>``, or before they came the description's marker word);
+    ``spec.import`` finds one by ID or name and marks it (tags, then description)."""
     cloud = ctx.cloud
 
     async def delete(group: SecurityGroup) -> None:
         await cloud.delete_security_group(group.id)
 
     async def mark(group: SecurityGroup) -> SecurityGroup:
-        tags = markers.marked_tags(group.tags, obj.uid)
+        tags = described.marked_tags(group.tags, obj.uid)
         await cloud.set_security_group_tags(group.id, tags)
-        return dataclasses.replace(group, tags=tags)
+        text = described.wanted(None, group.description, obj.uid)
+        await cloud.update_security_group(group.id, description=text)
+        return dataclasses.replace(group, tags=tags, description=text)
 
     async def release(group: SecurityGroup) -> None:
-        await cloud.set_security_group_tags(group.id, released_tags(group.tags, obj.uid))
+        tags, text = described.released(group.tags, group.description, obj.uid)
+        await cloud.update_security_group(group.id, description=text)
+        await cloud.set_security_group_tags(group.id, tags)
 
     return ownership.Owned(
         noun="security group",
         id_of=lambda g: g.id,
-        owner_of=lambda g: owner_of(g.tags),
-        legacy=lambda g: markers.legacy_tags(g.tags),
+        owner_of=described.owner,
+        legacy=described.legacy,
         get_by_id=cloud.get_security_group,
         list_owned=lambda: cloud.list_owned_security_groups(obj.uid),
         delete=delete,

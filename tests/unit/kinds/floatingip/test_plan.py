@@ -112,43 +112,6 @@ def test_associated_compares_port_and_fixed_address() -> None:
     assert not plan.associated(on, "p-1", "10.0.0.2") and not plan.associated(on, "p-2", None)
 
 
-# -- marker ------------------------------------------------------------------------------------
-
-
-def test_the_description_carries_the_marker_and_its_limit() -> None:
-    assert plan.description(None, UID) == f"kumo-owner=uid-fip@{model.cluster()}"
-    assert plan.description("web", UID) == f"web kumo-owner=uid-fip@{model.cluster()}"
-    with pytest.raises(TerminalError) as caught:
-        plan.description("x" * 250, UID)
-    assert caught.value.field == "spec.description"
-
-
-def test_owner_is_the_tag_else_the_description_word() -> None:
-    assert plan.owner(fip(tags=model.marker_tags(UID))) == UID
-    assert plan.owner(fip(description=f"web {model.owner_word(UID)}")) == UID, "tags not set"
-    assert plan.owner(fip(description="by hand")) is None
-
-
-def test_marker_tags_are_put_back_keeping_foreign_tags() -> None:
-    assert plan.needs_tags(fip(tags=[model.owner_tag(UID)]), UID)
-    assert not plan.needs_tags(fip(tags=["team-a", *model.marker_tags(UID)]), UID)
-    assert plan.marked_tags(["team-a", f"kumo-orphan={UID}"], UID) == [
-        "team-a",
-        *model.marker_tags(UID),
-    ]
-
-
-def test_released_swaps_both_markers_for_the_orphan_mark_once() -> None:
-    text = f"web {model.owner_word(UID)}"
-    owned = fip(tags=["team-a", *model.marker_tags(UID)], description=text)
-    tags, text = plan.released(owned, UID)
-    assert tags == ["team-a", f"kumo-orphan={UID}"]
-    assert text == f"web kumo-orphan={UID}"
-    half = fip(tags=model.marker_tags(UID), description=text)  # crashed between the calls
-    assert plan.released(half, UID) == ([f"kumo-orphan={UID}"], text)
-    assert plan.owner(fip(tags=tags, description=text)) is None
-
-
 # -- import --------------------------------------------------------------------------------------
 
 

@@ -7,6 +7,10 @@ that matter to Kumo.
 * Deleting a router that still has interfaces is refused (409, CloudBusy).
 * A subnet overlapping another of the same network is refused (400, terminal).
 * ``calls`` counts every call by name (the watch's cost is asserted from it).
+* A network's or router's create is Neutron's two calls as the adapter makes them: the
+  POST (the marker only in the description) and the tags. ``lose_creates``: that many
+  creates (of either) lose their answer — the resource exists, untagged, and the caller
+  gets a 502.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from kumo.engine.errors import TerminalError, TransientError
 
 _ids = itertools.count(1)
 EXTERNAL = {"ext-net-id": "public"}
+LOST = "502 Bad Gateway (the answer was lost; the resource was made)"
 
 
 def new_id(prefix: str) -> str:
@@ -38,6 +43,7 @@ class FakeNetworks:
         self.routers: dict[str, model.Router] = {}
         self.ports: dict[str, model.Port] = {}
         self.calls: list[str] = []
+        self.lose_creates = 0
 
     # -- helpers for tests (playing a user or the cloud) ------------------------------------
 
@@ -50,10 +56,25 @@ class FakeNetworks:
         self.ports[port.id] = port
         return port.id
 
-    def add_network(self, name: str, tags: list[str] | None = None) -> model.Network:
-        network = model.Network(new_id("net"), name, tags=list(tags or []))
+    def add_network(
+        self, name: str, tags: list[str] | None = None, description: str | None = None
+    ) -> model.Network:
+        network = model.Network(new_id("net"), name, tags=list(tags or []), description=description)
         self.networks[network.id] = network
         return network
+
+    def add_router(self, name: str, description: str | None = None) -> model.Router:
+        """A router as a create whose tag call never came leaves it (Kumo killed between)."""
+        router = model.Router(
+            new_id("router"), name, external_network_id="ext-net-id", description=description
+        )
+        self.routers[router.id] = router
+        return router
+
+    def _answer_lost(self, action: str) -> None:
+        if self.lose_creates:
+            self.lose_creates -= 1
+            raise TransientError("CloudUnavailable", f"{action}: {LOST}")
 
     def delete_subnet_out_of_band(self, subnet_id: str) -> None:
         for router in self.routers.values():
@@ -80,7 +101,7 @@ class FakeNetworks:
 
     async def list_owned_networks(self, uid: str) -> list[model.Network]:
         self.calls.append("list_owned_networks")
-        return [n for n in self.networks.values() if model.owner_tag(uid) in n.tags]
+        return [n for n in self.networks.values() if model.described_owner(n) == uid]
 
     async def find_networks_by_name(self, name: str) -> list[model.Network]:
         self.calls.append("find_networks_by_name")
@@ -88,7 +109,7 @@ class FakeNetworks:
 
     async def fetch_networks(self) -> list[model.Network]:
         self.calls.append("fetch_networks")
-        return [n for n in self.networks.values() if model.MANAGED_TAG in n.tags]
+        return [n for n in self.networks.values() if _marked(n)]
 
     async def network_ports(self, network_id: str) -> list[model.Port]:
         self.calls.append("network_ports")
@@ -100,27 +121,29 @@ class FakeNetworks:
 
     async def list_owned_routers(self, uid: str) -> list[model.Router]:
         self.calls.append("list_owned_routers")
-        return [r for r in self.routers.values() if model.owner_tag(uid) in r.tags]
+        return [r for r in self.routers.values() if model.described_owner(r) == uid]
 
     async def fetch_routers(self) -> list[model.Router]:
         self.calls.append("fetch_routers")
-        return [r for r in self.routers.values() if model.MANAGED_TAG in r.tags]
+        return [r for r in self.routers.values() if _marked(r)]
 
     async def create_network(
         self,
         *,
         name: str,
-        description: str | None,
+        description: str,
         mtu: int | None,
         port_security: bool,
         tags: list[str],
     ) -> model.Network:
         self.calls.append("create_network")
         network = model.Network(
-            new_id("net"), name, "ACTIVE", mtu or 1450, port_security, description or "", list(tags)
+            new_id("net"), name, "ACTIVE", mtu or 1450, port_security, description
         )
         self.networks[network.id] = network
-        return network
+        self._answer_lost("create network")
+        await self.set_network_tags(network.id, tags)
+        return self.networks[network.id]
 
     async def update_network(self, network_id: str, changes: dict[str, Any]) -> None:
         self.calls.append("update_network")
@@ -213,20 +236,33 @@ class FakeNetworks:
         self.delete_subnet_out_of_band(subnet_id)
 
     async def create_router(
-        self, *, name: str, external_network_id: str, enable_snat: bool, tags: list[str]
+        self,
+        *,
+        name: str,
+        description: str,
+        external_network_id: str,
+        enable_snat: bool,
+        tags: list[str],
     ) -> model.Router:
         self.calls.append("create_router")
         router = model.Router(
             new_id("router"),
             name,
             "ACTIVE",
-            list(tags),
+            [],
             external_network_id,
             enable_snat,
             ("203.0.113.10",),
+            description=description,
         )
         self.routers[router.id] = router
-        return router
+        self._answer_lost("create router")
+        await self.set_router_tags(router.id, tags)
+        return self.routers[router.id]
+
+    async def update_router(self, router_id: str, *, description: str) -> None:
+        self.calls.append("update_router")
+        self.routers[router_id] = replace(self.routers[router_id], description=description)
 
     async def set_router_gateway(
         self, router_id: str, external_network_id: str, enable_snat: bool
@@ -263,3 +299,8 @@ class FakeNetworks:
         if router is not None and router.interfaces:
             raise TransientError("CloudBusy", f"Router {router_id} still has ports")
         self.routers.pop(router_id, None)
+
+
+def _marked(resource: model.Network | model.Router) -> bool:
+    """What the adapter's project-wide listing keeps: tagged, or marked in the description."""
+    return model.MANAGED_TAG in resource.tags or model.described_owner(resource) is not None

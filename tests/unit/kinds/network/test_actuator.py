@@ -3,11 +3,12 @@ objects and cloud state in and check cloud state and status out."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from typing import Any
 
 from kumo.api.kinds import LOAD_BALANCER, NETWORK, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
-from kumo.cloud.model import marker_tags
+from kumo.cloud.model import ORPHAN_PREFIX, marker_tags, owner_word
 from kumo.engine.objects import Key
 from kumo.kinds.network.actuator import NetworkActuator
 from tests.unit.fakes import World
@@ -21,6 +22,10 @@ SPEC: dict[str, Any] = {
 WRITES = (
     "create_", "update_", "set_", "delete_", "add_router_interface", "remove_router_interface",
 )  # fmt: skip
+
+
+MARKER = owner_word("uid-app")
+ORPHAN = f"{ORPHAN_PREFIX}uid-app"
 
 
 def new_world(spec: dict[str, Any] | None = None) -> World:
@@ -55,7 +60,8 @@ def test_creates_the_network_its_subnet_and_a_router_with_an_interface() -> None
     (router,) = neutron(world).routers.values()
     (subnet,) = network.subnets
     assert network.tags == marker_tags("uid-app") and router.tags == marker_tags("uid-app")
-    assert (network.name, network.description) == ("default-app", "app tier")
+    assert (network.name, network.description) == ("default-app", f"app tier {MARKER}")
+    assert router.description == MARKER, "marked in the create call: a router has no text"
     assert (subnet.cidr, subnet.gateway, subnet.dns_nameservers) == (
         "10.20.0.0/24", "10.20.0.1", ("192.0.2.53",),
     )  # fmt: skip
@@ -155,7 +161,7 @@ def test_network_attributes_are_changed_in_place() -> None:
     converge(world)
     network = neutron(world).only_network()
     assert (network.id, network.mtu, network.port_security, network.description) == (
-        net_id, 1400, False, "moved",
+        net_id, 1400, False, f"moved {MARKER}",
     )  # fmt: skip
 
 
@@ -199,8 +205,9 @@ def test_orphan_releases_the_network_and_the_router() -> None:
     body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
     world.run(NetworkActuator(), "app")
     (router,) = neutron(world).routers.values()
-    assert neutron(world).only_network().tags == ["kumo-orphan=uid-app"]
-    assert router.tags == ["kumo-orphan=uid-app"] and router.interfaces
+    network = neutron(world).only_network()
+    assert (network.tags, network.description) == ([ORPHAN], f"app tier {ORPHAN}")
+    assert (router.tags, router.description) == ([ORPHAN], ORPHAN) and router.interfaces
     assert world.store.get("Network", "default", "app") is None
 
 
@@ -212,6 +219,7 @@ def test_import_tags_an_existing_network_and_adds_what_the_spec_wants() -> None:
     network = neutron(world).networks[legacy.id]
     assert status["id"] == legacy.id
     assert network.tags == ["team-a", *marker_tags("uid-app")]
+    assert network.description == MARKER, "marked in the description as a create marks it"
     assert [s.cidr for s in network.subnets] == ["10.30.0.0/24"]
     assert neutron(world).routers == {}
 
@@ -295,3 +303,58 @@ def test_a_legacy_network_and_router_get_this_clusters_marker() -> None:
     assert cloud.routers[router.id].tags == marker_tags("uid-app")
     assert world.events.reasons().count("Remarked") == 2
     assert cloud.only_network().id == network.id, "the same ones: nothing made again"
+
+
+# -- marked at create: a lost answer or a crash between the POST and the tags -----------------
+
+
+def test_a_lost_network_create_answer_is_adopted_by_its_description_not_made_again() -> None:
+    world = new_world()
+    neutron(world).lose_creates = 1
+    world.run(NetworkActuator(), "app")  # the POST went through; its answer did not
+    lost = neutron(world).only_network()
+    assert (lost.tags, lost.description) == ([], f"app tier {MARKER}")
+    status = converge(world)["status"]
+    assert neutron(world).calls.count("create_network") == 1, "adopted, never made twice"
+    network = neutron(world).only_network()
+    assert network.id == lost.id == status["id"]
+    assert network.tags == marker_tags("uid-app"), "its tags completed"
+    assert "Adopted" in world.events.reasons()
+    assert ready(world)["status"] == "True"
+
+
+def test_a_lost_router_create_answer_is_adopted_by_its_description_not_made_again() -> None:
+    world = new_world()
+    world.run(NetworkActuator(), "app")  # the network
+    neutron(world).lose_creates = 1
+    converge(world)
+    assert neutron(world).calls.count("create_router") == 1, "adopted, never made twice"
+    (router,) = neutron(world).routers.values()
+    assert router.tags == marker_tags("uid-app") and router.interfaces
+    assert world.stored("Network", "app")["status"]["routerId"] == router.id
+
+
+def test_a_network_and_router_left_untagged_by_a_crash_are_adopted() -> None:
+    """Kumo killed between each POST and its tag call (the failpoints
+    after-network-create and after-router-create): both carry the marker in their
+    description only, status names neither."""
+    world = new_world()
+    network = neutron(world).add_network("default-app", description=f"app tier {MARKER}")
+    router = neutron(world).add_router("default-app", description=MARKER)
+    status = converge(world)["status"]
+    assert (status["id"], status["routerId"]) == (network.id, router.id)
+    assert "create_network" not in neutron(world).calls
+    assert "create_router" not in neutron(world).calls
+    assert neutron(world).networks[network.id].tags == marker_tags("uid-app")
+    assert neutron(world).routers[router.id].tags == marker_tags("uid-app")
+
+
+def test_a_marker_word_removed_by_hand_is_put_back_keeping_the_text() -> None:
+    world = new_world()
+    net_id = converge(world)["status"]["id"]
+    networks = neutron(world).networks
+    networks[net_id] = dataclasses.replace(networks[net_id], description="edited by hand")
+    body = world.stored("Network", "app")
+    del body["spec"]["description"]
+    converge(world)
+    assert neutron(world).networks[net_id].description == f"edited by hand {MARKER}"

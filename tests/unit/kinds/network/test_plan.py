@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from kumo.api.network import NetworkSpec
+from kumo.cloud import model
 from kumo.kinds.network.plan import (
     ObservedNetwork,
     ObservedPort,
@@ -21,6 +22,8 @@ from kumo.kinds.network.plan import (
     plan_subnets,
     subnets_in_use,
 )
+
+UID = "uid-net"
 
 
 def spec(*subnets: dict[str, Any], **extra: Any) -> NetworkSpec:
@@ -82,7 +85,8 @@ def test_unchanged_network_plans_nothing() -> None:
     s = spec({"cidr": "10.0.0.0/24"})
     p = plan_subnets(s, [sub("a", "10.0.0.0/24")])
     assert p.empty and not p.blocked
-    assert network_updates(s, ObservedNetwork("n", 1500, True)) == {}
+    marked = ObservedNetwork("n", 1500, True, model.owner_word(UID))
+    assert network_updates(s, marked, UID) == {}
 
 
 def test_subnet_added_and_removed_in_place() -> None:
@@ -125,10 +129,19 @@ def test_a_new_cidr_not_overlapping_a_used_one_is_created_at_once() -> None:
 
 def test_network_attributes() -> None:
     s = spec(mtu=1400, portSecurity=False)
-    assert network_updates(s, ObservedNetwork("n", 1500, True)) == {
+    assert network_updates(s, ObservedNetwork("n", 1500, True, model.owner_word(UID)), UID) == {
         "mtu": 1400,
         "port_security_enabled": False,
     }
+
+
+def test_the_description_is_the_user_s_text_with_the_marker_word() -> None:
+    marker = model.owner_word(UID)
+    old = ObservedNetwork("n", 1500, True, f"old {marker}")
+    assert network_updates(spec(description="new"), old, UID) == {"description": f"new {marker}"}
+    assert network_updates(spec(), old, UID) == {}, "unset: the text it has stays"
+    bare = ObservedNetwork("n", 1500, True, "marker removed by hand")
+    assert network_updates(spec(), bare, UID) == {"description": f"marker removed by hand {marker}"}
 
 
 def test_router_interfaces_follow_the_subnets() -> None:

@@ -5,6 +5,9 @@
 * A second rule equal to one the group has is refused (409 ``SecurityGroupRuleExists``,
   which the adapter raises as CloudBusy).
 * A group some port uses cannot be deleted (409 ``SecurityGroupInUse``): ``ports``.
+* A create is Neutron's two calls as the adapter makes them: the POST (the marker only
+  in the description) and the tags. ``lose_creates``: that many creates lose their
+  answer — the group exists, untagged, and the caller gets a 502.
 * ``calls`` counts every call by name (the watch's cost is asserted from it).
 """
 
@@ -15,6 +18,8 @@ from dataclasses import replace
 
 from kumo.cloud import model
 from kumo.engine.errors import TransientError
+
+LOST = "create security group: 502 Bad Gateway (the answer was lost; the group was made)"
 
 _ids = itertools.count(1)
 
@@ -46,6 +51,7 @@ class FakeNeutron:
         self.groups: dict[str, model.SecurityGroup] = {}
         self.ports: dict[str, list[str]] = {}  # group ID → ports using it
         self.calls: list[str] = []
+        self.lose_creates = 0
 
     # -- helpers for tests (playing a user or the cloud) ------------------------------------
 
@@ -83,7 +89,7 @@ class FakeNeutron:
 
     async def list_owned_security_groups(self, uid: str) -> list[model.SecurityGroup]:
         self.calls.append("list_owned_security_groups")
-        return [g for g in self.groups.values() if model.owner_tag(uid) in g.tags]
+        return [g for g in self.groups.values() if model.described_owner(g) == uid]
 
     async def find_security_groups_by_name(self, name: str) -> list[model.SecurityGroup]:
         self.calls.append("find_security_groups_by_name")
@@ -91,7 +97,11 @@ class FakeNeutron:
 
     async def security_group_versions(self) -> list[model.SecurityGroup]:
         self.calls.append("security_group_versions")
-        return [replace(g, rules=()) for g in self.groups.values() if model.MANAGED_TAG in g.tags]
+        return [
+            replace(g, rules=())
+            for g in self.groups.values()
+            if model.MANAGED_TAG in g.tags or model.described_owner(g)
+        ]
 
     async def fetch_security_group_rules(self, group_id: str) -> list[model.SecurityGroupRule]:
         self.calls.append("fetch_security_group_rules")
@@ -101,16 +111,20 @@ class FakeNeutron:
         return sorted(self.ports.get(group_id, []))
 
     async def create_security_group(
-        self, *, name: str, description: str | None, tags: list[str]
+        self, *, name: str, description: str, tags: list[str]
     ) -> model.SecurityGroup:
         self.calls.append("create_security_group")
         defaults = tuple(
             model.SecurityGroupRule(new_id("rule"), "egress", ethertype)
             for ethertype in ("IPv4", "IPv6")
         )
-        group = model.SecurityGroup(new_id("sg"), name, 1, description or "", list(tags), defaults)
+        group = model.SecurityGroup(new_id("sg"), name, 1, description, [], defaults)
         self.groups[group.id] = group
-        return group
+        if self.lose_creates:
+            self.lose_creates -= 1
+            raise TransientError("CloudUnavailable", LOST)
+        await self.set_security_group_tags(group.id, tags)
+        return self.groups[group.id]
 
     async def update_security_group(self, group_id: str, *, description: str | None) -> None:
         self.calls.append("update_security_group")

@@ -7,7 +7,14 @@ import asyncio
 from typing import Any
 
 from kumo.api.kinds import SECURITY_GROUP, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
-from kumo.cloud.model import MANAGED_TAG, cluster_tag, marker_tags, owner_tag
+from kumo.cloud.model import (
+    MANAGED_TAG,
+    ORPHAN_PREFIX,
+    cluster_tag,
+    marker_tags,
+    owner_tag,
+    owner_word,
+)
 from kumo.engine.objects import Key
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.securitygroup.actuator import SecurityGroupActuator
@@ -61,7 +68,7 @@ def test_creates_the_group_tagged_with_exactly_the_spec_rules() -> None:
     status = converge(world)["status"]
     group = neutron(world).only()
     assert group.tags == marker_tags("uid-web")
-    assert (group.name, group.description) == ("default-web", "web tier")
+    assert (group.name, group.description) == ("default-web", f"web tier {owner_word('uid-web')}")
     assert status["id"] == group.id and status["phase"] == "Active"
     assert status["rules"] == "5/5" and len(group.rules) == 5
     assert rule_labels(world) == sorted(
@@ -148,6 +155,7 @@ def test_import_tags_the_group_and_makes_it_whole() -> None:
     converge(world)
     group = legacy[made.id]
     assert group.tags == ["team-a", MANAGED_TAG, owner_tag("uid-web"), cluster_tag()]
+    assert group.description == owner_word("uid-web")
     assert [(r.direction, r.ethertype) for r in group.rules] == [("egress", "IPv4")]
 
 
@@ -184,7 +192,9 @@ def test_orphan_releases_the_group() -> None:
     body["spec"]["deletionPolicy"] = "Orphan"
     body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
     world.run(SecurityGroupActuator(), "web")
-    assert neutron(world).groups[group_id].tags == ["kumo-orphan=uid-web"]
+    released = neutron(world).groups[group_id]
+    orphan = f"{ORPHAN_PREFIX}uid-web"
+    assert (released.tags, released.description) == ([orphan], f"web tier {orphan}")
     assert world.store.get("SecurityGroup", "default", "web") is None
 
 
@@ -224,3 +234,32 @@ def test_a_vm_naming_a_security_group_waits_for_it_then_uses_its_id() -> None:
     world.run(VirtualMachineActuator(), "app")
     (server,) = world.cloud.servers.values()
     assert server["attrs"]["security_groups"] == ["sg-1", "default"], "the cloud's by name"
+
+
+# -- marked at create: a lost answer or a crash between the POST and the tags -----------------
+
+
+def test_a_lost_create_answer_is_adopted_by_its_description_not_made_again() -> None:
+    world = new_world()
+    neutron(world).lose_creates = 1
+    world.run(SecurityGroupActuator(), "web")  # the POST went through; its answer did not
+    lost = neutron(world).only()
+    assert (lost.tags, lost.description) == ([], f"web tier {owner_word('uid-web')}")
+    status = converge(world)["status"]
+    assert neutron(world).calls.count("create_security_group") == 1, "never made twice"
+    group = neutron(world).only()
+    assert group.id == lost.id == status["id"] and group.tags == marker_tags("uid-web")
+    assert "Adopted" in world.events.reasons() and status["rules"] == "5/5"
+
+
+def test_a_group_left_untagged_by_a_crash_is_adopted() -> None:
+    """Kumo killed between the POST and the tag call (after-security-group-create)."""
+    world = new_world()
+    made = asyncio.run(
+        neutron(world).create_security_group(
+            name="default-web", description=f"web tier {owner_word('uid-web')}", tags=[]
+        )
+    )
+    status = converge(world)["status"]
+    assert status["id"] == made.id and len(neutron(world).groups) == 1
+    assert neutron(world).only().tags == marker_tags("uid-web")
