@@ -18,7 +18,11 @@ Faults, decided per request:
   These are counted under their kind and again under ``lost``;
 * ``swallowed`` — a request matching ``swallow`` (a regex over ``METHOD /path``), at
   most ``swallow_limit`` times, is answered ``202 Accepted`` and never carried out: a
-  cloud that accepted a delete and then failed it (the server stays ACTIVE).
+  cloud that accepted a delete and then failed it (the server stays ACTIVE);
+* ``lost_first`` — the first request of each ``METHOD /path`` matching ``lose_first`` (a
+  regex; :data:`LOSE_FIRST_CREATES`: the creates of networks, routers and security
+  groups) is carried out by the upstream and answered 502: a create whose answer is
+  lost, for certain rather than by chance. Counted under ``lost`` too.
 
 Version documents (``GET /``, ``GET /v2.1`` …) are not faulted unless
 ``fault_discovery`` is set: when openstacksdk's discovery fails it falls back to the
@@ -64,9 +68,16 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-__all__ = ["FAULT_KINDS", "FaultConfig", "FaultProxy", "FaultProxyThread", "check_upstream"]
+__all__ = [
+    "FAULT_KINDS",
+    "LOSE_FIRST_CREATES",
+    "FaultConfig",
+    "FaultProxy",
+    "FaultProxyThread",
+    "check_upstream",
+]
 
-FAULT_KINDS = ("5xx", "429", "reset", "latency", "lost", "swallowed")
+FAULT_KINDS = ("5xx", "429", "reset", "latency", "lost", "swallowed", "lost_first")
 LOOPBACK = "127.0.0.1"
 #: Headers that describe one connection, not the message (RFC 9110 §7.6.1).
 HOP_BY_HOP = frozenset(
@@ -85,6 +96,9 @@ HOP_BY_HOP = frozenset(
 )
 #: Version documents: ``/``, ``/v2``, ``/v2.0``, ``/v2.1/`` (what keystoneauth discovers).
 DISCOVERY_PATH = re.compile(r"^/(v\d+(\.\d+)?/?)?$")
+#: ``lose_first`` for Neutron's creates that carry Kumo's marker only in the description
+#: (the tags follow in a second call): a network, a router, a security group.
+LOSE_FIRST_CREATES = r"^POST (/v2\.0)?/(networks|routers|security-groups)$"
 UPSTREAM_TIMEOUT = aiohttp.ClientTimeout(total=120)
 
 
@@ -103,6 +117,7 @@ class FaultConfig:
     error_statuses: tuple[int, ...] = (500, 502, 503)
     swallow: str | None = None
     swallow_limit: int = 1
+    lose_first: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("error_5xx", "too_many", "reset", "latency", "lost_response"):
@@ -117,7 +132,14 @@ class FaultConfig:
 
     @property
     def quiet(self) -> bool:
-        return not (self.error_5xx or self.too_many or self.reset or self.latency or self.swallow)
+        return not (
+            self.error_5xx
+            or self.too_many
+            or self.reset
+            or self.latency
+            or self.swallow
+            or self.lose_first
+        )
 
 
 def check_upstream(url: str) -> str:
@@ -154,6 +176,7 @@ class FaultProxy:
         self.by_service: dict[str, Counter[str]] = {n: Counter() for n in self._listeners}
         self.requests = 0
         self._session: aiohttp.ClientSession | None = None
+        self._lost_first: set[str] = set()  # the METHOD /path whose first answer was lost
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -241,6 +264,12 @@ class FaultProxy:
         ):
             self._count(listener, "swallowed")
             return web.Response(status=202, reason="Accepted")
+        if config.lose_first and self._first(config.lose_first, request):
+            self._count(listener, "lost_first")
+            self._count(listener, "lost")
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                await self._forward(listener, request, body)
+            return _error(502, "injected by the chaos suite's fault proxy: answer lost")
         rng = self._rng
         if rng.random() < config.latency:
             self._count(listener, "latency")
@@ -267,6 +296,14 @@ class FaultProxy:
             status = rng.choice(config.error_statuses)
             return _error(status, "injected by the chaos suite's fault proxy")
         return _reset(request)
+
+    def _first(self, pattern: str, request: web.Request) -> bool:
+        """Is this the first request of its ``METHOD /path`` matching ``pattern``?"""
+        key = f"{request.method} {request.path}"
+        if key in self._lost_first or not re.search(pattern, key):
+            return False
+        self._lost_first.add(key)
+        return True
 
     async def _forward(
         self, listener: _Listener, request: web.Request, body: bytes, rewrite: bool = False

@@ -1,7 +1,8 @@
 """Fault injection: the operator talks to OpenStack through a proxy that fails 20 % of
 the requests with a 5xx, some with 429 + Retry-After, resets connections (some after
 the upstream carried the request out: a create whose answer is lost) and slows answers
-down by 1-3 s — and still nothing leaks and nothing is duplicated.
+down by 1-3 s, and loses the answer of the first create of a network, a router and a
+security group (``lose_first``) — and still nothing leaks and nothing is duplicated.
 
 The test owns its operator (the session's is stopped meanwhile): it runs with a
 clouds.yaml entry ``kumo-chaos``, a copy of the lab's ``kumo-demo`` whose compute,
@@ -25,7 +26,7 @@ import pytest
 import yaml
 
 from tests.chaos import stack
-from tests.chaos.faultproxy import FaultConfig, FaultProxyThread
+from tests.chaos.faultproxy import LOSE_FIRST_CREATES, FaultConfig, FaultProxyThread
 from tests.chaos.plan import chaos_seed, env_int
 from tests.chaos.routing import SERVICES, proxied_entry, service_endpoints, upstream_of
 from tests.integration.openstack_fixtures import lab_connect
@@ -40,6 +41,7 @@ FAULTS = FaultConfig(
     latency_range=(1.0, 3.0),
     retry_after=1,
     lost_response=0.3,
+    lose_first=LOSE_FIRST_CREATES,  # a network's, router's, group's first create: adopted
 )
 FAULT_SECONDS = env_int("KUMO_CHAOS_FAULT_SECONDS", 60)
 SEED = chaos_seed()

@@ -19,6 +19,7 @@ from aiohttp import web
 from tests.chaos.faultproxy import (
     FAULT_KINDS,
     HOP_BY_HOP,
+    LOSE_FIRST_CREATES,
     FaultConfig,
     FaultProxy,
     FaultProxyThread,
@@ -396,3 +397,28 @@ def test_a_swallowed_request_is_accepted_and_never_carried_out_up_to_its_limit()
     first, other, second, seen = run(scenario, config)
     assert (first, other, second) == (202, 200, 200)
     assert seen == [("GET", "/servers/abc"), ("DELETE", "/servers/abc")]
+
+
+def test_lose_first_carries_out_each_first_create_and_loses_its_answer() -> None:
+    """The first POST of networks, routers and security groups each reaches the upstream
+    and the client gets a 502; a second create of each, and everything else, passes."""
+
+    async def scenario(proxy: FaultProxy, upstream: Upstream, s: aiohttp.ClientSession) -> Any:
+        url = proxy.urls["svc"]
+        asked = [
+            ("POST", "/v2.0/networks"),
+            ("GET", "/v2.0/networks"),
+            ("POST", "/v2.0/networks"),
+            ("POST", "/v2.0/routers"),
+            ("PUT", "/v2.0/routers/r-1/tags"),
+            ("POST", "/v2.0/security-groups"),
+            ("POST", "/v2.0/security-group-rules"),
+            ("POST", "/v2.0/security-groups"),
+        ]
+        answers = [(await fetch(s, m, url + p, data=b"{}"))[0] for m, p in asked]
+        return answers, [(m, p) for m, p, _, _ in upstream.seen], asked, proxy.snapshot()
+
+    answers, seen, asked, counts = run(scenario, FaultConfig(lose_first=LOSE_FIRST_CREATES))
+    assert answers == [502, 200, 200, 502, 200, 502, 200, 200]
+    assert seen == asked, "every request, the lost ones too, was carried out upstream"
+    assert (counts["lost_first"], counts["lost"], counts["5xx"]) == (3, 3, 0)
