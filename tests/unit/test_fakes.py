@@ -59,7 +59,11 @@ FAKES = [
             "delete_out_of_band",
         },
     ),
-    (FakeCinder, CinderCalls, {"only_volume", "add_volume", "delete_volume_out_of_band"}),
+    (
+        FakeCinder,
+        CinderCalls,
+        {"only_volume", "add_volume", "hide", "show", "delete_volume_out_of_band"},
+    ),
     (
         FakeNetworks,
         NetworkCalls,

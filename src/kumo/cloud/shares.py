@@ -262,6 +262,8 @@ def _share(x: dict[str, Any]) -> model.Share:
         availability_zone=x.get("availability_zone"),
         description=x.get("description"),
         metadata=dict(x.get("metadata") or {}),
+        created_at=x.get("created_at") or "",
+        snapshot_id=x.get("snapshot_id"),
     )
 
 

@@ -306,6 +306,9 @@ def volume_from(x: dict[str, Any]) -> model.Volume:
         ),
         source_image=image.get("image_id"),
         snapshot_id=x.get("snapshot_id"),
+        source_volid=x.get("source_volid"),
+        created_at=x.get("created_at") or "",
+        updated_at=x.get("updated_at") or "",
     )
 
 

@@ -8,10 +8,15 @@ recordset, a Nova server group) is found the same way, so the rules cannot drift
    reports ``NotOwned`` naming it (a status written by someone else, a restore from
    backup, an object migrated from another operator);
 2. else adopted by marker — a crashed run created it but could not record its ID;
-   duplicates (two creates before a crash) are all ours: one is kept (the recorded
-   one, else one that fits the spec, else the lowest ID) and the others deleted. When
+   of duplicates (two creates before a crash) one is kept (the recorded one, else one
+   that fits the spec, else the lowest ID) and the others deleted — unless the kind
+   holds data (``Owned.holds_data``: volumes, shares): a second volume carrying the
+   marker is most often a restore or a copy someone made, so it is reported
+   (``DuplicateFound``, naming both) and left, and deleted only when the kind proves
+   Kumo made it and it holds nothing (``Owned.disposable``, kinds/duplicates.py). When
    drift saw several carrying the marker while status names one (a create retried
-   after its answer was lost), ``ctx.audit`` makes step 1 look for them too;
+   after its answer was lost, a copy appearing), ``ctx.audit`` makes step 1 look for
+   them too;
 3. else, when the spec says ``import: {id | name}``, that resource is taken over
    (:func:`take_over`): refused if another object's marker is on it (``AlreadyOwned``),
    checked against what cannot change (``ImportMismatch`` naming the field — never
@@ -31,7 +36,9 @@ duplicate or imported (``AlreadyOwned``, naming the cluster). A *legacy* marker 
 before markers named the cluster) is read as its UID: the object with that UID finds it
 as above, and re-marks it with this cluster's marker at once (event ``Remarked``).
 
-Deletion (:func:`delete_owned`) deletes exactly what carries the marker. A kind gives
+Deletion (:func:`delete_owned`) deletes exactly what carries the marker — of a kind
+that holds data, the recorded one and the disposable duplicates; the other duplicates
+are released (the orphan mark instead of the marker) and reported. A kind gives
 the routine an :class:`Owned` — how to get by ID, list what carries the marker, read a
 resource's marker and delete it; creating stays with the kind (:func:`create_owned`
 records the ID), because what a create needs differs per kind.
@@ -83,6 +90,12 @@ class Owned(Generic[R]):
     release: Callable[[R], Awaitable[None]] | None = None
     #: Its marker is a legacy one (no cluster): found, it is re-marked with ``mark``.
     legacy: Callable[[R], bool] | None = None
+    #: It holds data (a volume, a share): a duplicate is reported, never deleted unless
+    #: ``disposable`` proves it Kumo's own and empty.
+    holds_data: bool = False
+    #: Of a kind that holds data: may this duplicate go? True only for one Kumo made
+    #: itself (its create in doubt, the same name) that holds nothing (never attached).
+    disposable: Callable[[R], Awaitable[bool]] | None = None
 
     def status_of(self, resource: R) -> Body:
         fields = {self.id_field: self.id_of(resource)}
@@ -153,7 +166,7 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
                 raise NotOwned(owned.noun, known, owned.id_field)
             if ctx.audit:  # a create whose answer was lost, then retried: a second one
                 others = [r for r in await owned.list_owned() if owned.id_of(r) != known]
-                await _delete_duplicates(ctx, obj, owned, resource, others)
+                await _settle_duplicates(ctx, obj, owned, resource, others)
             return await remark(ctx, obj, owned, resource)
     candidates = [r for r in await owned.list_owned() if owned.owner_of(r) == obj.uid]
     if not candidates:
@@ -177,7 +190,7 @@ async def find_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> R | None:
     unfit = owned.unfit or (lambda _: False)
     candidates.sort(key=lambda r: (owned.id_of(r) != known, unfit(r), owned.id_of(r)))
     keep, *duplicates = candidates
-    await _delete_duplicates(ctx, obj, owned, keep, duplicates)
+    await _settle_duplicates(ctx, obj, owned, keep, duplicates)
     if owned.id_of(keep) != known:
         ctx.events.emit(
             obj,
@@ -282,12 +295,17 @@ async def take_over(ctx: Context, obj: Obj, owned: Owned[R], resource: R) -> R:
     return resource
 
 
-async def _delete_duplicates(
+async def _settle_duplicates(
     ctx: Context, obj: Obj, owned: Owned[R], keep: R, duplicates: list[R]
 ) -> None:
-    """Several carry the marker (two creates before a crash): all are ours, one stays."""
+    """Several carry the marker: ``keep`` stays. The others are Kumo's own (two creates
+    before a crash) and deleted — unless they may hold data: then each is reported and
+    left (:func:`_disposable`)."""
     for duplicate in duplicates:
         if owned.owner_of(duplicate) != obj.uid:
+            continue
+        if not await _disposable(owned, duplicate):
+            _report(ctx, obj, owned, duplicate, f"like {owned.id_of(keep)}, which Kumo keeps")
             continue
         await owned.delete(duplicate)
         ctx.events.emit(
@@ -296,6 +314,28 @@ async def _delete_duplicates(
             "DuplicateDeleted",
             f"deleted duplicate {owned.noun} {owned.id_of(duplicate)} (kept {owned.id_of(keep)})",
         )
+
+
+async def _disposable(owned: Owned[R], duplicate: R) -> bool:
+    """May Kumo delete this second resource carrying the marker? Always where the kind
+    holds no data; where it does, only what ``Owned.disposable`` proves Kumo's own and
+    empty."""
+    if not owned.holds_data:
+        return True
+    return owned.disposable is not None and await owned.disposable(duplicate)
+
+
+def _report(
+    ctx: Context, obj: Obj, owned: Owned[R], duplicate: R, whose: str, then: str = ""
+) -> None:
+    ctx.events.emit(
+        obj,
+        "Warning",
+        "DuplicateFound",
+        f"{owned.noun} {owned.id_of(duplicate)} carries Kumo's marker for this object "
+        f"{whose}: it may hold data (a restore, a clone, a copy), so Kumo neither deletes "
+        f"nor uses it{then}; delete it, or import it elsewhere, yourself",
+    )
 
 
 async def create_owned(
@@ -351,10 +391,32 @@ async def release_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:
 async def delete_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:
     """Delete everything carrying ``obj``'s marker (the recorded one included, if it
     carries it); return what was asked to go — empty means nothing of ours is left.
-    A foreign resource named by status is left alone."""
+    A foreign resource named by status is left alone. Of a kind that holds data only the
+    recorded one (or the only one) and disposable duplicates go; the other duplicates
+    stay, released and reported."""
     going = await carrying_marker(obj, owned)
+    if owned.holds_data and len(going) > 1:
+        going = await _spare_duplicates(ctx, obj, owned, going)
     for resource in going:
         await owned.delete(resource)
+    return going
+
+
+async def _spare_duplicates(ctx: Context, obj: Obj, owned: Owned[R], found: list[R]) -> list[R]:
+    """Of several carrying the marker, those that may be deleted: the recorded one and
+    the disposable ones. The rest (none recorded: all but the disposable) are released,
+    so no sweep takes them for leaks, and reported."""
+    known = obj.status.get(owned.id_field)
+    going: list[R] = []
+    for resource in found:
+        if owned.id_of(resource) == known or await _disposable(owned, resource):
+            going.append(resource)
+            continue
+        if owned.release is not None:
+            await owned.release(resource)
+        whose = f"like {known}" if known else "like another, and status names none"
+        left = f" and leaves it in the cloud with the mark kumo-orphan={obj.uid}"
+        _report(ctx, obj, owned, resource, whose, left if owned.release is not None else "")
     return going
 
 

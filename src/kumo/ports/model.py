@@ -209,6 +209,10 @@ class Share:
     availability_zone: str | None = None
     description: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    #: Manila's clock (ISO 8601, UTC): when it was made (kinds/duplicates.py).
+    created_at: str = ""
+    #: The snapshot it was made from (Kumo makes shares from nothing).
+    snapshot_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -448,6 +452,13 @@ class Volume:
     attachments: tuple[str, ...] = ()
     source_image: str | None = None
     snapshot_id: str | None = None
+    #: The volume it was cloned from (Kumo never clones: a clone is someone's copy).
+    source_volid: str | None = None
+    #: Cinder's clock (ISO 8601, UTC): when it was made and last changed (an attach or a
+    #: detach changes it) — what tells a duplicate Kumo made itself (kinds/duplicates.py).
+    #: Not compared: a listing that only moved ``updated_at`` is no change to act on.
+    created_at: str = field(default="", compare=False)
+    updated_at: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

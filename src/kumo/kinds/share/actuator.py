@@ -33,6 +33,7 @@ from kumo.engine import lifecycle, ownership
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
+from kumo.kinds import duplicates
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.references import referenced_names
 from kumo.kinds.share import plan
@@ -201,8 +202,11 @@ def _rule_vms(share: Body) -> set[str]:
 
 def _shares(ctx: Context, obj: Obj) -> ownership.Owned[Share]:
     """The object's Manila share as the ownership routine sees it (metadata
-    ``kumo-owner: <uid>``). One Manila is still working on is left for the next pass."""
+    ``kumo-owner: <uid>``). One Manila is still working on is left for the next pass. A
+    share holds data: a second one carrying the marker is reported, and deleted only
+    when Kumo made it itself and nobody was given access (kinds/duplicates.py)."""
     cloud = ctx.cloud
+    name = plan.share_name(obj.namespace, obj.name)
 
     async def delete(share: Share) -> None:
         if share.status not in plan.BUSY:
@@ -226,20 +230,29 @@ def _shares(ctx: Context, obj: Obj) -> ownership.Owned[Share]:
         mark=mark,
         release=release,
         legacy=lambda s: legacy_metadata(s.metadata),
+        holds_data=True,
+        disposable=duplicates.share_disposable(obj.uid, name, cloud),
     )
 
 
 async def _create(ctx: Context, obj: Obj, spec: ShareSpec, type_id: str | None) -> Share:
-    share: Share = await ctx.cloud.create_share(
-        name=plan.share_name(obj.namespace, obj.name),
-        size=spec.size,
-        protocol=spec.protocol,
-        share_type_id=type_id,
-        description=spec.description,
-        availability_zone=spec.availability_zone,
-        metadata=marker_metadata(obj.uid),
-    )
-    return share
+    """A new share carrying the marker; a create in doubt is remembered
+    (kinds/duplicates.py)."""
+    name = plan.share_name(obj.namespace, obj.name)
+
+    async def create() -> Share:
+        share: Share = await ctx.cloud.create_share(
+            name=name,
+            size=spec.size,
+            protocol=spec.protocol,
+            share_type_id=type_id,
+            description=spec.description,
+            availability_zone=spec.availability_zone,
+            metadata=marker_metadata(obj.uid),
+        )
+        return share
+
+    return await duplicates.created(obj.uid, name, create)
 
 
 # -- act / report ----------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import references, snapshots
+from kumo.kinds import duplicates, references, snapshots
 from kumo.kinds.volume import plan
 
 #: Seconds between passes while Cinder works (an empty volume takes a second or two).
@@ -55,14 +55,11 @@ class VolumeActuator:
         type_name = await ctx.cloud.volume_type_name(spec.volume_type) if spec.volume_type else None
         image_id = await ctx.cloud.image_id(spec.image) if spec.image else None
 
+        name = plan.volume_name(obj.namespace, obj.name)
+
         async def create() -> Volume:
             return await create_volume(
-                ctx,
-                obj.uid,
-                plan.volume_name(obj.namespace, obj.name),
-                spec,
-                type_name=type_name,
-                image_id=image_id,
+                ctx, obj.uid, name, spec, type_name=type_name, image_id=image_id
             )
 
         async def busy(volume: Volume) -> lifecycle.Wait | None:
@@ -129,7 +126,7 @@ class VolumeActuator:
             ctx,
             obj,
             lifecycle.Lifecycle(
-                owned=owned_volumes(ctx, obj.uid, verify=verify),
+                owned=owned_volumes(ctx, obj.uid, name, verify=verify),
                 create=create,
                 created=lambda _: _step("volume is being created"),
                 report=report,
@@ -153,7 +150,7 @@ class VolumeActuator:
                 "deleted once they let it go",
                 after=DELETE_SECONDS,
             )
-        owned = owned_volumes(ctx, obj.uid)
+        owned = owned_volumes(ctx, obj.uid, plan.volume_name(obj.namespace, obj.name))
         # Its snapshots go once it is detached (Kumo's servers first, and never while a
         # foreign server holds it: then the volume stays, and so do they).
         attached = snapshots.snapshotted(obj.body) and any(
@@ -173,7 +170,8 @@ class VolumeActuator:
         """The volume stays, attached or not, with the orphan mark instead of the marker;
         so do its snapshots."""
         await snapshots.release_for(ctx, obj)
-        await ownership.release_owned(ctx, obj, owned_volumes(ctx, obj.uid))
+        name = plan.volume_name(obj.namespace, obj.name)
+        await ownership.release_owned(ctx, obj, owned_volumes(ctx, obj.uid, name))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """Volumes being deleted that wait for a VM naming them (its change, its
@@ -194,11 +192,14 @@ def volume_users(store: Store, namespace: str, name: str) -> list[str]:
 def owned_volumes(
     ctx: Context,
     uid: str,
+    name: str,
     *,
     verify: Any = None,
 ) -> ownership.Owned[Volume]:
     """The volume(s) carrying ``uid``'s marker as the ownership routine sees them. Its
-    ``delete`` is :func:`delete_detached`."""
+    ``delete`` is :func:`delete_detached`. A volume holds data: a second one carrying
+    the marker (a restore, a clone) is reported, and deleted only when Kumo made it
+    itself under ``name`` and it was never attached (kinds/duplicates.py)."""
     cloud = ctx.cloud
 
     async def delete(volume: Volume) -> None:
@@ -224,6 +225,8 @@ def owned_volumes(
         verify=verify,
         mark=mark,
         release=release,
+        holds_data=True,
+        disposable=duplicates.volume_disposable(uid, name),
     )
 
 
@@ -236,18 +239,23 @@ async def create_volume(
     type_name: str | None,
     image_id: str | None,
 ) -> Volume:
-    """A new volume carrying ``uid``'s marker."""
-    volume: Volume = await ctx.cloud.create_volume(
-        name=name,
-        size=spec.size,
-        volume_type=type_name,
-        availability_zone=spec.availability_zone,
-        image_id=image_id,
-        snapshot_id=spec.snapshot,
-        description=spec.description,
-        metadata=marker_metadata(uid),
-    )
-    return volume
+    """A new volume carrying ``uid``'s marker; a create in doubt is remembered (the one
+    duplicate Kumo may delete is one it made then: kinds/duplicates.py)."""
+
+    async def create() -> Volume:
+        volume: Volume = await ctx.cloud.create_volume(
+            name=name,
+            size=spec.size,
+            volume_type=type_name,
+            availability_zone=spec.availability_zone,
+            image_id=image_id,
+            snapshot_id=spec.snapshot,
+            description=spec.description,
+            metadata=marker_metadata(uid),
+        )
+        return volume
+
+    return await duplicates.created(uid, name, create)
 
 
 async def delete_detached(ctx: Context, volume: Volume) -> None:

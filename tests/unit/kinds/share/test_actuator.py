@@ -3,11 +3,14 @@ and cloud state in and check cloud state and status out."""
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
 from typing import Any
 
 from kumo.api.kinds import SHARE, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.cloud.model import cluster
 from kumo.engine.objects import Key
+from kumo.engine.reconciler import Engine
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.share.actuator import ShareActuator
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
@@ -218,3 +221,19 @@ def test_dependents_and_an_out_of_band_removal_repaired() -> None:
     del manila(world).rules[share_id][victim.id]  # removed out of band
     converge(world)  # what the cloud watch's report of the change triggers
     assert "10.0.2.1" in manila(world).active(share_id)
+
+
+def test_a_copy_of_the_share_carrying_its_marker_is_reported_and_kept() -> None:
+    """A share holds data: a second one with the marker (made from a snapshot of it, by
+    hand) is no duplicate Kumo made (issue 38, finding 5): DuplicateFound, kept."""
+    world = new_world()
+    original = converge(world)["status"]["id"]
+    source = manila(world).shares[original]
+    copy = replace(source, id="share-copy", name="restored", snapshot_id="snap-1")
+    manila(world).shares[copy.id] = copy
+    ctx = replace(world.ctx(), audit=True)
+    asyncio.run(Engine().run(ShareActuator(), ctx, world.obj(SHARE, "data")))
+    assert {original, copy.id} <= set(manila(world).shares)
+    assert "delete_share" not in manila(world).calls
+    found = [m for _, t, r, m in world.events.events if r == "DuplicateFound"]
+    assert len(found) == 1 and copy.id in found[0] and original in found[0]

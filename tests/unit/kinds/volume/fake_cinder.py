@@ -6,6 +6,9 @@
 * Volumes have metadata, no tags; attachments name servers.
 * Cinder refuses to delete a volume that is attached (400) or has snapshots (400), and
   to extend one that is not available.
+* Volumes carry Cinder's ``created_at``/``updated_at`` (the real clock, UTC).
+  ``lose_creates``: that many creates lose their answer (the volume is made, the caller
+  gets a 502).
 * Snapshots: a created one is ``creating`` until the next listing (then ``available``,
   or ``error`` for a volume in ``fail_snapshots``); a deleted one ``deleting``, then
   gone. ``snapshot_quota`` refuses creates beyond it (Cinder's 413, terminal).
@@ -15,9 +18,10 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from datetime import UTC, datetime
 
 from kumo.cloud import model
-from kumo.engine.errors import TerminalError
+from kumo.engine.errors import TerminalError, TransientError
 
 _ids = itertools.count(1)
 
@@ -39,6 +43,7 @@ class FakeCinder:
         self.fail_snapshots: set[str] = set()  # volume IDs whose snapshots end in error
         self.snapshot_quota: int | None = None
         self._clock = itertools.count(1)
+        self.lose_creates = 0
 
     # -- helpers for tests ----------------------------------------------------------------
 
@@ -52,8 +57,9 @@ class FakeCinder:
         size: int = 1,
         attachments: tuple[str, ...] = (),
         metadata: dict[str, str] | None = None,
+        source_volid: str | None = None,
     ) -> model.Volume:
-        """Out of band: a volume someone made (settled)."""
+        """Out of band: a volume someone made (settled): a clone names its source."""
         volume = model.Volume(
             f"vol-{next(_ids):04d}",
             name,
@@ -63,9 +69,23 @@ class FakeCinder:
             "nova",
             metadata=metadata or {},
             attachments=attachments,
+            source_volid=source_volid,
+            created_at=now(),
+            updated_at=now(),
         )
         self.volumes[volume.id] = volume
         return volume
+
+    def hide(self, volume_id: str) -> model.Volume:
+        """Keep a volume out of the API's answers for a while (a listing that does not
+        show it yet); returns it as it will be once settled, for :meth:`show`."""
+        settled = self._read(volume_id)
+        assert settled is not None
+        del self.volumes[volume_id]
+        return settled
+
+    def show(self, volume: model.Volume) -> None:
+        self.volumes[volume.id] = volume
 
     def delete_volume_out_of_band(self, volume_id: str) -> None:
         self.volumes.pop(volume_id, None)
@@ -81,7 +101,8 @@ class FakeCinder:
         return self.volumes.get(volume_id)
 
     def _settled(self, volume: model.Volume) -> model.Volume:
-        return replace(volume, status="in-use" if volume.attachments else "available")
+        status = "in-use" if volume.attachments else "available"
+        return replace(volume, status=status, updated_at=now())
 
     # -- the adapter's surface ------------------------------------------------------------
 
@@ -139,9 +160,14 @@ class FakeCinder:
             dict(metadata),
             source_image=image_id,
             snapshot_id=snapshot_id,
+            created_at=now(),
+            updated_at=now(),
         )
         self.volumes[volume.id] = volume
         self._settle[volume.id] = self._settled(volume)
+        if self.lose_creates:
+            self.lose_creates -= 1
+            raise TransientError("CloudUnavailable", "create volume: 502 (the answer was lost)")
         return volume
 
     async def extend_volume(self, volume_id: str, new_size: int) -> None:
@@ -238,3 +264,8 @@ class FakeCinder:
             return
         self.snapshots[snapshot_id] = replace(snapshot, status="deleting")
         self._snapshots_settle[snapshot_id] = None
+
+
+def now() -> str:
+    """Cinder's timestamps: UTC, ISO 8601 without a zone."""
+    return datetime.now(UTC).replace(tzinfo=None).isoformat()
