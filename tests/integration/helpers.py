@@ -27,6 +27,15 @@ def apply(namespace: str, manifest: dict[str, Any] | Path) -> None:
     kubectl("apply", "-n", namespace, "-f", "-", input=text)
 
 
+def events_of(namespace: str, name: str, reason: str) -> list[str]:
+    """The messages of the events with ``reason`` about the object ``name``."""
+    out = kubectl(
+        "get", "events", "-n", namespace, "-o", "json",
+        "--field-selector", f"involvedObject.name={name},reason={reason}",
+    ).stdout  # fmt: skip
+    return [e.get("message", "") for e in json.loads(out)["items"]]
+
+
 #: The smallest server the lab builds.
 VM_SPEC = {"image": "centos79", "flavor": "m1.tiny"}
 
@@ -111,6 +120,23 @@ def pool_member_addresses(conn: Any, lb_id: str) -> dict[int, set[str]]:
     return result
 
 
+def _neutron_marked(conn: Any, resources: str, prefix: str) -> list[str]:
+    """IDs of the project's Neutron ``resources`` named ``prefix…`` that carry Kumo's
+    marker: the ``kumo`` tag, or the description's ``kumo-owner=`` word (what a create
+    leaves when its tag call never came)."""
+    project = conn.current_project_id
+    found = conn.network.get(f"/{resources}", params={"project_id": project}).json()
+    return [
+        x["id"]
+        for x in found[resources.replace("-", "_")]
+        if (x.get("name") or "").startswith(prefix)
+        and (
+            "kumo" in (x.get("tags") or [])
+            or any(w.startswith("kumo-owner=") for w in (x.get("description") or "").split())
+        )
+    ]
+
+
 def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
     """Everything in the project that carries Kumo's marker for objects of ``namespace``."""
     prefix = f"{namespace}-"
@@ -131,28 +157,14 @@ def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
             for g in conn.compute.server_groups()
             if "kumo-owner=" in (g.name or "") and (g.name or "").startswith(prefix)
         ],
-        "security_groups": [
-            g["id"]
-            for g in conn.network.get("/security-groups", params={"tags": "kumo"}).json()[
-                "security_groups"
-            ]
-            if (g.get("name") or "").startswith(prefix)
-        ],
+        "security_groups": _neutron_marked(conn, "security-groups", prefix),
         "keypairs": [
             k.name
             for k in conn.compute.keypairs()
             if "kumo-owner=" in (k.public_key or "") and (k.name or "").startswith(prefix)
         ],
-        "neutron_networks": [
-            n["id"]
-            for n in conn.network.get("/networks", params={"tags": "kumo"}).json()["networks"]
-            if (n.get("name") or "").startswith(prefix)
-        ],
-        "routers": [
-            r["id"]
-            for r in conn.network.get("/routers", params={"tags": "kumo"}).json()["routers"]
-            if (r.get("name") or "").startswith(prefix)
-        ],
+        "neutron_networks": _neutron_marked(conn, "networks", prefix),
+        "routers": _neutron_marked(conn, "routers", prefix),
         # Cinder: Kumo's volumes and snapshots (snapshotBeforeReplace) carry its metadata.
         "cinder_volumes": [
             v["id"]

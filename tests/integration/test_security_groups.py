@@ -6,7 +6,6 @@ its deletion; deleting everything leaves nothing; Orphan leaves the group releas
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import yaml
 from tests.integration.helpers import (
     apply,
     cluster_id,
+    events_of,
     kumo_leftovers,
     members_of,
     wait_gone,
@@ -87,14 +87,6 @@ def ready_member_ips(namespace: str) -> set[str]:
             for c in m["status"].get("conditions", [])
         )
     }
-
-
-def events_of(namespace: str, name: str, reason: str) -> list[str]:
-    out = kubectl(
-        "get", "events", "-n", namespace, "-o", "json",
-        "--field-selector", f"involvedObject.name={name},reason={reason}",
-    ).stdout  # fmt: skip
-    return [e.get("message", "") for e in json.loads(out)["items"]]
 
 
 def test_rules_follow_and_drift_is_repaired_both_ways(
