@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kumo.engine.errors import TerminalError
 from kumo.ports.model import (
@@ -101,7 +101,7 @@ async def complete_tags(
     tags = marked_tags(resource.tags, uid)
     await set_tags(resource.id, tags)
     changed: Any = resource  # a dataclass (the model's), which the Protocol cannot say
-    return dataclasses.replace(changed, tags=tags)  # type: ignore[no-any-return]
+    return cast(D, dataclasses.replace(changed, tags=tags))
 
 
 def released(tags: list[str], description: str | None, uid: str) -> tuple[list[str], str]:
