@@ -47,6 +47,10 @@ class NetworkCalls(CloudBase):
         # Not in the cache, or dropped from it (GONE): the watch keeps Kumo's marked
         # networks only, so one it no longer lists may live on untagged (released,
         # to be imported): only the API can say.
+        return await self.fetch_network(network_id)
+
+    async def fetch_network(self, network_id: str) -> model.Network | None:
+        """The network (with its subnets) from the API, not the cache (None: gone)."""
         found = await self._get("get network", self._neutron, "get", f"/networks/{network_id}")
         if found is None:
             return None
@@ -256,6 +260,10 @@ class NetworkCalls(CloudBase):
         hit = self.watch.routers.lookup(router_id)
         if isinstance(hit, model.Router):
             return hit
+        return await self.fetch_router(router_id)
+
+    async def fetch_router(self, router_id: str) -> model.Router | None:
+        """The router (with its interfaces) from the API, not the cache (None: gone)."""
         found = await self._get("get router", self._neutron, "get", f"/routers/{router_id}")
         if found is None:
             return None

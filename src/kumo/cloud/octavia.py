@@ -62,6 +62,14 @@ class OctaviaCalls(CloudBase):
                 self.watch.watch_load_balancer(lb_id)
         return lb
 
+    async def fetch_load_balancer(self, lb_id: str) -> model.LoadBalancer | None:
+        """The load balancer from the API, not the cache (None: gone): what an Orphan
+        release reads back."""
+        found = await self._get(
+            "get load balancer", self.conn.load_balancer.get_load_balancer, lb_id
+        )
+        return None if found is None or found.provisioning_status == "DELETED" else _lb(found)
+
     async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
         cache = self.watch.load_balancers
         if cache.answers_for(uid):

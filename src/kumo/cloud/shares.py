@@ -64,6 +64,10 @@ class ManilaCalls(CloudBase):
             return hit
         # GONE too: the watch lists Kumo's marked ones only, so one dropped from its
         # listing may live on unmarked (released by Orphan, to be imported by ID).
+        return await self.fetch_share(share_id)
+
+    async def fetch_share(self, share_id: str) -> model.Share | None:
+        """The share from the API, not the cache (None: gone)."""
         found = await self._get("get share", self._manila, "get", f"/shares/{share_id}")
         return _share(found["share"]) if found is not None else None
 

@@ -74,6 +74,10 @@ class CinderCalls(CloudBase):
             return hit
         # GONE too: the watch lists Kumo's marked ones only, so one dropped from its
         # listing may live on unmarked (released by Orphan, to be imported by ID).
+        return await self.fetch_volume(volume_id)
+
+    async def fetch_volume(self, volume_id: str) -> model.Volume | None:
+        """The volume from the API, not the cache (None: gone)."""
         found = await self._get("get volume", self._cinder, "get", f"/volumes/{volume_id}")
         return volume_from(found["volume"]) if found is not None else None
 

@@ -165,6 +165,9 @@ class LoadBalancingPort(CloudPort, Protocol):
     async def get_load_balancer(self, lb_id: str) -> model.LoadBalancer | None: ...
 
     @read
+    async def fetch_load_balancer(self, lb_id: str) -> model.LoadBalancer | None: ...
+
+    @read
     async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]: ...
 
     @read
@@ -311,6 +314,9 @@ class SharesPort(CloudPort, Protocol):
 
     @read
     async def get_share(self, share_id: str) -> model.Share | None: ...
+
+    @read
+    async def fetch_share(self, share_id: str) -> model.Share | None: ...
 
     @read
     async def list_owned_shares(self, uid: str) -> list[model.Share]: ...
@@ -513,6 +519,9 @@ class VolumesPort(CloudPort, Protocol):
     async def get_volume(self, volume_id: str) -> model.Volume | None: ...
 
     @read
+    async def fetch_volume(self, volume_id: str) -> model.Volume | None: ...
+
+    @read
     async def list_owned_volumes(self, uid: str) -> list[model.Volume]: ...
 
     @read
@@ -584,6 +593,9 @@ class NetworksPort(CloudPort, Protocol):
     async def get_network(self, network_id: str) -> model.Network | None: ...
 
     @read
+    async def fetch_network(self, network_id: str) -> model.Network | None: ...
+
+    @read
     async def list_owned_networks(self, uid: str) -> list[model.Network]: ...
 
     @read
@@ -602,6 +614,9 @@ class NetworksPort(CloudPort, Protocol):
 
     @read
     async def get_router(self, router_id: str) -> model.Router | None: ...
+
+    @read
+    async def fetch_router(self, router_id: str) -> model.Router | None: ...
 
     @read
     async def list_owned_routers(self, uid: str) -> list[model.Router]: ...

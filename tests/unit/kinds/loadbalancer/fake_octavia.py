@@ -1,10 +1,13 @@
 """An in-memory Octavia with the manners that matter to Kumo.
 
 * Every change to a load balancer's tree puts the LB in ``PENDING_UPDATE`` (a new LB
-  in ``PENDING_CREATE``, a deleted one in ``PENDING_DELETE``); the next
-  ``get_load_balancer`` settles it (``pending_gets`` makes it stay pending longer).
+  in ``PENDING_CREATE``, a deleted one in ``PENDING_DELETE``), and like the real one it
+  stays there for a while: by default the next two reads (``get_load_balancer`` or
+  ``fetch_load_balancer``) still show it pending and the third settles it
+  (``pending_gets`` says how many reads stay pending; 0: the next read settles it).
 * A change while the LB is ``PENDING_*`` raises TransientError("CloudBusy"), like
-  Octavia's 409 — so an actuator that makes two changes in one pass fails its tests.
+  Octavia's 409 — so an actuator that makes two changes in one pass fails its tests,
+  and one that takes the 409 for done (a release swallowing it) does too.
 * Resources carry tags; ``list_owned_load_balancers`` filters by the owner tag.
 """
 
@@ -41,11 +44,11 @@ class FakeOctavia:
     async def project_id(self) -> str | None:
         return "project-tokyo1"
 
-    def __init__(self, pending_gets: int = 0) -> None:
+    def __init__(self, pending_gets: int = 2) -> None:
         self.lbs: dict[str, FakeLB] = {}
         self.flavors = {"large": "lbf-1"}
         self.pending_gets = pending_gets
-        """How many gets after a change still report PENDING_* (0: the next is ACTIVE)."""
+        """How many reads after a change still report PENDING_* (0: the next is ACTIVE)."""
         self.calls: list[str] = []
         self.member_reads = 0  # list_members: a read of Octavia in the adapter
         self.busy = 0
@@ -61,7 +64,7 @@ class FakeOctavia:
 
     def add_lb(self, tags: list[str], name: str = "lb", status: str = "ACTIVE") -> FakeLB:
         lb = model.LoadBalancer(new_id("lb"), name, status, "ONLINE", "10.9.0.5", list(tags))
-        self.lbs[lb.id] = FakeLB(lb, attrs={"name": name})
+        self.lbs[lb.id] = FakeLB(lb, attrs={"name": name}, pending_gets=self.pending_gets)
         return self.lbs[lb.id]
 
     def add_member(
@@ -113,6 +116,12 @@ class FakeOctavia:
             else:
                 fake.lb = replace(seen, provisioning_status="ACTIVE")
         return fake.lb
+
+    async def fetch_load_balancer(self, lb_id: str) -> model.LoadBalancer | None:
+        """The adapter reads the API (get_load_balancer the cache): here both read the
+        same, each read one of those a pending LB stays pending for."""
+        self.calls.append("fetch_load_balancer")
+        return await self.get_load_balancer(lb_id)
 
     async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
         return [f.lb for f in self.lbs.values() if model.owner_tag(uid) in f.lb.tags]

@@ -99,6 +99,10 @@ class FakeNetworks:
         self.calls.append("get_network")
         return self.networks.get(network_id)
 
+    async def fetch_network(self, network_id: str) -> model.Network | None:
+        self.calls.append("fetch_network")
+        return self.networks.get(network_id)
+
     async def list_owned_networks(self, uid: str) -> list[model.Network]:
         self.calls.append("list_owned_networks")
         return [n for n in self.networks.values() if model.described_owner(n) == uid]
@@ -117,6 +121,10 @@ class FakeNetworks:
 
     async def get_router(self, router_id: str) -> model.Router | None:
         self.calls.append("get_router")
+        return self.routers.get(router_id)
+
+    async def fetch_router(self, router_id: str) -> model.Router | None:
+        self.calls.append("fetch_router")
         return self.routers.get(router_id)
 
     async def list_owned_routers(self, uid: str) -> list[model.Router]:

@@ -85,6 +85,10 @@ class FakeManila:
                 share = self.shares[share_id] = replace(share, status="available", size=size)
         return share
 
+    async def fetch_share(self, share_id: str) -> model.Share | None:
+        """The adapter reads the API (get_share the cache): here both read the same."""
+        return await self.get_share(share_id)
+
     async def list_owned_shares(self, uid: str) -> list[model.Share]:
         return [s for s in self.shares.values() if model.metadata_owner(s.metadata) == uid]
 

@@ -116,6 +116,10 @@ class FakeCinder:
         self.calls.append("get_volume")
         return self._read(volume_id)
 
+    async def fetch_volume(self, volume_id: str) -> model.Volume | None:
+        self.calls.append("fetch_volume")
+        return self._read(volume_id)
+
     async def list_owned_volumes(self, uid: str) -> list[model.Volume]:
         self.calls.append("list_owned_volumes")
         for volume_id in list(self.volumes):
