@@ -166,8 +166,12 @@ class Actuator(Protocol):
     * ``finalize`` deletes what the object owns and returns ``done=True`` only when it
       is gone; it must succeed when the resources are already gone.
     * ``release`` (``deletionPolicy: Orphan``) leaves them in the cloud with the marker
-      swapped for the orphan mark (``ownership.release_owned``), so the orphan sweep never
-      deletes them and ``spec.import`` can take them over; it must succeed when repeated.
+      swapped for the orphan mark, so the orphan sweep never deletes them and
+      ``spec.import`` can take them over. It runs the one Orphan step
+      (``orphan.release_owned``) and returns ``done=True`` only when every resource the
+      object owns reads back released from the cloud (the finalizer stays until then);
+      it must succeed when repeated, and must not need a valid spec (``spec`` is None
+      when it does not validate).
     """
 
     info: KindInfo
@@ -181,7 +185,7 @@ class Actuator(Protocol):
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: Any) -> Result: ...
     async def finalize(self, ctx: Context, obj: Obj, spec: Any | None) -> Result: ...
-    async def release(self, ctx: Context, obj: Obj, spec: Any | None) -> None: ...
+    async def release(self, ctx: Context, obj: Obj, spec: Any | None) -> Result: ...
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]: ...
 
 

@@ -74,7 +74,7 @@ class Owned(Generic[R]):
     get_by_id: Callable[[str], Awaitable[R | None]]
     list_owned: Callable[[], Awaitable[list[R]]]
     delete: Callable[[R], Awaitable[None]]
-    id_field: str = "id"  # where status records the ID
+    id_field: str = "id"  # where status records the ID ("": nowhere, a Volume's snapshots)
     recorded: Callable[[R], Body] | None = None  # more status fields naming it (a zone)
     unfit: Callable[[R], bool] | None = None  # of duplicates, keep one that fits the spec
     #: For ``spec.import``: resources with this name; what differs from the spec that
@@ -96,6 +96,9 @@ class Owned(Generic[R]):
     #: Of a kind that holds data: may this duplicate go? True only for one Kumo made
     #: itself (its create in doubt, the same name) that holds nothing (never attached).
     disposable: Callable[[R], Awaitable[bool]] | None = None
+    #: The resource as the cloud's API has it now, not the watch's cache (None: gone):
+    #: what the Orphan step reads back (``orphan.py``). Absent: ``get_by_id``.
+    fetch: Callable[[R], Awaitable[R | None]] | None = None
 
     def status_of(self, resource: R) -> Body:
         fields = {self.id_field: self.id_of(resource)}
@@ -367,25 +370,6 @@ async def finalize_owned(ctx: Context, obj: Obj, owned: Owned[R], after: float =
         return Result(phase="Deleted", done=True)
     ids = ", ".join(sorted(owned.id_of(r) for r in going))
     return Result.waiting("Deleting", "Deleting", f"deleting {owned.noun}(s) {ids}", after=after)
-
-
-async def release_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:
-    """``deletionPolicy: Orphan``: leave everything carrying ``obj``'s marker in the cloud,
-    released (the marker swapped for the orphan mark); return what was released. Safe to
-    repeat after a crash: what is released already carries no marker and is skipped."""
-    if owned.release is None:
-        return []
-    mine = await carrying_marker(obj, owned)
-    for resource in mine:
-        await owned.release(resource)
-        ctx.events.emit(
-            obj,
-            "Normal",
-            "Released",
-            f"{owned.noun} {owned.id_of(resource)} left in the cloud with the mark "
-            f"kumo-orphan={obj.uid} (deletionPolicy: Orphan; spec.import can take it over)",
-        )
-    return mine
 
 
 async def delete_owned(ctx: Context, obj: Obj, owned: Owned[R]) -> list[R]:

@@ -270,17 +270,18 @@ class Engine:
                 "Orphaned",
                 "cloud resources left in place (managementPolicy: Observe)",
             )
-        elif policy == "Orphan":
-            await actuator.release(ctx, obj, spec)
-            ctx.events.emit(
-                obj, "Normal", "Orphaned", "cloud resources left in place (deletionPolicy: Orphan)"
-            )
         else:
-            result = await actuator.finalize(ctx, obj, spec)
-            if not result.done:
+            orphan = policy == "Orphan"
+            go = actuator.release if orphan else actuator.finalize
+            result = await go(ctx, obj, spec)
+            if not result.done:  # the finalizer stays until all is deleted, or released
                 await self._write_status(ctx, obj, result)
                 return result.requeue_after or 2.0
-            ctx.events.emit(obj, "Normal", "Deleted", "cloud resources deleted")
+            if orphan:
+                message = "cloud resources left in place (deletionPolicy: Orphan)"
+                ctx.events.emit(obj, "Normal", "Orphaned", message)
+            else:
+                ctx.events.emit(obj, "Normal", "Deleted", "cloud resources deleted")
         obj.body = await ctx.kube.set_finalizers(obj, [f for f in obj.finalizers if f not in owned])
         self.backoff.reset(obj.key)
         return None

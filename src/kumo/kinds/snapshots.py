@@ -23,6 +23,7 @@ from kumo.cloud.model import (
     metadata_owner,
     released_metadata,
 )
+from kumo.engine import ownership
 from kumo.engine.objects import Body, Context, Obj
 
 #: On a Volume object: Kumo may have snapshotted its volume (its deletion looks for them).
@@ -76,11 +77,30 @@ async def delete_for(ctx: Context, obj: Obj) -> list[Snapshot]:
     return left
 
 
-async def release_for(ctx: Context, obj: Obj) -> None:
-    """``deletionPolicy: Orphan``: its snapshots stay, with the orphan mark."""
-    if not snapshotted(obj.body):
-        return
-    for snapshot in await owned_by(ctx, obj.uid):
-        await ctx.cloud.set_snapshot_metadata(
-            snapshot.id, released_metadata(snapshot.metadata, obj.uid)
-        )
+def owned(ctx: Context, uid: str) -> ownership.Owned[Snapshot]:
+    """The snapshots carrying ``uid``'s marker as the ownership routine sees them, for a
+    Volume's ``deletionPolicy: Orphan`` (they stay, with the orphan mark, released by the
+    one Orphan step). No status field records them; the listing reads the API."""
+    cloud = ctx.cloud
+
+    async def get_by_id(snapshot_id: str) -> Snapshot | None:
+        return next((s for s in await owned_by(ctx, uid) if s.id == snapshot_id), None)
+
+    async def fetch(snapshot: Snapshot) -> Snapshot | None:
+        """Listed by the marker: one no longer listed carries it no more (or is gone)."""
+        return await get_by_id(snapshot.id)
+
+    async def release(snapshot: Snapshot) -> None:
+        await cloud.set_snapshot_metadata(snapshot.id, released_metadata(snapshot.metadata, uid))
+
+    return ownership.Owned(
+        noun="snapshot",
+        id_of=lambda s: s.id,
+        owner_of=lambda s: metadata_owner(s.metadata),
+        get_by_id=get_by_id,
+        list_owned=lambda: owned_by(ctx, uid),
+        delete=lambda s: cloud.delete_snapshot(s.id),
+        id_field="",
+        release=release,
+        fetch=fetch,
+    )

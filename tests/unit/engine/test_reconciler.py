@@ -38,8 +38,9 @@ class ScriptedActuator:
         self.finalized += 1
         return self.outcomes.pop(0)
 
-    async def release(self, ctx: Context, obj: Obj, spec: Any) -> None:
+    async def release(self, ctx: Context, obj: Obj, spec: Any) -> Result:
         self.released += 1
+        return self.outcomes.pop(0) if self.outcomes else Result(phase="Released")
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         return []
@@ -191,6 +192,30 @@ def test_orphan_policy_skips_cloud_deletion() -> None:
     assert (actuator.finalized, actuator.released) == (0, 1)
     assert world.store.get("VirtualMachine", "default", "vm") is None
     assert "Orphaned" in world.events.reasons()
+
+
+def test_an_orphan_release_not_done_keeps_the_finalizer_and_says_what_is_left() -> None:
+    """All or nothing: while the kind's release is not done the finalizer stays, the
+    object shows Releasing with what is left, and the pass comes back."""
+    world = World()
+    world.add(
+        VIRTUAL_MACHINE,
+        "vm",
+        {**SPEC, "deletionPolicy": "Orphan"},
+        finalizers=["virtualmachine.kumo.dev/finalizer"],
+        deletionTimestamp="2026-11-22T00:00:00Z",
+    )
+    left = Result.waiting("Releasing", "Releasing", "server s1 is busy", after=3.0, id="s1")
+    actuator = ScriptedActuator(left, Result(phase="Released"))
+    assert run(world, actuator) == 3.0
+    obj = world.obj(VIRTUAL_MACHINE, "vm")
+    assert obj.finalizers == ["virtualmachine.kumo.dev/finalizer"], "kept until released"
+    assert obj.status["phase"] == "Releasing"
+    assert (ready(world)["reason"], ready(world)["message"]) == ("Releasing", "server s1 is busy")
+    assert "Orphaned" not in world.events.reasons()
+    assert run(world, actuator) is None
+    assert world.store.get("VirtualMachine", "default", "vm") is None
+    assert actuator.released == 2 and "Orphaned" in world.events.reasons()
 
 
 def test_unexpected_exception_is_reported_as_transient() -> None:

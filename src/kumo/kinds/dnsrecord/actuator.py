@@ -20,7 +20,7 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.dnsrecord import DNSRecordSpec
 from kumo.cloud.model import Recordset, released_words
-from kumo.engine import lifecycle, ownership
+from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -117,21 +117,19 @@ class DNSRecordActuator:
         )
 
     async def finalize(self, ctx: Context, obj: Obj, spec: DNSRecordSpec | None) -> Result:
-        """Delete every recordset carrying the marker in the recorded zone and the spec's
-        zone (they differ after a zone change), plus the recorded one; done when none
-        is left. A zone that no longer exists holds nothing to delete."""
-        zones = {z for z in [obj.status.get("zoneId")] if z}
-        if spec is not None:
-            with contextlib.suppress(TerminalError):  # unknown zone: nothing of ours in it
-                zones.add(await ctx.cloud.zone_id(spec.zone))
-        owned = _recordsets(ctx, obj, *sorted(zones))
+        """Delete every recordset carrying the marker where it may be (:func:`_zones`),
+        plus the recorded one; done when none is left."""
+        owned = _recordsets(ctx, obj, *await _zones(ctx, obj))
         plan.MEMBERS.forget(obj.uid)
         return await ownership.finalize_owned(ctx, obj, owned, PENDING_SECONDS)
 
-    async def release(self, ctx: Context, obj: Obj, spec: DNSRecordSpec | None) -> None:
-        zones = [z for z in [obj.status.get("zoneId")] if z]
+    async def release(self, ctx: Context, obj: Obj, spec: DNSRecordSpec | None) -> Result:
+        """Release every recordset carrying the marker, looked for where finalize looks:
+        after a crash between the create and the ID's record, status names no zone and
+        the recordset is in the spec's zone only."""
+        owned = _recordsets(ctx, obj, *await _zones(ctx, obj))
         plan.MEMBERS.forget(obj.uid)
-        await ownership.release_owned(ctx, obj, _recordsets(ctx, obj, *zones))
+        return await orphan.release_owned(ctx, obj, owned, after=PENDING_SECONDS)
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """DNSRecords whose values change with this object: the LoadBalancer, VM or group
@@ -159,6 +157,19 @@ class DNSRecordActuator:
 
 
 # -- observe / create ------------------------------------------------------------------------
+
+
+async def _zones(ctx: Context, obj: Obj) -> list[str]:
+    """Where the object's recordsets may be: the recorded zone and the spec's (they
+    differ after a zone change; a crash before the record leaves only the spec's). The
+    spec's zone is read from the body, so a spec that no longer validates still names
+    it; a zone that does not exist (any more) holds nothing of ours."""
+    zones = {z for z in [obj.status.get("zoneId")] if z}
+    ref = obj.spec.get("zone")
+    if isinstance(ref, str) and ref:
+        with contextlib.suppress(TerminalError):
+            zones.add(await ctx.cloud.zone_id(ref))
+    return sorted(zones)
 
 
 def _recordsets(
@@ -217,6 +228,10 @@ def _recordsets(
             rs.zone_id, rs.id, records=rs.records, ttl=rs.ttl or 300, description=text
         )
 
+    async def fetch(rs: Recordset) -> Recordset | None:
+        listed: list[Recordset] = await cloud.fetch_zone_recordsets(rs.zone_id)  # the API's
+        return next((r for r in listed if r.id == rs.id), None)
+
     return ownership.Owned(
         noun="recordset",
         id_of=lambda rs: rs.id,
@@ -231,6 +246,7 @@ def _recordsets(
         verify=verify,
         mark=mark,
         release=release,
+        fetch=fetch,
     )
 
 

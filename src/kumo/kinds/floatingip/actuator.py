@@ -25,7 +25,7 @@ import dataclasses
 from kumo.api import kinds
 from kumo.api.floatingip import FloatingIPSpec
 from kumo.cloud.model import FloatingIP, marker_tags
-from kumo.engine import lifecycle, ownership
+from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -125,10 +125,10 @@ class FloatingIPActuator:
         owned = _floating_ips(ctx, obj, "", None, "")
         return await ownership.finalize_owned(ctx, obj, owned, DELETE_SECONDS)
 
-    async def release(self, ctx: Context, obj: Obj, spec: FloatingIPSpec | None) -> None:
+    async def release(self, ctx: Context, obj: Obj, spec: FloatingIPSpec | None) -> Result:
         """The address stays allocated — and associated, as it is — released: the
         marker swapped for the orphan mark; ``import`` takes it over again."""
-        await ownership.release_owned(ctx, obj, _floating_ips(ctx, obj, "", None, ""))
+        return await orphan.release_owned(ctx, obj, _floating_ips(ctx, obj, "", None, ""))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """FloatingIPs whose association changes with this object: the VirtualMachine
@@ -264,6 +264,10 @@ def _floating_ips(
         await cloud.update_floating_ip(fip.id, description=text)
         await cloud.set_floating_ip_tags(fip.id, tags)
 
+    async def fetch(fip: FloatingIP) -> FloatingIP | None:
+        listed: list[FloatingIP] = await cloud.fetch_floating_ips()  # the API's (one call)
+        return next((f for f in listed if f.id == fip.id), None)
+
     return ownership.Owned(
         noun="floating IP",
         id_of=lambda fip: fip.id,
@@ -277,4 +281,5 @@ def _floating_ips(
         verify=verify,
         mark=mark,
         release=release,
+        fetch=fetch,
     )

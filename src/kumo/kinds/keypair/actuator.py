@@ -18,7 +18,7 @@ from __future__ import annotations
 from kumo.api import kinds
 from kumo.api.keypair import KeyPairSpec
 from kumo.cloud.model import KeyPair
-from kumo.engine import lifecycle, ownership
+from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -92,14 +92,14 @@ class KeyPairActuator:
         for it before building a server again."""
         return await ownership.finalize_owned(ctx, obj, _keypairs(ctx, obj), after=0.5)
 
-    async def release(self, ctx: Context, obj: Obj, spec: KeyPairSpec | None) -> None:
+    async def release(self, ctx: Context, obj: Obj, spec: KeyPairSpec | None) -> Result:
         """``deletionPolicy: Orphan``: each keypair carrying the marker is made again with
         the orphan mark. ``status.releasing`` holds the key between Nova's delete and
         create, so a pass after a crash there puts it back."""
         name, pending = obj.status.get("id"), obj.status.get("releasing")
         if name and pending and await ctx.cloud.get_keypair(name) is None:
             await ctx.cloud.create_keypair(name, pending)
-        await ownership.release_owned(ctx, obj, _keypairs(ctx, obj))
+        return await orphan.release_owned(ctx, obj, _keypairs(ctx, obj))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """A KeyPair depends on no other kind (a changed ConfigMap or Secret re-queues it
@@ -197,6 +197,10 @@ def _keypairs(
         await cloud.delete_keypair(keypair.name)
         await cloud.create_keypair(keypair.name, text)
 
+    async def fetch(keypair: KeyPair) -> KeyPair | None:
+        listed: list[KeyPair] = await cloud.fetch_keypairs()  # the API's (one call)
+        return next((k for k in listed if k.name == keypair.name), None)
+
     return ownership.Owned(
         noun="keypair",
         id_of=lambda keypair: keypair.name,
@@ -210,4 +214,5 @@ def _keypairs(
         verify=verify,
         mark=mark,
         release=release,
+        fetch=fetch,
     )

@@ -21,7 +21,7 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.loadbalancer import LoadBalancerSpec
 from kumo.cloud.model import LoadBalancer, marker_tags, owner_of, released_tags
-from kumo.engine import ownership
+from kumo.engine import orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError, TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -206,11 +206,13 @@ class LoadBalancerActuator:
         self._forget(obj)
         return await ownership.finalize_owned(ctx, obj, _load_balancers(ctx, obj), DELETE_SECONDS)
 
-    async def release(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> None:
+    async def release(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
         """Only the load balancer carries the orphan mark: its listeners, pools and
-        members are Octavia's children of it, never swept on their own."""
+        members are Octavia's children of it, never swept on their own. While Octavia
+        is busy with it (409 while ``PENDING_*``: a group's deletion changing its
+        members, say) the release waits, and the finalizer with it."""
         self._forget(obj)
-        await ownership.release_owned(ctx, obj, _load_balancers(ctx, obj))
+        return await orphan.release_owned(ctx, obj, _load_balancers(ctx, obj), after=STEP_SECONDS)
 
     def _forget(self, obj: Obj) -> None:
         """The object goes: its cache of wanted members with it."""
@@ -311,7 +313,8 @@ def _load_balancers(
         return dataclasses.replace(lb, tags=tags, provisioning_status="PENDING_UPDATE")
 
     async def release(lb: LoadBalancer) -> None:
-        await _busy_is_waiting(cloud.set_load_balancer_tags(lb.id, released_tags(lb.tags, obj.uid)))
+        # A 409 (CloudBusy) is the Orphan step's to wait for: not swallowed here.
+        await cloud.set_load_balancer_tags(lb.id, released_tags(lb.tags, obj.uid))
 
     return ownership.Owned(
         noun="load balancer",
@@ -326,6 +329,7 @@ def _load_balancers(
         verify=verify,
         mark=mark,
         release=release,
+        fetch=lambda lb: cloud.fetch_load_balancer(lb.id),
     )
 
 

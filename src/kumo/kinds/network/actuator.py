@@ -36,7 +36,7 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.network import NetworkSpec
 from kumo.cloud.model import Network, Router, marker_tags
-from kumo.engine import lifecycle, ownership
+from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
@@ -159,11 +159,10 @@ class NetworkActuator:
                 after=DELETE_SECONDS,
             )
 
-    async def release(self, ctx: Context, obj: Obj, spec: NetworkSpec | None) -> None:
+    async def release(self, ctx: Context, obj: Obj, spec: NetworkSpec | None) -> Result:
         """The network, its subnets and the router stay, their tags swapped for the
         orphan mark."""
-        await ownership.release_owned(ctx, obj, _routers(ctx, obj))
-        await ownership.release_owned(ctx, obj, _networks(ctx, obj))
+        return await orphan.release_owned(ctx, obj, _routers(ctx, obj), _networks(ctx, obj))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """Networks being deleted that wait for an object naming them (its change, its
@@ -381,6 +380,7 @@ def _networks(ctx: Context, obj: Obj) -> ownership.Owned[Network]:
         find_by_name=cloud.find_networks_by_name,
         mark=mark,
         release=release,
+        fetch=lambda n: cloud.fetch_network(n.id),
     )
 
 
@@ -414,4 +414,5 @@ def _routers(ctx: Context, obj: Obj) -> ownership.Owned[Router]:
         mark=mark,
         release=release,
         legacy=described.legacy,
+        fetch=lambda r: cloud.fetch_router(r.id),
     )

@@ -31,7 +31,7 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.securitygroup import SecurityGroupSpec
 from kumo.cloud.model import SecurityGroup, SecurityGroupRule, marker_tags, rule_label
-from kumo.engine import lifecycle, ownership
+from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
@@ -155,9 +155,9 @@ class SecurityGroupActuator:
                 after=DELETE_SECONDS,
             )
 
-    async def release(self, ctx: Context, obj: Obj, spec: SecurityGroupSpec | None) -> None:
+    async def release(self, ctx: Context, obj: Obj, spec: SecurityGroupSpec | None) -> Result:
         """The group stays with its rules, its tags swapped for the orphan mark."""
-        await ownership.release_owned(ctx, obj, _groups(ctx, obj))
+        return await orphan.release_owned(ctx, obj, _groups(ctx, obj))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """SecurityGroups whose rules change with this object (a VM of a named group, the
@@ -227,6 +227,7 @@ def _groups(ctx: Context, obj: Obj) -> ownership.Owned[SecurityGroup]:
         find_by_name=cloud.find_security_groups_by_name,
         mark=mark,
         release=release,
+        fetch=lambda g: cloud.fetch_security_group(g.id),
     )
 
 

@@ -29,7 +29,7 @@ from kumo.cloud.model import (
     metadata_owner,
     released_metadata,
 )
-from kumo.engine import lifecycle, ownership
+from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
@@ -150,10 +150,10 @@ class ShareActuator:
         the recorded ID nor the marker finds one."""
         return await ownership.finalize_owned(ctx, obj, _shares(ctx, obj), DELETE_SECONDS)
 
-    async def release(self, ctx: Context, obj: Obj, spec: ShareSpec | None) -> None:
+    async def release(self, ctx: Context, obj: Obj, spec: ShareSpec | None) -> Result:
         """The share stays with its access rules (their metadata names the object; they
         are the share's children, never swept on their own)."""
-        await ownership.release_owned(ctx, obj, _shares(ctx, obj))
+        return await orphan.release_owned(ctx, obj, _shares(ctx, obj))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """Shares whose rules change with this object: a VM (named, of a named group, or
@@ -232,6 +232,7 @@ def _shares(ctx: Context, obj: Obj) -> ownership.Owned[Share]:
         legacy=lambda s: legacy_metadata(s.metadata),
         holds_data=True,
         disposable=duplicates.share_disposable(obj.uid, name, cloud),
+        fetch=lambda s: cloud.fetch_share(s.id),
     )
 
 

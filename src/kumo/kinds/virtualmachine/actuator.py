@@ -23,7 +23,7 @@ from typing import Any
 from kumo.api import kinds
 from kumo.api.virtualmachine import VirtualMachineSpec
 from kumo.cloud.model import Server, marker_tags, owner_of, released_tags
-from kumo.engine import conditions, lifecycle, ownership
+from kumo.engine import conditions, lifecycle, orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -244,9 +244,9 @@ class VirtualMachineActuator:
         await ctx.cloud.withdraw_build(obj.uid)  # if it waited for a turn to build
         return await ownership.finalize_owned(ctx, obj, _servers(ctx, obj, going=True))
 
-    async def release(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec | None) -> None:
+    async def release(self, ctx: Context, obj: Obj, spec: VirtualMachineSpec | None) -> Result:
         await ctx.cloud.withdraw_build(obj.uid)
-        await ownership.release_owned(ctx, obj, _servers(ctx, obj))
+        return await orphan.release_owned(ctx, obj, _servers(ctx, obj))
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """An LB that changed its members or a Share that revoked a rule may unblock VMs
@@ -505,6 +505,7 @@ def _servers(
         verify=verify,
         mark=mark,
         release=release,
+        fetch=lambda server: cloud.fetch_server(server.id),
     )
 
 

@@ -22,8 +22,8 @@ from kumo.api import kinds
 from kumo.api.common import API_VERSION, import_key
 from kumo.api.virtualmachinegroup import SERVER_GROUP_POLICY, VirtualMachineGroupSpec
 from kumo.cloud.model import ServerGroup, owner_word, text_owner, with_word
-from kumo.engine import conditions, ownership
-from kumo.engine.errors import TerminalError
+from kumo.engine import conditions, orphan, ownership
+from kumo.engine.errors import ObjectGone, TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering
@@ -99,7 +99,7 @@ class VirtualMachineGroupActuator:
         deleted = set(decision.delete)
         going += [v for v in views if v.name in deleted]
         views = [v for v in views if v.name not in deleted]
-        await _sync_deletion_policy(ctx, obj, spec, bodies, skip=deleted)
+        await _sync_deletion_policy(ctx, obj, spec.deletion_policy, bodies, skip=deleted)
         await _sync_security_groups(ctx, obj, spec, (bodies, live), (hash_, legacy), deleted)
         stale = plan.stale_imports(spec, [v for v in seen if v.name not in deleted])
         await _drop_stale_imports(ctx, obj, stale)
@@ -183,11 +183,11 @@ class VirtualMachineGroupActuator:
             await ctx.kube.delete(kinds.VOLUME, obj.namespace, name)
         deleted = set(decision.delete)
         views = [v for v in views if v.name not in deleted]
-        await _sync_deletion_policy(ctx, obj, spec, bodies, skip=deleted)
+        await _sync_deletion_policy(ctx, obj, spec.deletion_policy, bodies, skip=deleted)
         await _sync_deletion_policy(
             ctx,
             obj,
-            spec,
+            spec.deletion_policy,
             [b for b in volume_bodies if not b["metadata"].get("deletionTimestamp")],
             skip=set(decision.delete_volumes),
             info=kinds.VOLUME,
@@ -263,8 +263,9 @@ class VirtualMachineGroupActuator:
                     kinds.VIRTUAL_MACHINE, obj.namespace, body["metadata"]["name"]
                 )
         volumes = self._volumes(ctx.store, obj, include_deleting=True)
-        if spec is not None and volumes:
-            delete, keep = plan.volume_deletion(spec, [_volume_view(b) for b in volumes])
+        if volumes:
+            views = [_volume_view(b) for b in volumes]
+            delete, keep = plan.volume_deletion(plan.when_deleted(obj.spec), views)
             for name in delete:
                 await ctx.kube.delete(kinds.VOLUME, obj.namespace, name)
             for body in volumes:
@@ -285,21 +286,40 @@ class VirtualMachineGroupActuator:
         self._derived.forget(obj.uid)
         return Result(phase="Deleted", done=True)
 
-    async def release(self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec | None) -> None:
-        """Members release their own servers (they carry the group's deletionPolicy). The
-        server group keeps its name (Nova cannot rename one); the orphan sweep deletes a
-        server group only once no server is left in it, which loses nothing. A stateful
-        group's Volume objects it retains (whenDeleted: Retain) are let go of; the others
-        go with it (they carry its deletionPolicy: their volumes are released)."""
-        volumes = self._volumes(ctx.store, obj)
-        if spec is not None and volumes:
-            _, keep = plan.volume_deletion(spec, [_volume_view(b) for b in volumes])
-            for body in volumes:
-                if body["metadata"]["name"] in keep:
-                    await _let_go(ctx, obj, body)
-        self._expected.pop(obj.uid, None)
-        self._expected_volumes.pop(obj.uid, None)
-        self._derived.forget(obj.uid)
+    async def release(self, ctx: Context, obj: Obj, spec: VirtualMachineGroupSpec | None) -> Result:
+        """Members release their own servers and Volume objects their volumes, once
+        deleted with ``deletionPolicy: Orphan`` — and the garbage collector deletes them
+        after the group, so they must say Orphan before the group goes. A pass of the
+        group gives them its policy, but none may have got through since the switch (an
+        invalid spec, the server group step or the snapshot gate failing): so the release
+        sets it first, from the body alone (``spec`` is not needed), and the group goes
+        only once the API server answers Orphan for every one (:func:`_orphan_dependents`).
+        Then the Volume objects it retains (whenDeleted: Retain) are let go of; the
+        others go with it, their volumes released. The server group keeps its name (Nova
+        cannot rename one); the orphan sweep deletes a server group only once no server is
+        left in it, which loses nothing."""
+
+        async def dependents_orphaned() -> list[str]:
+            members = self._members(ctx.store, obj, include_deleting=True)
+            volumes = self._volumes(ctx.store, obj, include_deleting=True)
+            seen = {b["metadata"]["name"] for b in [*members, *volumes]}
+            unseen = [  # created by a pass just before, not in the watch's cache yet
+                (info, name)
+                for info, expected in (
+                    (kinds.VIRTUAL_MACHINE, self._expected.get(obj.uid, {})),
+                    (kinds.VOLUME, self._expected_volumes.get(obj.uid, {})),
+                )
+                for name, entry in expected.items()
+                if name not in seen and (info is kinds.VOLUME or entry[0])
+            ]
+            return await _orphan_dependents(ctx, obj, (members, volumes), unseen)
+
+        result = await orphan.release_owned(ctx, obj, dependents_orphaned)
+        if result.done:
+            self._expected.pop(obj.uid, None)
+            self._expected_volumes.pop(obj.uid, None)
+            self._derived.forget(obj.uid)
+        return result
 
     def coalesce_for(self, key: Key, store: Store) -> float:
         """How long the group ``key`` waits before the pass a member's change asks of it:
@@ -448,32 +468,69 @@ async def _snapshot_gate(
 async def _sync_deletion_policy(
     ctx: Context,
     obj: Obj,
-    spec: VirtualMachineGroupSpec,
+    policy: str,
     bodies: list[Body],
     skip: Collection[str],
     info: kinds.KindInfo = kinds.VIRTUAL_MACHINE,
-) -> None:
+) -> list[Body]:
     """Give existing members (or Volume objects) the group's deletionPolicy (new ones are
     created with it), so deleting them orphans or deletes their cloud resources as the
-    group now says."""
+    group now says. Returns the patched bodies, as the API server answered."""
     current = {
         b["metadata"]["name"]: (b.get("spec") or {}).get("deletionPolicy")
         for b in bodies
         if b["metadata"]["name"] not in skip
     }
-    names = plan.policy_patches(spec.deletion_policy, current)
+    names = plan.policy_patches(policy, current)
+    patched = []
     for name in names:
-        await ctx.kube.patch(
-            info, obj.namespace, name, {"spec": {"deletionPolicy": spec.deletion_policy}}
-        )
+        patch = {"spec": {"deletionPolicy": policy}}
+        patched.append(await ctx.kube.patch(info, obj.namespace, name, patch))
     if names:
         what = "member(s)" if info is kinds.VIRTUAL_MACHINE else "volume(s)"
         ctx.events.emit(
             obj,
             "Normal",
             "DeletionPolicyChanged",
-            f"set deletionPolicy {spec.deletion_policy} on {len(names)} {what}",
+            f"set deletionPolicy {policy} on {len(names)} {what}",
         )
+    return patched
+
+
+async def _orphan_dependents(
+    ctx: Context,
+    obj: Obj,
+    read: tuple[list[Body], list[Body]],
+    unseen: list[tuple[kinds.KindInfo, str]],
+) -> list[str]:
+    """The group's release (``deletionPolicy: Orphan``): set its members' and Volume
+    objects' deletionPolicy to Orphan — ``read``: those the watch's cache shows, being
+    deleted or not; ``unseen``: those a pass just created that it does not show yet —
+    then let go of the Volume objects the group retains. Returns what does not say Orphan
+    in the API server's answer (the group waits for them; nothing is let go of then)."""
+    members, volumes = read
+    patched = await _sync_deletion_policy(ctx, obj, "Orphan", members, skip=())
+    patched += await _sync_deletion_policy(ctx, obj, "Orphan", volumes, skip=(), info=kinds.VOLUME)
+    for info, name in unseen:
+        try:
+            orphaned = {"spec": {"deletionPolicy": "Orphan"}}
+            patched.append(await ctx.kube.patch(info, obj.namespace, name, orphaned))
+        except ObjectGone as gone:
+            if not gone.names(info.kind, obj.namespace, name):
+                raise  # (not there: nothing of it for the collector to delete)
+    left = [
+        f"{b.get('kind', 'object')} {b['metadata']['name']} does not say deletionPolicy Orphan"
+        for b in patched
+        if (b.get("spec") or {}).get("deletionPolicy") != "Orphan"
+    ]
+    if left:
+        return left
+    views = [_volume_view(b) for b in volumes]
+    _, keep = plan.volume_deletion(plan.when_deleted(obj.spec), views)
+    for body in volumes:
+        if body["metadata"]["name"] in keep:
+            await _let_go(ctx, obj, body)
+    return []
 
 
 async def _drop_stale_imports(ctx: Context, obj: Obj, names: list[str]) -> None:

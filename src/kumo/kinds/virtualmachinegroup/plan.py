@@ -460,11 +460,21 @@ def template_replacements(
 
 
 def volume_deletion(
-    spec: VirtualMachineGroupSpec, volumes: Sequence[VolumeView]
+    when_deleted: str, volumes: Sequence[VolumeView]
 ) -> tuple[list[str], list[str]]:
     """The group is being deleted: (Volume objects to delete, those to let go of: their
-    owner reference removed, so they outlive the group)."""
+    owner reference removed, so they outlive the group). ``when_deleted``: see
+    :func:`when_deleted`."""
     names = sorted(v.name for v in volumes if not v.deleting)
-    if spec.volume_retention.when_deleted == "Delete":
+    if when_deleted == "Delete":
         return names, []
     return [], names
+
+
+def when_deleted(spec: Mapping[str, Any]) -> str:
+    """``spec.volumeRetention.whenDeleted`` read from the body, so a group whose spec no
+    longer validates still goes its way; anything but ``Delete`` retains (the default,
+    and what loses no data)."""
+    retention = spec.get("volumeRetention")
+    value = retention.get("whenDeleted") if isinstance(retention, Mapping) else None
+    return "Delete" if value == "Delete" else "Retain"

@@ -34,7 +34,7 @@ from kumo.cloud.model import (
     owner_of,
     released_metadata,
 )
-from kumo.engine import lifecycle, ownership
+from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -166,12 +166,14 @@ class VolumeActuator:
             )
         return await ownership.finalize_owned(ctx, obj, owned, DELETE_SECONDS)
 
-    async def release(self, ctx: Context, obj: Obj, spec: VolumeSpec | None) -> None:
+    async def release(self, ctx: Context, obj: Obj, spec: VolumeSpec | None) -> Result:
         """The volume stays, attached or not, with the orphan mark instead of the marker;
         so do its snapshots."""
-        await snapshots.release_for(ctx, obj)
         name = plan.volume_name(obj.namespace, obj.name)
-        await ownership.release_owned(ctx, obj, owned_volumes(ctx, obj.uid, name))
+        volumes = owned_volumes(ctx, obj.uid, name)
+        if not snapshots.snapshotted(obj.body):
+            return await orphan.release_owned(ctx, obj, volumes)
+        return await orphan.release_owned(ctx, obj, snapshots.owned(ctx, obj.uid), volumes)
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """Volumes being deleted that wait for a VM naming them (its change, its
@@ -227,6 +229,7 @@ def owned_volumes(
         release=release,
         holds_data=True,
         disposable=duplicates.volume_disposable(uid, name),
+        fetch=lambda v: cloud.fetch_volume(v.id),
     )
 
 

@@ -15,8 +15,10 @@ from kumo.api.kinds import (
 from kumo.cloud.model import owner_word
 from kumo.engine.objects import Key
 from kumo.engine.reconciler import Engine
+from kumo.kinds.dnsrecord import plan
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.labels import GROUP_LABEL
+from kumo.ports.model import released_words
 from tests.unit.fakes import World, make_body
 from tests.unit.kinds.dnsrecord.fake_designate import (
     OTHER_ZONE_ID,
@@ -430,6 +432,35 @@ def test_finalize_deletes_and_is_done_only_when_gone() -> None:
     assert world.store.get("DNSRecord", "default", "api") is not None
     assert run(world) is None
     assert world.store.get("DNSRecord", "default", "api") is None  # finalizer released
+
+
+def test_orphan_after_a_crash_in_the_create_window_releases_the_recordset() -> None:
+    """A crash between Designate's create and the ID's record leaves a status naming
+    neither the recordset nor its zone, and the recordset, marked, in the spec's zone:
+    Orphan releases it there (where finalize looks), and only then lets the object go."""
+    world = new_world(values=["192.0.2.10"], deletionPolicy="Orphan")
+    uid = stored(world, "DNSRecord", "api")["metadata"]["uid"]
+    made = cloud(world).add(FQDN, "A", ["192.0.2.10"], description=plan.description(None, uid))
+    body = stored(world, "DNSRecord", "api")
+    body["metadata"].update(deletionTimestamp=DELETING, finalizers=[DNS_RECORD.finalizer])
+    assert "zoneId" not in status(world) and "id" not in status(world)
+
+    assert run(world) is None
+    assert world.store.get("DNSRecord", "default", "api") is None, "finalizer released"
+    rs = cloud(world).recordsets[made.id]
+    assert plan.owner_of_recordset(rs) is None, "the marker is gone: never swept"
+    assert rs.description == released_words(made.description or "", uid, plan.DESCRIPTION_MAX)
+    assert "Released" in world.events.reasons()
+
+
+def test_orphan_looks_in_the_spec_zone_even_when_the_spec_does_not_validate() -> None:
+    world = new_world(values=["192.0.2.10"], deletionPolicy="Orphan", ttl=-5)
+    uid = stored(world, "DNSRecord", "api")["metadata"]["uid"]
+    made = cloud(world).add(FQDN, "A", ["192.0.2.10"], description=plan.description(None, uid))
+    body = stored(world, "DNSRecord", "api")
+    body["metadata"].update(deletionTimestamp=DELETING, finalizers=[DNS_RECORD.finalizer])
+    assert run(world) is None
+    assert plan.owner_of_recordset(cloud(world).recordsets[made.id]) is None
 
 
 def test_finalize_finds_an_unrecorded_recordset_by_marker() -> None:

@@ -3,21 +3,25 @@ feed objects and cloud state in and check cloud state and status out."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import datetime
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from kumo.api.kinds import LOAD_BALANCER, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.cloud.model import marker_tags
+from kumo.engine.errors import TransientError
 from kumo.engine.objects import Key
 from kumo.engine.reconciler import Engine
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.loadbalancer import members as lb_members
 from kumo.kinds.loadbalancer.actuator import MEMBER_OPS, LoadBalancerActuator
+from kumo.ports.model import owner_of, released_tags
 from tests.unit.fakes import World, make_body
 from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
 
@@ -61,6 +65,9 @@ class LBWorld(World):
 
 
 def new_world(vms: int = 3, spec: dict | None = None, pending_gets: int = 0) -> LBWorld:
+    """``pending_gets``: 0 settles a change on the next read, so that tests of what each
+    pass does count passes simply; the fake's own default (2) is Octavia's manner, which
+    the tests of waiting on it use."""
     world = LBWorld(cloud=FakeOctavia(pending_gets=pending_gets))
     world.clock = Clock()
     world.add(VIRTUAL_MACHINE_GROUP, GROUP, {"replicas": vms, "template": {}})
@@ -445,6 +452,53 @@ def test_finalize_deletes_and_is_done_only_when_gone() -> None:
     assert run(world) is None
     assert cloud(world).lbs == {}
     assert world.store.get("LoadBalancer", "default", "web") is None  # finalizer released
+
+
+def test_orphan_waits_out_a_busy_octavia_and_releases_before_the_finalizer_goes() -> None:
+    """deletionPolicy Orphan while Octavia is busy with the LB (a group's deletion changes
+    its pools right then): the 409 is waited for, not taken for done. The finalizer
+    stays, the object says what it waits for, and goes once the LB reads back released;
+    the LB stays."""
+    world = new_world(vms=1, pending_gets=2)  # Octavia's manner: pending for two reads
+    converge(world)
+    lb = cloud(world).only().lb
+    marked = list(lb.tags)
+    uid = stored(world, "LoadBalancer", "web")["metadata"]["uid"]
+    asyncio.run(cloud(world).update_load_balancer(lb.id, description="a pool change"))
+    body = stored(world, "LoadBalancer", "web")
+    body["spec"]["deletionPolicy"] = "Orphan"
+    body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+
+    assert run(world) == 1.0
+    assert cloud(world).busy == 1, "the release was refused (409)"
+    assert owner_of(cloud(world).only().lb.tags) == uid, "still marked"
+    assert world.store.get("LoadBalancer", "default", "web") is not None, "finalizer kept"
+    assert status(world)["phase"] == "Releasing"
+    assert status(world)["id"] == lb.id, "status kept while it waits"
+    assert f"load balancer {lb.id} is busy" in ready(world)["message"]
+
+    assert run(world) is None
+    assert world.store.get("LoadBalancer", "default", "web") is None, "finalizer released"
+    kept = cloud(world).only().lb
+    assert kept.id == lb.id and kept.provisioning_status != "PENDING_DELETE", "LB kept"
+    assert owner_of(kept.tags) is None and kept.tags == released_tags(marked, uid)
+    assert "delete_load_balancer" not in cloud(world).calls
+
+
+def test_the_fake_octavia_stays_pending_for_two_reads_and_refuses_changes_meanwhile() -> None:
+    octavia = FakeOctavia()
+    fake = octavia.add_lb(marker_tags("uid-web"))
+    asyncio.run(octavia.update_load_balancer(fake.lb.id, description="x"))
+    seen = [
+        asyncio.run(octavia.get_load_balancer(fake.lb.id)),
+        asyncio.run(octavia.fetch_load_balancer(fake.lb.id)),
+    ]
+    assert [lb.provisioning_status for lb in seen if lb] == ["PENDING_UPDATE"] * 2
+    with pytest.raises(TransientError) as busy:
+        asyncio.run(octavia.set_load_balancer_tags(fake.lb.id, []))
+    assert busy.value.reason == "CloudBusy"
+    settled = asyncio.run(octavia.get_load_balancer(fake.lb.id))
+    assert settled is not None and settled.provisioning_status == "ACTIVE"
 
 
 def test_a_removed_member_and_a_deleted_load_balancer_come_back() -> None:

@@ -285,3 +285,32 @@ def test_orphan_deletion_releases_the_server_and_an_import_takes_it_back() -> No
     assert status(world, "again")["id"] == sid
     assert world.cloud.servers[sid]["tags"] == marker_tags("uid-again"), "orphan mark gone"
     assert world.cloud.calls.count("create_server") == 1, "only the first VM's"
+
+
+def test_a_release_that_does_not_read_back_keeps_the_finalizer() -> None:
+    """All or nothing: Nova answers the tag write but the server still shows the marker
+    when read back (a write lost on the way): the finalizer stays, the object says which
+    server is left, and goes once the server reads back released."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "deletionPolicy": "Orphan"})
+    reconcile(world)
+    world.cloud.settle()
+    reconcile(world)
+    sid = status(world)["id"]
+    world.stored("VirtualMachine", "vm")["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    written = world.cloud.set_server_tags
+    world.cloud.set_server_tags = lambda server_id, tags: asyncio.sleep(0)  # lost
+
+    assert reconcile(world) is not None
+    assert world.store.get("VirtualMachine", "default", "vm") is not None, "finalizer kept"
+    assert status(world)["phase"] == "Releasing"
+    ready = condition(world, "Ready")
+    assert ready["reason"] == "Releasing"
+    assert f"server {sid} still carries Kumo's marker when read back" in ready["message"]
+    assert owner_of(world.cloud.servers[sid]["tags"]) == "uid-vm"
+
+    world.cloud.set_server_tags = written
+    assert reconcile(world) is None
+    assert world.store.get("VirtualMachine", "default", "vm") is None
+    assert owner_of(world.cloud.servers[sid]["tags"]) is None
+    assert world.cloud.calls.count("delete_server") == 0

@@ -19,6 +19,7 @@ from kumo.kinds.virtualmachinegroup.plan import (
     validate,
     volume_deletion,
     volume_name,
+    when_deleted,
 )
 
 TEMPLATE = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
@@ -153,9 +154,17 @@ def test_scaling_back_up_takes_the_retained_volume() -> None:
 
 def test_retention_when_the_group_is_deleted() -> None:
     volumes = [VolumeView("g-data-0", 0), VolumeView("g-data-1", 1, deleting=True)]
-    assert volume_deletion(spec(1, volumeTemplates=DATA), volumes) == ([], ["g-data-0"])
-    s = spec(1, volumeTemplates=DATA, volumeRetention={"whenDeleted": "Delete"})
-    assert volume_deletion(s, volumes) == (["g-data-0"], [])
+    assert volume_deletion(when_deleted({"volumeTemplates": DATA}), volumes) == ([], ["g-data-0"])
+    s = {"volumeTemplates": DATA, "volumeRetention": {"whenDeleted": "Delete"}}
+    assert volume_deletion(when_deleted(s), volumes) == (["g-data-0"], [])
+
+
+def test_retention_is_read_from_a_spec_that_does_not_validate() -> None:
+    """A group deleted with an invalid spec still knows what to keep; anything but an
+    explicit Delete retains."""
+    assert when_deleted({"replicas": -1, "volumeRetention": {"whenDeleted": "Delete"}}) == "Delete"
+    assert when_deleted({"volumeRetention": {"whenDeleted": "Sometimes"}}) == "Retain"
+    assert when_deleted({"volumeRetention": "x"}) == when_deleted({}) == "Retain"
 
 
 def test_surge_is_refused_with_identity_ordinal() -> None:

@@ -13,6 +13,7 @@ from kumo.kinds.labels import GROUP_LABEL, ORDINAL_LABEL
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
 from kumo.kinds.volume.actuator import VolumeActuator
+from kumo.ports.model import metadata_owner, owner_of
 from tests.unit.fakes import World
 from tests.unit.kinds.virtualmachine.test_volumes import Cloud
 
@@ -174,6 +175,94 @@ def test_group_deleted_with_delete_leaves_nothing() -> None:
     assert lab.names("VirtualMachine", deleting=True) == []
     assert lab.cloud.volumes == {}
     assert lab.cloud.live() == {}
+
+
+def collect_garbage(lab: Lab, uid: str) -> list[str]:
+    """Kubernetes' garbage collector after the group is gone: delete the objects whose
+    owner references still name it."""
+    doomed = []
+    for info in (VIRTUAL_MACHINE, VOLUME):
+        for body in lab.world.store.list(info.kind):
+            if any(r.get("uid") == uid for r in body["metadata"].get("ownerReferences") or []):
+                asyncio.run(lab.world.kube.delete(info, "default", body["metadata"]["name"]))
+                doomed.append(body["metadata"]["name"])
+    return sorted(doomed)
+
+
+def test_a_group_switched_to_orphan_with_an_invalid_spec_and_deleted_keeps_all() -> None:
+    """deletionPolicy Orphan set together with a change that does not validate, and the
+    group deleted at once: no pass of the group got through to give its members and
+    Volume objects the new policy. The release does it first (from the body alone),
+    then lets the group go; the collector then deletes members and Volume objects that
+    say Orphan, so every server and volume stays, released."""
+    lab = Lab(volumeRetention={"whenDeleted": "Delete"})
+    lab.converge()
+    uid = lab.world.stored("VirtualMachineGroup", "g")["metadata"]["uid"]
+    servers = [lab.server_of(f"g-{i}") for i in (0, 1)]
+    volumes = [lab.volume_id(f"g-data-{i}") for i in (0, 1)]
+    order: list[str] = []
+    patch, set_finalizers = lab.world.kube.patch, lab.world.kube.set_finalizers
+
+    async def patched(info: Any, namespace: str, name: str, body: Any) -> Any:
+        order.append(f"patch {name} {body}")
+        return await patch(info, namespace, name, body)
+
+    async def finalizers(obj: Any, wanted: list[str]) -> Any:
+        order.append(f"finalizers {obj.name} {wanted}")
+        return await set_finalizers(obj, wanted)
+
+    lab.world.kube.patch = patched  # type: ignore[method-assign]
+    lab.world.kube.set_finalizers = finalizers  # type: ignore[method-assign]
+    lab.set(deletionPolicy="Orphan", replicas=-1)  # Orphan, and a spec that fails validation
+    lab.world.stored("VirtualMachineGroup", "g")["metadata"]["deletionTimestamp"] = (
+        "2026-11-22T00:00:00Z"
+    )
+
+    lab.world.run(lab.group, "g")
+    assert lab.world.store.get("VirtualMachineGroup", "default", "g") is None
+    orphaned = {"spec": {"deletionPolicy": "Orphan"}}
+    assert order == [
+        *(f"patch {n} {orphaned}" for n in ("g-0", "g-1", "g-data-0", "g-data-1")),
+        "finalizers g []",
+    ], "every member and Volume object says Orphan before the group's finalizer goes"
+
+    assert collect_garbage(lab, uid) == ["g-0", "g-1", "g-data-0", "g-data-1"]
+    lab.converge(4)
+    assert lab.names("VirtualMachine", deleting=True) == lab.names("Volume", deleting=True) == []
+    for server in servers:
+        assert lab.cloud.servers[server]["status"] == "ACTIVE", "server kept"
+        assert owner_of(lab.cloud.servers[server]["tags"]) is None, "released"
+    for volume in volumes:
+        assert metadata_owner(lab.cloud.volumes[volume].metadata) is None, "kept, released"
+    assert lab.cloud.calls.count("delete_server") == lab.cloud.calls.count("delete_volume") == 0
+
+
+def test_a_group_waits_for_a_member_the_api_server_does_not_show_at_orphan() -> None:
+    """Only what the API server answers counts: a member whose patch does not take (an
+    admission webhook setting it back, say) keeps the group and its finalizer."""
+    lab = Lab()
+    lab.converge()
+    patch = lab.world.kube.patch
+
+    async def reverted(info: Any, namespace: str, name: str, body: Any) -> Any:
+        answered = await patch(info, namespace, name, body)
+        if name == "g-1":
+            return await patch(info, namespace, name, {"spec": {"deletionPolicy": "Delete"}})
+        return answered
+
+    lab.world.kube.patch = reverted  # type: ignore[method-assign]
+    lab.set(deletionPolicy="Orphan")
+    lab.world.stored("VirtualMachineGroup", "g")["metadata"]["deletionTimestamp"] = (
+        "2026-11-22T00:00:00Z"
+    )
+    assert lab.world.run(lab.group, "g") is not None
+    assert lab.world.store.get("VirtualMachineGroup", "default", "g") is not None
+    status = lab.status()
+    assert status["phase"] == "Releasing"
+    assert "VirtualMachine g-1 does not say deletionPolicy Orphan" in str(status["conditions"])
+    lab.world.kube.patch = patch  # type: ignore[method-assign]
+    assert lab.world.run(lab.group, "g") is None
+    assert lab.world.store.get("VirtualMachineGroup", "default", "g") is None
 
 
 def test_a_rollout_replaces_members_one_by_one_with_their_volumes() -> None:
