@@ -1,0 +1,275 @@
+"""deletionPolicy: Orphan is all or nothing, on the real kube-apiserver and the lab's
+OpenStack: the finalizer goes only once every resource reads back released.
+
+* A LoadBalancer deleted while Octavia is busy with it (a pool member change right
+  before the deletion, and more while Kumo waits): Kumo shows ``Releasing`` (the 409 is
+  waited for, not taken for done), then lets the object go; the LB stays, its marker
+  gone.
+* A stateful VirtualMachineGroup switched to Orphan together with a change its pass
+  cannot get through (haPolicy soft while Nova's server group quota is used up) and
+  deleted at once: the garbage collector deletes members and Volume objects after the
+  group, and their servers and volumes stay, released.
+* A DNSRecord (Orphan) whose operator was killed between Designate's create and the ID's
+  record, deleted while no operator runs: the restarted Kumo releases the recordset in
+  the spec's zone (status names no zone).
+
+What the tests keep (released, as asked) they delete through openstacksdk at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from openstack import exceptions as os_exc
+
+from kumo.ports.model import metadata_owner, owner_of, unreleased
+from tests.integration.helpers import VM_SPEC, apply, wait_gone, wait_ready
+from tests.integration.kube_fixtures import kubectl
+from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
+from tests.integration.test_openstack_lbaas_dns import delete_lb_tree, lb_status, retry_conflict
+from tests.integration.test_stateful_groups import group, member_with_volume, volume_ids
+from tests.integration.test_vm_volumes import volume_of
+
+API = "kumo.dev/v1alpha1"
+ZONE = "kumo-demo.test."
+
+
+def events(namespace: str, name: str, reason: str) -> list[str]:
+    out = kubectl(
+        "get", "events", "-n", namespace,
+        "--field-selector", f"involvedObject.name={name},reason={reason}", "-o", "json",
+    )  # fmt: skip
+    return [e["message"] for e in json.loads(out.stdout)["items"]]
+
+
+def phase(kind: str, name: str, namespace: str) -> str | None:
+    return ((get_obj(kind, name, namespace) or {}).get("status") or {}).get("phase")
+
+
+# -- LoadBalancer: a busy Octavia is waited for ------------------------------------------------
+
+
+class KeepBusy(threading.Thread):
+    """Changes a hand-made pool member's weight again each time Octavia has finished the
+    last change, so the load balancer is PENDING_UPDATE nearly all the time."""
+
+    def __init__(self, conn: Any, pool_id: str, member_id: str) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.pool_id, self.member_id = conn, pool_id, member_id
+        self.stopped = threading.Event()
+        self.changes = 0
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            weight = 1 + self.changes % 2
+            with contextlib.suppress(os_exc.ConflictException):  # busy: try again
+                self.conn.load_balancer.update_member(self.member_id, self.pool_id, weight=weight)
+                self.changes += 1
+            self.stopped.wait(0.05)
+
+
+def test_a_load_balancer_orphan_waits_for_a_busy_octavia_and_is_released(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    ns = namespace
+    apply(ns, {
+        "apiVersion": API, "kind": "VirtualMachineGroup", "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "haPolicy": "none", "template": dict(VM_SPEC)},
+    })  # fmt: skip
+    apply(ns, {
+        "apiVersion": API, "kind": "LoadBalancer", "metadata": {"name": "lb"},
+        "spec": {
+            "region": "tokyo1",
+            "deletionPolicy": "Orphan",
+            "ports": [{
+                "port": 80, "protocol": "http",
+                "realServers": {"protocol": "http", "port": 80, "virtualMachineGroupRef": "web"},
+            }],
+        },
+    })  # fmt: skip
+    ready = wait_ready("lb", "lb", ns, timeout=300)
+    lb_id, uid = ready["status"]["id"], ready["metadata"]["uid"]
+    busy: KeepBusy | None = None
+    try:
+        assert owner_of(demo_conn.load_balancer.get_load_balancer(lb_id).tags) == uid
+        (listener,) = demo_conn.load_balancer.listeners(load_balancer_id=lb_id)
+        pool_id = listener.default_pool_id
+        # A pool member change right before the deletion (as a group's deletion makes):
+        # Octavia holds the LB PENDING_UPDATE and answers 409 to any other change.
+        member = retry_conflict(
+            lambda: demo_conn.load_balancer.create_member(
+                pool_id, address="192.0.2.77", protocol_port=80
+            )
+        )
+        kubectl("delete", "lb", "lb", "-n", ns, "--wait=false")
+        busy = KeepBusy(demo_conn, pool_id, member.id)
+        busy.start()
+        wait_until(
+            "the LoadBalancer waits for Octavia (Releasing), its finalizer kept",
+            lambda: (
+                phase("lb", "lb", ns) == "Releasing"
+                or events(ns, "lb", "Releasing")
+                or get_obj("lb", "lb", ns) is None
+            ),
+            60,
+        )
+        assert busy.changes >= 1
+        busy.stopped.set()
+        busy.join(timeout=30)
+        wait_gone("lb", "lb", ns, 120)
+        (waited,) = events(ns, "lb", "Releasing")
+        assert f"load balancer {lb_id} is busy in the cloud (409)" in waited, waited
+
+        kept = demo_conn.load_balancer.get_load_balancer(lb_id)
+        assert kept.provisioning_status not in ("PENDING_DELETE", "DELETED"), "the LB is kept"
+        assert owner_of(kept.tags) is None, f"Kumo's marker is gone: {kept.tags}"
+        assert unreleased(kept.tags) != kept.tags, f"it carries the orphan mark: {kept.tags}"
+    finally:
+        if busy is not None:
+            busy.stopped.set()
+            busy.join(timeout=30)
+        with contextlib.suppress(Exception):  # not under Kumo's feet, if it can be helped
+            wait_gone("lb", "lb", ns, 120)
+        if lb_status(demo_conn, lb_id) not in ("GONE", "DELETED"):
+            delete_lb_tree(demo_conn, lb_id)
+
+
+# -- VirtualMachineGroup: members and volumes kept when its pass cannot get through ------------
+
+
+@pytest.fixture
+def server_group_quota(admin_conn: Any, demo_conn: Any) -> Iterator[Any]:
+    """A setter of kumo-demo's server group quota; the quota is set back at the end."""
+    path = f"/os-quota-sets/{demo_conn.current_project_id}"
+    before = admin_conn.compute.get(f"{path}/detail").json()["quota_set"]["server_groups"]
+
+    def set_to_usage() -> None:
+        in_use = admin_conn.compute.get(f"{path}/detail").json()["quota_set"]["server_groups"]
+        put = admin_conn.compute.put(path, json={"quota_set": {"server_groups": in_use["in_use"]}})
+        assert put.status_code == 200, put.text
+
+    try:
+        yield set_to_usage
+    finally:
+        put = admin_conn.compute.put(path, json={"quota_set": {"server_groups": before["limit"]}})
+        assert put.status_code == 200, put.text
+
+
+def test_a_group_set_to_orphan_with_a_failing_change_and_deleted_keeps_servers_and_volumes(
+    namespace: str, kumo_operator: Any, demo_conn: Any, server_group_quota: Any
+) -> None:
+    ns = namespace
+    apply(ns, group("og", 2, volumeRetention={"whenDeleted": "Delete"}))
+    ids = volume_ids(ns, "og", 2)
+    servers = {
+        i: wait_until(
+            f"og-{i} has its volume",
+            lambda i=i: member_with_volume(demo_conn, ns, f"og-{i}", ids[i]),
+            300,
+        )
+        for i in range(2)
+    }
+    try:
+        # Orphan, together with a change the group's pass cannot get through (a server
+        # group Nova refuses: quota), then deleted at once: no pass gives the members and
+        # Volume objects the new policy; the group's release must.
+        server_group_quota()
+        patch = {"spec": {"deletionPolicy": "Orphan", "haPolicy": "soft"}}
+        kubectl("patch", "vmg", "og", "-n", ns, "--type=merge", "-p", json.dumps(patch))
+        kubectl("delete", "vmg", "og", "-n", ns, "--wait=false")
+        wait_gone("vmg", "og", ns, 180)
+        for i in range(2):  # the garbage collector deletes them, Kumo releases
+            wait_gone("vm", f"og-{i}", ns, 180)
+            wait_gone("vol", f"og-data-{i}", ns, 180)
+
+        for i in range(2):
+            server = demo_conn.compute.get_server(servers[i])
+            assert server.status == "ACTIVE" and server.task_state != "deleting", "kept"
+            assert owner_of(server.tags) is None, f"released: {server.tags}"
+            volume = volume_of(demo_conn, ids[i])
+            assert volume is not None and volume["status"] != "deleting", "kept"
+            assert metadata_owner(volume["metadata"]) is None, f"released: {volume['metadata']}"
+            assert [a["server_id"] for a in volume["attachments"]] == [servers[i]]
+    finally:
+        _delete_kept(demo_conn, list(servers.values()), list(ids.values()))
+
+
+def _delete_kept(conn: Any, servers: list[str], volumes: list[str]) -> None:
+    """What the test released: the servers, then (detached by then) their volumes."""
+    for server_id in servers:
+        with contextlib.suppress(os_exc.NotFoundException):
+            conn.compute.delete_server(server_id)
+    for server_id in servers:
+        wait_until(
+            f"server {server_id} gone",
+            lambda s=server_id: conn.compute.find_server(s, ignore_missing=True) is None,
+            180,
+        )
+    for volume_id in volumes:
+        wait_until(
+            f"volume {volume_id} detached",
+            lambda v=volume_id: (
+                (volume_of(conn, v) or {}).get("status", "available") in ("available", "error")
+            ),
+            120,
+        )
+        with contextlib.suppress(os_exc.NotFoundException):
+            conn.block_storage.delete(f"/volumes/{volume_id}", microversion="3.0")
+    for volume_id in volumes:
+        wait_until(f"volume {volume_id} gone", lambda v=volume_id: volume_of(conn, v) is None, 120)
+
+
+# -- DNSRecord: released where finalize looks, after a crash in the create window --------------
+
+
+def test_a_dns_record_orphaned_after_a_crash_in_the_create_window_is_released(
+    namespace: str, kumo_operator: KumoOperator, demo_conn: Any
+) -> None:
+    ns = namespace
+    record = f"orphan-{uuid.uuid4().hex[:8]}"
+    zone = demo_conn.dns.find_zone(ZONE)
+    manifest = {
+        "apiVersion": API, "kind": "DNSRecord", "metadata": {"name": "crashy"},
+        "spec": {
+            "zone": ZONE, "name": record, "type": "A", "ttl": 60, "values": ["192.0.2.55"],
+            "deletionPolicy": "Orphan",
+        },
+    }  # fmt: skip
+
+    def made() -> list[Any]:
+        return [rs for rs in demo_conn.dns.recordsets(zone) if rs.name == f"{record}.{ZONE}"]
+
+    kumo_operator.stop()
+    crashing = like(kumo_operator, "operator-crash-orphan-dns.log")
+    crashing.start(env={"KUMO_FAILPOINTS": "after-recordset-create"})
+    try:
+        apply(ns, manifest)
+        uid = wait_until(
+            "DNSRecord has a uid", lambda: get_obj("dns", "crashy", ns)["metadata"]["uid"]
+        )
+        wait_until("operator died at the failpoint", lambda: crashing.proc.poll() is not None, 120)
+        assert crashing.proc.returncode == -9
+        (rs,) = made()
+        assert owner_of((rs.description or "").split()) == uid, "created, marked"
+        status = get_obj("dns", "crashy", ns).get("status") or {}  # type: ignore[union-attr]
+        assert not status.get("id") and not status.get("zoneId"), "crashed before the record"
+        # Deleted while no operator runs: the restarted Kumo's first pass is the release.
+        kubectl("delete", "dns", "crashy", "-n", ns, "--wait=false")
+    finally:
+        crashing.kill()
+        kumo_operator.start()
+    try:
+        wait_gone("dns", "crashy", ns, 180)
+        (kept,) = made()
+        assert kept.id == rs.id and sorted(kept.records) == ["192.0.2.55"], "the record stays"
+        assert owner_of((kept.description or "").split()) is None, kept.description
+    finally:
+        for leftover in made():
+            with contextlib.suppress(os_exc.NotFoundException):
+                demo_conn.dns.delete_recordset(leftover, zone)
