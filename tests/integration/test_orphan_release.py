@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 from openstack import exceptions as os_exc
 
-from kumo.ports.model import metadata_owner, owner_of, unreleased
-from tests.integration.helpers import VM_SPEC, apply, wait_gone, wait_ready
+from kumo.ports.markers import Marker, marker_of, metadata_marker, text_marker, unreleased
+from tests.integration.helpers import VM_SPEC, apply, cluster_id, wait_gone, wait_ready
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
 from tests.integration.test_openstack_lbaas_dns import delete_lb_tree, lb_status, retry_conflict
@@ -97,7 +97,8 @@ def test_a_load_balancer_orphan_waits_for_a_busy_octavia_and_is_released(
     lb_id, uid = ready["status"]["id"], ready["metadata"]["uid"]
     busy: KeepBusy | None = None
     try:
-        assert owner_of(demo_conn.load_balancer.get_load_balancer(lb_id).tags) == uid
+        marked = demo_conn.load_balancer.get_load_balancer(lb_id).tags
+        assert marker_of(marked) == Marker(uid, cluster_id()), marked
         (listener,) = demo_conn.load_balancer.listeners(load_balancer_id=lb_id)
         pool_id = listener.default_pool_id
         # A pool member change right before the deletion (as a group's deletion makes):
@@ -128,7 +129,7 @@ def test_a_load_balancer_orphan_waits_for_a_busy_octavia_and_is_released(
 
         kept = demo_conn.load_balancer.get_load_balancer(lb_id)
         assert kept.provisioning_status not in ("PENDING_DELETE", "DELETED"), "the LB is kept"
-        assert owner_of(kept.tags) is None, f"Kumo's marker is gone: {kept.tags}"
+        assert marker_of(kept.tags) is None, f"Kumo's marker is gone: {kept.tags}"
         assert unreleased(kept.tags) != kept.tags, f"it carries the orphan mark: {kept.tags}"
     finally:
         if busy is not None:
@@ -191,10 +192,10 @@ def test_a_group_set_to_orphan_with_a_failing_change_and_deleted_keeps_servers_a
         for i in range(2):
             server = demo_conn.compute.get_server(servers[i])
             assert server.status == "ACTIVE" and server.task_state != "deleting", "kept"
-            assert owner_of(server.tags) is None, f"released: {server.tags}"
+            assert marker_of(server.tags) is None, f"released: {server.tags}"
             volume = volume_of(demo_conn, ids[i])
             assert volume is not None and volume["status"] != "deleting", "kept"
-            assert metadata_owner(volume["metadata"]) is None, f"released: {volume['metadata']}"
+            assert metadata_marker(volume["metadata"]) is None, f"released: {volume['metadata']}"
             assert [a["server_id"] for a in volume["attachments"]] == [servers[i]]
     finally:
         _delete_kept(demo_conn, list(servers.values()), list(ids.values()))
@@ -256,7 +257,7 @@ def test_a_dns_record_orphaned_after_a_crash_in_the_create_window_is_released(
         wait_until("operator died at the failpoint", lambda: crashing.proc.poll() is not None, 120)
         assert crashing.proc.returncode == -9
         (rs,) = made()
-        assert owner_of((rs.description or "").split()) == uid, "created, marked"
+        assert text_marker(rs.description) == Marker(uid, cluster_id()), "created, marked"
         status = get_obj("dns", "crashy", ns).get("status") or {}  # type: ignore[union-attr]
         assert not status.get("id") and not status.get("zoneId"), "crashed before the record"
         # Deleted while no operator runs: the restarted Kumo's first pass is the release.
@@ -268,7 +269,7 @@ def test_a_dns_record_orphaned_after_a_crash_in_the_create_window_is_released(
         wait_gone("dns", "crashy", ns, 180)
         (kept,) = made()
         assert kept.id == rs.id and sorted(kept.records) == ["192.0.2.55"], "the record stays"
-        assert owner_of((kept.description or "").split()) is None, kept.description
+        assert text_marker(kept.description) is None, kept.description
     finally:
         for leftover in made():
             with contextlib.suppress(os_exc.NotFoundException):
