@@ -6,6 +6,9 @@ microversion, :data:`MICROVERSION` (3.0 is enough: metadata filter on the listin
 ``os-volume_attachments``, so Nova and Cinder agree on the attachment and the server
 is never rebuilt.
 
+Every listing reads every page (Cinder's ``osapi_max_limit`` per answer:
+:mod:`kumo.cloud.pages`).
+
 Ownership: volumes have no tags, but have metadata: Kumo writes ``kumo: managed`` and
 ``kumo-owner: <uid>`` on what it creates (the same keys as on Manila shares). A volume
 is listed by its owner with Cinder's metadata filter.
@@ -24,7 +27,7 @@ from typing import Any
 
 from openstack import exceptions as os_exc
 
-from kumo.cloud import model
+from kumo.cloud import model, pages
 from kumo.cloud.base import CloudBase
 from kumo.cloud.watch import VolumeWatcher
 from kumo.engine.errors import TerminalError
@@ -44,6 +47,16 @@ class CinderCalls(CloudBase):
         os_exc.raise_from_response(response)
         return response.json() if response.content else None
 
+    def _cinder_list(
+        self, path: str, key: str, params: dict[str, Any], microversion: str = MICROVERSION
+    ) -> list[Any]:
+        """Every page of a listing (``osapi_max_limit`` per page: cloud/pages.py)."""
+
+        def get(page_path: str, query: dict[str, Any]) -> Any:
+            return self._cinder("get", page_path, microversion, params=query)
+
+        return pages.linked(get, path, key, params)
+
     def _nova_rest(self, method: str, path: str, **kw: Any) -> Any:
         response = getattr(self.conn.compute, method)(path, **kw)
         os_exc.raise_from_response(response)
@@ -54,7 +67,7 @@ class CinderCalls(CloudBase):
         the name is what a volume reports)."""
 
         def find() -> str | None:
-            types = self._cinder("get", "/types")["volume_types"]
+            types = self._cinder_list("/types", "volume_types", {})
             found = [t for t in types if ref in (t["id"], t["name"])]
             return str(found[0]["name"]) if found else None
 
@@ -97,9 +110,9 @@ class CinderCalls(CloudBase):
     async def _list_volumes(self, filters: dict[str, Any]) -> list[model.Volume]:
         params = {k: json.dumps(v) if isinstance(v, dict) else v for k, v in filters.items()}
         found = await self._call(
-            "list volumes", self._cinder, "get", "/volumes/detail", params=params
+            "list volumes", self._cinder_list, "/volumes/detail", "volumes", params
         )
-        return [volume_from(x) for x in found["volumes"]]
+        return [volume_from(x) for x in found]
 
     async def create_volume(
         self,
@@ -231,13 +244,13 @@ class CinderCalls(CloudBase):
         params = {"metadata": json.dumps(metadata)}
         found = await self._call(
             "list snapshots",
-            self._cinder,
-            "get",
+            self._cinder_list,
             "/snapshots/detail",
+            "snapshots",
+            params,
             microversion=SNAPSHOT_MICROVERSION,
-            params=params,
         )
-        snapshots = [snapshot_from(x) for x in found["snapshots"]]
+        snapshots = [snapshot_from(x) for x in found]
         # The filter is the API's; the check is Kumo's own (an older Cinder ignores it).
         return [s for s in snapshots if metadata.items() <= s.metadata.items()]
 
