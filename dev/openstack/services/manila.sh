@@ -16,6 +16,10 @@
 # 10 s (periodic_interval) with no random start delay, and the lab counts Manila as ready
 # only once the scheduler knows that pool (a share created before would fail with "No
 # valid host").
+#
+# osapi_max_limit = LAB_PAGE_SIZE (common.sh, default 5, KUMO_LAB_PAGE_SIZE) like Cinder's.
+# Zed's share listing ignores it (it answers every share; releases before Zed cut it
+# there), but its other listings (share networks, replicas, groups) do not.
 
 manila_packages() { echo manila-api manila-scheduler manila-share python3-manilaclient; }
 
@@ -42,6 +46,7 @@ api_paste_config = $LAB_ETC/manila/api-paste.ini
 osapi_share_listen = $LAB_HOST
 osapi_share_listen_port = $MANILA_PORT
 osapi_share_workers = 1
+osapi_max_limit = $LAB_PAGE_SIZE
 enabled_share_backends = dummy
 enabled_share_protocols = NFS,CIFS
 default_share_type = default
