@@ -3,7 +3,8 @@
 :class:`LinkedListing` answers like Cinder (``osapi_max_limit``) and Neutron
 (``pagination_max_limit``): at most ``page`` items per answer (fewer when the request's
 ``limit`` asks), after the ``marker``'s item (404 when that item is gone), with a ``next``
-link on a full page whose host is the service's own idea of its name. :class:`CountedListing`
+link on a full page whose host is the service's own idea of its name, and Cinder's
+``count`` when asked ``with_count``. :class:`CountedListing`
 answers like Manila's share listing: ``with_count``, ``limit`` and ``offset`` (Zed applies
 an offset only with a limit), a link only when the request named a limit, and a marker it
 ignores; ``cap`` cuts an answer silently as Manila releases before Zed did.
@@ -98,6 +99,8 @@ class LinkedListing(_Listing):
             after = urlencode({**query, "limit": limit, "marker": chunk[-1]["id"]}, doseq=True)
             links.append({"rel": "next", "href": f"{LINK_HOST}/{self.key}?{after}"})
         body[self.links] = links
+        if query.get("with_count") == "true":  # Cinder from 3.45: counted after the page
+            body["count"] = len(self.matching(query))
         return body
 
 

@@ -14,7 +14,7 @@ import requests_mock as rm
 
 from kumo.cloud import credentials, model
 from kumo.cloud.adapter import OpenStackCloud
-from kumo.cloud.volumes import SNAPSHOT_MICROVERSION
+from kumo.cloud.volumes import LIST_MICROVERSION, SNAPSHOT_MICROVERSION
 from tests.unit.cloud.paged import CountedListing, LinkedListing, volume
 from tests.unit.cloud.rest import SOURCE, recorded, stub_discovery, stub_keystone
 from tests.unit.cloud.test_adapter import run
@@ -70,6 +70,7 @@ def test_the_watch_sees_every_volume_past_cinders_page(
     """12 volumes at ``osapi_max_limit`` 5: three calls per listing, and none of the
     seven past the first page is ever taken for gone, at the first listing or later."""
     listing = cinder_volumes(requests_mock, 12, page=5)
+    seen = requests_mock.get(f"{CINDER}/volumes/detail", json=listing.callback)
     notified: list[set[str]] = []
     cloud.watch._notify = lambda owners, duplicated, woken: notified.append(owners)
     refresh(cloud.watch, "cinder", full=True)
@@ -79,17 +80,22 @@ def test_the_watch_sees_every_volume_past_cinders_page(
     for n in range(12):
         assert isinstance(cloud.watch.volumes.lookup(f"vol-{n:04d}"), model.Volume), n
     assert notified == [{f"uid-{n}" for n in range(12)}], "the second listing changed nothing"
+    versions = {r.headers.get("OpenStack-API-Version") for r in seen.request_history}
+    assert versions == {f"volume {LIST_MICROVERSION}"}, "the count needs 3.45"
 
 
-@pytest.mark.parametrize(("count", "page", "calls"), [(0, 5, 1), (4, 5, 1), (10, 1000, 1)])
+@pytest.mark.parametrize(
+    ("count", "page", "calls"), [(0, 5, 1), (4, 5, 1), (5, 5, 1), (6, 5, 2), (10, 1000, 1)]
+)
 def test_below_a_page_a_listing_costs_one_call_as_before(
     cloud: OpenStackCloud, requests_mock: rm.Mocker, count: int, page: int, calls: int
 ) -> None:
     listing = cinder_volumes(requests_mock, count, page)
     refresh(cloud.watch, "cinder", full=True)
-    assert len(listing.asked) == calls
+    assert len(listing.asked) == calls, "one call per page begun (Cinder's count)"
     assert len(cloud.watch.volumes) == count
     assert json.loads(listing.asked[0]["metadata"]) == {"kumo": "managed"}
+    assert listing.asked[0]["with_count"] == "true"
 
 
 def test_adoption_finds_a_volume_past_the_first_page(

@@ -14,6 +14,10 @@ from kumo.engine.errors import TransientError
 from tests.unit.cloud.paged import CountedListing, LinkedListing, NotFound, volume
 
 
+def settled(x: dict[str, Any]) -> bool:
+    return x.get("status") != "deleting"
+
+
 def ids(found: list[dict[str, Any]]) -> list[str]:
     return [x["id"] for x in found]
 
@@ -39,6 +43,38 @@ def test_every_item_is_seen_whatever_the_page_size(total: int) -> None:
     assert ids(found) == ids(items)
     # One call per page; a listing that fills its last page exactly asks once more.
     assert len(listing.asked) == total // 5 + 1
+
+
+@pytest.mark.parametrize(("total", "calls"), [(0, 1), (4, 1), (5, 1), (6, 2), (10, 2), (11, 3)])
+def test_with_cinders_count_a_listing_costs_one_call_per_page_begun(total: int, calls: int) -> None:
+    """A full page comes with a link, but when the count says the listing is complete
+    there is no empty page to ask for: 1,000 volumes at 1,000 a page are one call."""
+    items = [volume(n) for n in range(total)]
+    listing = LinkedListing("volumes", items, page=5)
+    found = pages.linked(get_from(listing), "/volumes/detail", "volumes", settled=settled)
+    assert ids(found) == ids(items)
+    assert len(listing.asked) == calls
+    assert all(q["with_count"] == "true" for q in listing.asked)
+
+
+def test_a_deletion_ending_before_the_count_does_not_end_the_listing_early() -> None:
+    """Cinder counts after it lists: a volume listed as deleting and gone before the
+    count makes it equal to a full page while a sixth volume waits on page two."""
+    items = [volume(n) for n in range(6)]
+    items[0]["status"] = "deleting"
+    listing = LinkedListing("volumes", items, page=5)
+    answer = listing.answer
+
+    def deleted_after_the_first_page(query: dict[str, Any]) -> Any:
+        body = answer(query)
+        if "marker" not in query and len(listing.items) == 6:
+            del listing.items[0]  # listed in page one, gone before the count
+            body["count"] = len(listing.items)
+        return body
+
+    listing.answer = deleted_after_the_first_page  # type: ignore[method-assign]
+    found = pages.linked(get_from(listing), "/volumes/detail", "volumes", settled=settled)
+    assert "vol-0005" in ids(found), "the sixth volume, on page two"
 
 
 def test_a_listing_that_fits_in_one_page_costs_one_call() -> None:
