@@ -20,9 +20,9 @@ one of the adapter's threads (blocking I/O through ``get``), as one ``_call``:
   lists, so the count is one short of the items listed when one of them went in
   between (its deletion ended, its marker was removed) while one more waits on the
   next page: a listing holding an item that is not ``settled`` (a volume being
-  deleted) reads the next page anyway. Left: a marker removed by hand within those
-  milliseconds while the listing is one item past a page, which hides the last item
-  for one listing.
+  deleted) reads the next page anyway. What is left: a marker removed by hand within
+  those milliseconds while the listing is exactly one item past a page hides that last
+  item for one listing.
 - :func:`counted` (Manila): a share listing has no ``next`` link to follow. Manila gives
   one only when the request named a ``limit``, and its shares ignore the marker in it
   (following it repeats the page). Zed answers every share at once; older releases cut
@@ -31,13 +31,13 @@ one of the adapter's threads (blocking I/O through ``get``), as one ``_call``:
   ``offset`` (with a ``limit``: Zed applies an offset only with one), sorted by ID so
   that the pages do not depend on ties between creation times.
 
-A listing is never returned partial. A follow-up page refused because its marker went
-(Cinder and Neutron answer 404, or 400, when the last item of the previous page was
-deleted in between), or Manila's count moving between pages, starts the listing over;
-after :data:`ATTEMPTS` tries it fails as a transient error, and the watch keeps what it
-had until its next listing. (Offsets cannot see one share created and another deleted
-between two pages: Manila offers nothing better, and only a release that cuts listings
-pages at all.)
+Otherwise a listing is never returned partial. A follow-up page refused because its
+marker went (Cinder and Neutron answer 404, or 400, when the last item of the previous
+page was deleted in between), or Manila's count moving between pages, starts the
+listing over; after :data:`ATTEMPTS` tries it fails as a transient error, and the watch
+keeps what it had until its next listing. (Offsets cannot tell one share created and
+another deleted between two pages; Manila offers nothing better, and only its releases
+before Zed cut a share listing at all.)
 """
 
 from __future__ import annotations
