@@ -5,6 +5,7 @@ python -m bench group [--sizes 20,100]   Kumo's CPU per VM by group size, in mem
 python -m bench stack [--n 20,100]       Kumo vs. direct openstacksdk vs. Heat on the lab
 python -m bench fleet [--n 300 --groups 3 --contenders kumo,direct]   a big fleet; Kumo once converged
 python -m bench idle-neutron [--groups 10,100]  idle Neutron requests/min by security groups
+python -m bench idle-cinder [--volumes 10,1000]  idle Cinder requests/min by volumes
 python -m bench stateful [--n 50 --repeat 3]   a stateful group (volumes) vs. direct openstacksdk
 python -m bench octavia-cost [--sizes 20,50,100]  what a member change costs the lab's Octavia
 """
@@ -46,13 +47,16 @@ def main() -> None:
     stack.add_arguments(
         sub.add_parser("fleet", help="real-stack: a big fleet (Kumo, and the direct script)"), True
     )
-    from bench import idle, octavia_cost, stateful
+    from bench import idle, idle_cinder, octavia_cost, stateful
 
     stateful.add_arguments(
         sub.add_parser("stateful", help="real-stack: a stateful group vs. the direct script")
     )
 
     idle.add_arguments(sub.add_parser("idle-neutron", help="lab: idle Neutron req/min by groups"))
+    idle_cinder.add_arguments(
+        sub.add_parser("idle-cinder", help="lab: idle Cinder req/min by volumes")
+    )
     octavia_cost.add_arguments(
         sub.add_parser("octavia-cost", help="lab: Octavia's CPU per member change by pool size")
     )
@@ -64,6 +68,8 @@ def main() -> None:
         group.run(args)
     elif args.command == "idle-neutron":
         idle.run(args)
+    elif args.command == "idle-cinder":
+        idle_cinder.run(args)
     elif args.command == "stateful":
         stateful.run(args)
     elif args.command == "octavia-cost":

@@ -89,20 +89,21 @@ def _quiet(logdir: Path) -> LogWindow:
 
 
 async def _idle(
-    cloud: Any, intervals: int, interval_s: float, logdir: Path
+    cloud: Any, intervals: int, interval_s: float, logdir: Path, service: str = "neutron"
 ) -> tuple[LogWindow, dict[str, int], float]:
-    """The start-up listing (outside the window), then ``intervals`` idle refreshes."""
+    """The start-up listing (outside the window), then ``intervals`` idle refreshes of
+    the watch's ``service``."""
     watch = cloud.watch
     await watch.sync()
     # one refresh outside the window too: the start-up listing's stragglers (seen in an
     # unpaced run at 100 groups) land before it opens
-    await watch._refresh(watch._services["neutron"], full=False)
+    await watch._refresh(watch._services[service], full=False)
     window = _quiet(logdir)
     before = dict(watch.stats.lists)
     took = 0.0
     for i in range(intervals):
         started = time.monotonic()
-        await watch._refresh(watch._services["neutron"], full=False)
+        await watch._refresh(watch._services[service], full=False)
         spent = time.monotonic() - started
         took += spent
         if interval_s and i < intervals - 1:

@@ -8,7 +8,7 @@
 #
 # Contract (names other scripts rely on — do not rename):
 #   vars : LAB_HOST LAB_REGION LAB_PASSWORD LAB_ETC LAB_DATA LAB_RUN TRANSPORT_URL
-#          KEYSTONE_URL PY3 OS_CLIENT_CONFIG_FILE (exported)
+#          KEYSTONE_URL PY3 LAB_PAGE_SIZE OS_CLIENT_CONFIG_FILE (exported)
 #   funcs: db_create NAME · db_url NAME · os_admin ARGS... · ks_service_user NAME ·
 #          ks_register_service NAME TYPE URL · write_authtoken CONF NAME ·
 #          ini_set FILE SECTION KEY VALUE · wait_http URL TIMEOUT · uwsgi_app · lab_mysql
@@ -32,6 +32,11 @@ KEYSTONE_URL="http://127.0.0.1:5000/v3"
 PY3=/usr/bin/python3                   # Debian's python; `python3` is a pyenv shim here
 MYSQL_SOCKET="$LAB_RUN/mysqld.sock"
 OS_CLIENT_CONFIG_FILE="$KUMO_STATE/clouds.yaml"
+# Items per page of a listing of Cinder and Manila (their osapi_max_limit; real clouds
+# answer 1,000): small, so that every client of the lab pages. `lab.sh reconfigure SVC`
+# applies a new KUMO_LAB_PAGE_SIZE to a running lab.
+LAB_PAGE_SIZE="${KUMO_LAB_PAGE_SIZE:-5}"
+[[ "$LAB_PAGE_SIZE" =~ ^[1-9][0-9]*$ ]] || die "KUMO_LAB_PAGE_SIZE must be a positive integer, not '$LAB_PAGE_SIZE'"
 export OS_CLIENT_CONFIG_FILE
 # Debian's CLIs must not pick up a virtualenv/pyenv python path.
 unset PYTHONPATH PYTHONHOME VIRTUAL_ENV 2>/dev/null || true

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lab.sh up|down|status|wipe|start-service SVC|add-service SVC|up-extra SVC...|smoke SVC — a real
+# lab.sh up|down|status|wipe|start-service SVC|add-service SVC|reconfigure SVC|up-extra SVC...|smoke SVC — a real
 # OpenStack Zed (Debian bookworm packages) on
 # 127.0.0.1 with fake hypervisors, for Kumo's integration tests and benchmarks.
 #
@@ -195,6 +195,20 @@ lab_start_service() {
   log "$svc ready"
 }
 
+# lab_reconfigure SVC — write one service's configuration again (e.g. after a new
+# KUMO_LAB_PAGE_SIZE) and restart only that service on the running lab, waiting until it
+# is ready; no other service is touched. Its database, data and Keystone records stay.
+lab_reconfigure() {
+  local svc="$1" t0=$SECONDS
+  in_list "$svc" "${LAB_SERVICES[@]}" || die "unknown service '$svc' (one of: ${LAB_SERVICES[*]})"
+  stamp_done "$svc" || in_list "$svc" "${LAB_CORE[@]}" || die "$svc is not bootstrapped: run lab.sh up"
+  "${svc}_configure"
+  "${svc}_stop"
+  "${svc}_start"
+  wait_for "$svc" 300 "${svc}_ready"
+  log "$svc reconfigured and restarted in $((SECONDS - t0))s"
+}
+
 # lab_add_service SVC — bring one service into a running lab without touching the others:
 # install its packages, configure, bootstrap (stamp-guarded), start, wait until ready, run
 # its <svc>_cloud. For a service added to LAB_ORDER after the lab was first `up` (e.g.
@@ -230,7 +244,7 @@ lab_up_extra() {
   done
 }
 
-# lab_lock — one up/down/wipe/start-service at a time: test sessions and developers may run `up`
+# lab_lock — one up/down/wipe/start-service/reconfigure at a time: test sessions and developers may run `up`
 # concurrently (a second `up` waits, then finds everything running and returns fast).
 lab_lock() {
   exec 9>"$KUMO_STATE/openstack-lab.lock"
@@ -257,5 +271,6 @@ case "${1:-}" in
   wipe) lab_lock; lab_down; rm -rf "$LAB_ROOT" "$OS_CLIENT_CONFIG_FILE"; log "lab wiped" ;;
   start-service) [ -n "${2:-}" ] || die "usage: $0 start-service SVC"; lab_lock; lab_start_service "$2" ;;
   add-service) [ -n "${2:-}" ] || die "usage: $0 add-service SVC"; lab_lock; lab_add_service "$2" ;;
-  *) echo "usage: $0 up|down|status|wipe|start-service SVC|add-service SVC|up-extra SVC...|smoke SVC" >&2; exit 2 ;;
+  reconfigure) [ -n "${2:-}" ] || die "usage: $0 reconfigure SVC"; lab_lock; lab_reconfigure "$2" ;;
+  *) echo "usage: $0 up|down|status|wipe|start-service SVC|add-service SVC|reconfigure SVC|up-extra SVC...|smoke SVC" >&2; exit 2 ;;
 esac

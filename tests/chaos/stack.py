@@ -35,7 +35,7 @@ from tests.chaos.audit import (
     summary_line,
 )
 from tests.chaos.report import record_summary
-from tests.integration.helpers import apply, condition, pool_member_addresses
+from tests.integration.helpers import apply, cinder_pages, condition, pool_member_addresses
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KUMO_KINDS, KumoOperator, get_obj, wait_until
 
@@ -277,8 +277,6 @@ def _neutron_markers(conn: Any) -> list[Marked]:
 
 def cinder_volumes(conn: Any) -> list[CinderVolume]:
     """Every volume of the project, marked or not, with the servers it is attached to."""
-    response = conn.block_storage.get("/volumes/detail", microversion="3.0")
-    response.raise_for_status()
     return [
         CinderVolume(
             id=v["id"],
@@ -286,7 +284,7 @@ def cinder_volumes(conn: Any) -> list[CinderVolume]:
             owner=owner_in_metadata(v.get("metadata")),
             servers=tuple(a["server_id"] for a in v.get("attachments") or [] if a.get("server_id")),
         )
-        for v in response.json()["volumes"]
+        for v in cinder_pages(conn, "/volumes/detail", "volumes", "3.0")
         if v.get("status") != "deleted"
     ]
 

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from openstack import exceptions as os_exc
 
+from kumo.cloud import pages
 from kumo.ports.markers import cluster_from_uid
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
@@ -182,10 +184,20 @@ def kumo_leftovers(conn: Any, namespace: str) -> dict[str, list[str]]:
 def _cinder_list(conn: Any, what: str) -> list[dict[str, Any]]:
     """Cinder ``what`` (volumes, snapshots) carrying Kumo's metadata (3.22: the snapshot
     listing's metadata filter; below it Cinder ignores the filter)."""
-    response = conn.block_storage.get(
-        f"/{what}/detail",
-        params={"metadata": json.dumps({"kumo": "managed"})},
-        microversion="3.22",
-    )
-    found: list[dict[str, Any]] = response.json()[what]
+    params = {"metadata": json.dumps({"kumo": "managed"})}
+    found = cinder_pages(conn, f"/{what}/detail", what, "3.22", params)
     return [x for x in found if (x.get("metadata") or {}).get("kumo") == "managed"]
+
+
+def cinder_pages(
+    conn: Any, path: str, key: str, microversion: str, params: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Every page of a Cinder listing: the lab answers ``KUMO_LAB_PAGE_SIZE`` (5) items
+    per page (docs/lab.md), so a test that read one page would miss the rest."""
+
+    def get(page_path: str, query: dict[str, Any]) -> Any:
+        response = conn.block_storage.get(page_path, params=query, microversion=microversion)
+        os_exc.raise_from_response(response)
+        return response.json()
+
+    return pages.linked(get, path, key, params)

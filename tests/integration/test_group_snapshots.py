@@ -16,7 +16,13 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import condition, kumo_leftovers, wait_gone, wait_reason
+from tests.integration.helpers import (
+    cinder_pages,
+    condition,
+    kumo_leftovers,
+    wait_gone,
+    wait_reason,
+)
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
 from tests.integration.test_stateful_groups import group, member_with_volume, refused, volume_ids
@@ -27,10 +33,7 @@ MV = "3.22"  # snapshot listings filter by metadata from 3.22
 
 def snapshots_of(conn: Any, volume_id: str) -> list[dict[str, Any]]:
     """Cinder's snapshots of the volume (all of them: Kumo's or not), but those going."""
-    response = conn.block_storage.get(
-        "/snapshots/detail", params={"volume_id": volume_id}, microversion=MV
-    )
-    found = response.json()["snapshots"]
+    found = cinder_pages(conn, "/snapshots/detail", "snapshots", MV, {"volume_id": volume_id})
     return [s for s in found if s["volume_id"] == volume_id and s["status"] != "deleting"]
 
 

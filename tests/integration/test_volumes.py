@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import apply, cluster_id, wait_gone, wait_ready
+from tests.integration.helpers import apply, cinder_pages, cluster_id, wait_gone, wait_ready
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
@@ -29,7 +29,7 @@ def volume_of(conn: Any, volume_id: str) -> dict[str, Any] | None:
 
 def owned_by(conn: Any, uid: str) -> list[dict[str, Any]]:
     params = {"metadata": json.dumps({"kumo-owner": uid})}
-    return list(cinder(conn, "get", "/volumes/detail", params=params).json()["volumes"])
+    return cinder_pages(conn, "/volumes/detail", "volumes", MV, params)
 
 
 def volume_manifest(name: str, size: int) -> dict[str, Any]:

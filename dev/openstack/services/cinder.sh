@@ -17,6 +17,11 @@
 # host `kumo-lab`). The volume service reports its pool every 10 s with no random delay;
 # the lab counts Cinder as ready once the scheduler knows that pool (cinder.py ready).
 # Nova reaches Cinder through the catalog (`volumev3`, nova.conf [cinder]).
+#
+# Listings answer at most LAB_PAGE_SIZE items (osapi_max_limit; common.sh, default 5,
+# KUMO_LAB_PAGE_SIZE): a real Cinder answers 1,000, and a client that takes a first page
+# for the whole listing loses the rest, so in the lab every test crosses pages.
+# `lab.sh reconfigure cinder` applies a new size to the running lab.
 
 cinder_packages() { echo cinder-api cinder-scheduler cinder-volume; }
 
@@ -55,6 +60,7 @@ api_paste_config = $LAB_ETC/cinder/api-paste.ini
 osapi_volume_listen = $LAB_HOST
 osapi_volume_listen_port = $CINDER_PORT
 osapi_volume_workers = 1
+osapi_max_limit = $LAB_PAGE_SIZE
 enabled_backends = fake
 default_volume_type = __DEFAULT__
 storage_availability_zone = nova

@@ -11,18 +11,28 @@
 # `ip` rules on NFS shares. Its artificial delays (2-4 s per call by default) are cut
 # to a fraction of a second.
 #
-# Processes: manila-api (eventlet server, :8786, 1 worker), manila-scheduler,
-# manila-share (backend `dummy`, host `kumo-lab`). The share service reports its pool every
-# 10 s (periodic_interval) with no random start delay, and the lab counts Manila as ready
-# only once the scheduler knows that pool (a share created before would fail with "No
-# valid host").
+# Processes: manila-api (eventlet server, :8786, 1 worker), manila-share (backend `dummy`,
+# host `kumo-lab`), manila-scheduler. The scheduler starts last, once the share service's
+# driver is up: at its start it asks the share services for their pools and has the
+# answer within a second or two, where a share service started after it first reports
+# up to 60 s later. The lab counts Manila as ready once the scheduler knows that pool (a
+# share created before would fail with "No valid host"), and asks only once the
+# scheduler is MANILA_SETTLE_S old: /scheduler-stats/pools answers from the scheduler's
+# cache, and a query before the pool came fills that cache with a backend without pools,
+# kept until a share is scheduled (a Manila restarted with the scheduler first, as
+# `reconfigure manila` did, never looked ready).
+#
+# osapi_max_limit = LAB_PAGE_SIZE (common.sh, default 5, KUMO_LAB_PAGE_SIZE) like Cinder's.
+# Zed's share listing ignores it (it answers every share; releases before Zed cut it
+# there), but its other listings (share networks, replicas, groups) do not.
 
 manila_packages() { echo manila-api manila-scheduler manila-share python3-manilaclient; }
 
 MANILA_CONF="$LAB_ETC/manila/manila.conf"
 MANILA_PORT=8786
 MANILA_URL="http://$LAB_HOST:$MANILA_PORT"
-MANILA_PROCS=(api scheduler share)
+MANILA_PROCS=(api share scheduler)
+MANILA_SETTLE_S=5
 
 manila_configure() {
   mkdir -p "$LAB_ETC/manila" "$LAB_DATA/manila" "$LAB_RUN/manila-locks"
@@ -42,6 +52,7 @@ api_paste_config = $LAB_ETC/manila/api-paste.ini
 osapi_share_listen = $LAB_HOST
 osapi_share_listen_port = $MANILA_PORT
 osapi_share_workers = 1
+osapi_max_limit = $LAB_PAGE_SIZE
 enabled_share_backends = dummy
 enabled_share_protocols = NFS,CIFS
 default_share_type = default
@@ -88,8 +99,18 @@ manila_bootstrap() {
 manila_start() {
   local p
   for p in "${MANILA_PROCS[@]}"; do
+    if [ "$p" = scheduler ] && ! is_running manila-scheduler; then
+      wait_for "manila-share's driver" 120 _manila_share_initialized
+    fi
     start_daemon "manila-$p" "/usr/bin/manila-$p" --config-file "$MANILA_CONF"
   done
+}
+
+# The running manila-share has logged its driver's initialization since it started.
+_manila_share_initialized() {
+  is_running manila-share || return 1
+  awk '/Starting manila-share node/ { up = 0 } /Finished initialization of driver/ { up = 1 }
+       END { exit !up }' "$KUMO_STATE/logs/manila-share.log"
 }
 
 # Stopped in parallel: each takes several seconds to shut down gracefully.
@@ -102,8 +123,10 @@ manila_stop() {
 # Ready when the three processes live, the API answers its version document and the
 # scheduler knows the dummy backend's pool (manila.py ready).
 manila_ready() {
-  local p
+  local p started
   for p in "${MANILA_PROCS[@]}"; do is_running "manila-$p" || return 1; done
+  started="$(stat -c %Y "$KUMO_STATE/pids/manila-scheduler.pid")" || return 1
+  [ $(($(date +%s) - started)) -ge "$MANILA_SETTLE_S" ] || return 1
   http_answers "$MANILA_URL/" || return 1
   "$PY3" "$LAB_DIR/manila.py" ready
 }

@@ -38,13 +38,13 @@ class FloatingIPCalls(CloudBase):
         async def load() -> str:
             found = await self._call(
                 "list external networks",
-                self._neutron,
-                "get",
+                self._neutron_list,
                 "/networks",
-                params={"router:external": True},
+                "networks",
+                {"router:external": True},
                 field=field,
             )
-            networks = [(str(n["id"]), str(n.get("name") or "")) for n in found["networks"]]
+            networks = [(str(n["id"]), str(n.get("name") or "")) for n in found]
             return pick_external_network(networks, ref, field)
 
         return await self._names.resolve(("external network", ref or ""), load, field)
@@ -71,29 +71,29 @@ class FloatingIPCalls(CloudBase):
         """For ``import: {name: <address>}``: a floating IP's address is its name."""
         found = await self._call(
             "list floating IPs",
-            self._neutron,
-            "get",
+            self._neutron_list,
             "/floatingips",
-            params={"floating_ip_address": address},
+            "floatingips",
+            {"floating_ip_address": address},
             field="spec.import.name",
         )
-        return [_floating_ip(x) for x in found["floatingips"]]
+        return [_floating_ip(x) for x in found]
 
     async def fetch_floating_ips(self) -> list[model.FloatingIP]:
         """Every floating IP of the project, in one listing (the watcher's)."""
 
-        def listing() -> Any:
+        def listing() -> list[Any]:
             params = {"project_id": self.conn.current_project_id}
-            return self._neutron("get", "/floatingips", params=params)
+            return self._neutron_list("/floatingips", "floatingips", params)
 
         found = await self._call("list floating IPs", listing)
-        return [_floating_ip(x) for x in found["floatingips"]]
+        return [_floating_ip(x) for x in found]
 
     async def list_ports_of_device(self, device_id: str) -> list[model.Port]:
         found = await self._call(
-            "list ports", self._neutron, "get", "/ports", params={"device_id": device_id}
+            "list ports", self._neutron_list, "/ports", "ports", {"device_id": device_id}
         )
-        return [port_from(x) for x in found["ports"]]
+        return [port_from(x) for x in found]
 
     async def create_floating_ip(
         self,

@@ -71,12 +71,12 @@ class NetworkCalls(CloudBase):
     async def find_networks_by_name(self, name: str) -> list[model.Network]:
         found = await self._call(
             "list networks",
-            self._neutron,
-            "get",
+            self._neutron_list,
             "/networks",
-            params={"name": name, "fields": NETWORK_FIELDS},
+            "networks",
+            {"name": name, "fields": NETWORK_FIELDS},
         )
-        return await self._with_subnets([_network(x) for x in found["networks"]])
+        return await self._with_subnets([_network(x) for x in found])
 
     async def fetch_networks(self) -> list[model.Network]:
         return await self._with_subnets(marked(await self._project_networks()))
@@ -84,9 +84,13 @@ class NetworkCalls(CloudBase):
     async def _project_networks(self) -> list[model.Network]:
         """The project's own networks, without their subnets."""
         found = await self._call(
-            "list networks", self._neutron_project, "/networks", {"fields": NETWORK_FIELDS}
+            "list networks",
+            self._neutron_project,
+            "/networks",
+            "networks",
+            {"fields": NETWORK_FIELDS},
         )
-        return [_network(x) for x in found["networks"]]
+        return [_network(x) for x in found]
 
     async def _with_subnets(self, networks: list[model.Network]) -> list[model.Network]:
         """The networks with their subnets: one listing for all of them."""
@@ -94,13 +98,13 @@ class NetworkCalls(CloudBase):
             return []
         found = await self._call(
             "list subnets",
-            self._neutron,
-            "get",
+            self._neutron_list,
             "/subnets",
-            params={"network_id": [n.id for n in networks]},
+            "subnets",
+            {"network_id": [n.id for n in networks]},
         )
         by_network: dict[str, list[model.Subnet]] = {}
-        for x in found["subnets"]:
+        for x in found:
             by_network.setdefault(x.get("network_id") or "", []).append(_subnet(x))
         return [
             dataclasses.replace(n, subnets=tuple(sorted(by_network.get(n.id, []), key=_cidr)))
@@ -110,15 +114,15 @@ class NetworkCalls(CloudBase):
     async def network_ports(self, network_id: str) -> list[model.Port]:
         found = await self._call(
             "list ports on network",
-            self._neutron,
-            "get",
+            self._neutron_list,
             "/ports",
-            params={
+            "ports",
+            {
                 "network_id": network_id,
                 "fields": ["id", "network_id", "device_id", "device_owner", "fixed_ips", "status"],
             },
         )
-        return [port_from(x) for x in found["ports"]]
+        return [port_from(x) for x in found]
 
     async def create_network(
         self,
@@ -288,8 +292,8 @@ class NetworkCalls(CloudBase):
 
     async def _project_routers(self) -> list[model.Router]:
         """The project's own routers, without their interfaces."""
-        found = await self._call("list routers", self._neutron_project, "/routers")
-        return [_router(x) for x in found["routers"]]
+        found = await self._call("list routers", self._neutron_project, "/routers", "routers")
+        return [_router(x) for x in found]
 
     async def _with_interfaces(self, routers: list[model.Router]) -> list[model.Router]:
         """The routers with the subnets they have an interface on: one port listing."""
@@ -297,17 +301,17 @@ class NetworkCalls(CloudBase):
             return []
         found = await self._call(
             "list router interfaces",
-            self._neutron,
-            "get",
+            self._neutron_list,
             "/ports",
-            params={
+            "ports",
+            {
                 "device_owner": INTERFACE_OWNER,
                 "device_id": [r.id for r in routers],
                 "fields": ["id", "device_id", "fixed_ips"],
             },
         )
         by_router: dict[str, set[str]] = {}
-        for port in found["ports"]:
+        for port in found:
             subnets = by_router.setdefault(port.get("device_id") or "", set())
             subnets.update(ip["subnet_id"] for ip in port.get("fixed_ips") or [])
         return [

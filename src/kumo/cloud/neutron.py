@@ -79,9 +79,9 @@ class NeutronCalls(CloudBase):
 
         async def listing() -> list[model.SecurityGroup]:
             found = await self._call(
-                "list security groups", self._neutron_project, "/security-groups"
+                "list security groups", self._neutron_project, "/security-groups", "security_groups"
             )
-            groups = [_group(x) for x in found["security_groups"]]
+            groups = [_group(x) for x in found]
             return [g for g in groups if model.described_owner(g) == uid]
 
         return await self._relist(cache, uid, listing)
@@ -91,9 +91,13 @@ class NeutronCalls(CloudBase):
 
     async def _list_groups(self, params: dict[str, Any]) -> list[model.SecurityGroup]:
         found = await self._call(
-            "list security groups", self._neutron, "get", "/security-groups", params=params
+            "list security groups",
+            self._neutron_list,
+            "/security-groups",
+            "security_groups",
+            params,
         )
-        return [_group(x) for x in found["security_groups"]]
+        return [_group(x) for x in found]
 
     async def security_group_versions(self) -> list[model.SecurityGroup]:
         """Kumo's groups without their rules: the project's, kept when marked."""
@@ -101,29 +105,30 @@ class NeutronCalls(CloudBase):
             "list security groups",
             self._neutron_project,
             "/security-groups",
-            params={"fields": PROBE_FIELDS},
+            "security_groups",
+            {"fields": PROBE_FIELDS},
         )
-        return marked(_group(x) for x in found["security_groups"])
+        return marked(_group(x) for x in found)
 
     async def fetch_security_group_rules(self, group_id: str) -> list[model.SecurityGroupRule]:
         found = await self._call(
             "list security group rules",
-            self._neutron,
-            "get",
+            self._neutron_list,
             "/security-group-rules",
-            params={"security_group_id": group_id},
+            "security_group_rules",
+            {"security_group_id": group_id},
         )
-        return _rules(found["security_group_rules"])
+        return _rules(found)
 
     async def security_groups_in_use(self, group_id: str) -> list[str]:
         found = await self._call(
             "list ports using security group",
-            self._neutron,
-            "get",
+            self._neutron_list,
             "/ports",
-            params={"security_groups": group_id, "fields": ["id"]},
+            "ports",
+            {"security_groups": group_id, "fields": ["id"]},
         )
-        return sorted(str(p["id"]) for p in found["ports"])
+        return sorted(str(p["id"]) for p in found)
 
     async def create_security_group(
         self, *, name: str, description: str, tags: list[str]

@@ -17,7 +17,7 @@ from typing import Any, cast
 from openstack import exceptions, resource
 from openstack import exceptions as os_exc
 
-from kumo.cloud import model
+from kumo.cloud import model, pages
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
 from kumo.cloud.watch import LoadBalancerWatcher
@@ -161,17 +161,14 @@ class OctaviaCalls(CloudBase):
         self, path: str, key: str, params: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
         """In the call's thread: ``GET /lbaas/<path>`` as Octavia's JSON, every page
-        (following ``<key>_links`` itself, as the SDK would)."""
-        found: list[dict[str, Any]] = []
-        url: str | None = f"/lbaas/{path}"
-        while url:
-            response = self.conn.load_balancer.get(url, params=params)
+        (its ``<key>_links``: cloud/pages.py)."""
+
+        def get(url: str, query: dict[str, Any]) -> Any:
+            response = self.conn.load_balancer.get(url, params=query)
             os_exc.raise_from_response(response, error_message=f"GET {url}")
-            body = response.json()
-            found += body.get(key) or []
-            links = [x for x in body.get(f"{key}_links") or [] if x.get("rel") == "next"]
-            url, params = (links[0]["href"], None) if links else (None, None)
-        return found
+            return response.json()
+
+        return pages.linked(get, f"/lbaas/{path}", key, params)
 
     async def create_load_balancer(
         self,

@@ -5,6 +5,9 @@ microversion, :data:`MICROVERSION` (2.45, Stein): the SDK's share resources send
 microversion (Manila then answers as 2.0: no access-rule metadata, no
 ``/share-access-rules``), and Kumo needs both. Zed serves up to 2.73.
 
+A share listing is read whole whatever the release's page size (by ``with_count`` and
+offsets: :mod:`kumo.cloud.pages`).
+
 Ownership: shares and access rules have no tags, but both have metadata (rules since
 2.45): Kumo writes ``kumo: managed`` and ``kumo-owner: <uid>`` on what it creates. A
 share is listed by its owner with Manila's metadata filter; rules are read per share
@@ -19,7 +22,7 @@ from typing import Any
 
 from openstack import exceptions as os_exc
 
-from kumo.cloud import model
+from kumo.cloud import model, pages
 from kumo.cloud.base import CloudBase
 from kumo.cloud.watch import ShareWatcher
 from kumo.engine.errors import TerminalError
@@ -37,6 +40,14 @@ class ManilaCalls(CloudBase):
         response = getattr(proxy, method)(path, microversion=MICROVERSION, **kw)
         os_exc.raise_from_response(response)
         return response.json() if response.content else None
+
+    def _manila_shares(self, params: dict[str, Any]) -> list[Any]:
+        """Every share the listing matches, whatever Manila's page size (cloud/pages.py)."""
+
+        def get(path: str, query: dict[str, Any]) -> Any:
+            return self._manila("get", path, params=query)
+
+        return pages.counted(get, "/shares/detail", "shares", params)
 
     # -- shares ----------------------------------------------------------------------------
 
@@ -86,13 +97,9 @@ class ManilaCalls(CloudBase):
 
     async def _list_shares(self, metadata: dict[str, str]) -> list[model.Share]:
         found = await self._call(
-            "list shares",
-            self._manila,
-            "get",
-            "/shares/detail",
-            params={"metadata": json.dumps(metadata)},
+            "list shares", self._manila_shares, {"metadata": json.dumps(metadata)}
         )
-        return [_share(x) for x in found["shares"]]
+        return [_share(x) for x in found]
 
     async def create_share(
         self,

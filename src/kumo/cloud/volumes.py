@@ -1,10 +1,13 @@
 """Cinder calls: volumes, and their attachments to servers (through Nova).
 
-Everything goes through the block-storage (v3) proxy's REST methods at one fixed
-microversion, :data:`MICROVERSION` (3.0 is enough: metadata filter on the listing,
-``os-extend`` while available). Attach and detach go through Nova's
-``os-volume_attachments``, so Nova and Cinder agree on the attachment and the server
-is never rebuilt.
+Everything goes through the block-storage (v3) proxy's REST methods at
+:data:`MICROVERSION` (3.0 is enough: metadata filter on the listing, ``os-extend`` while
+available). Attach and detach go through Nova's ``os-volume_attachments``, so Nova and
+Cinder agree on the attachment and the server is never rebuilt.
+
+Every listing reads every page (Cinder answers ``osapi_max_limit`` items per page:
+:mod:`kumo.cloud.pages`); volume listings go at :data:`LIST_MICROVERSION` for Cinder's
+count, so that a listing filling its page exactly costs no second call.
 
 Ownership: volumes have no tags, but have metadata: Kumo writes ``kumo: managed`` and
 ``kumo-owner: <uid>`` on what it creates (the same keys as on Manila shares). A volume
@@ -24,12 +27,15 @@ from typing import Any
 
 from openstack import exceptions as os_exc
 
-from kumo.cloud import model
+from kumo.cloud import model, pages
 from kumo.cloud.base import CloudBase
 from kumo.cloud.watch import VolumeWatcher
 from kumo.engine.errors import TerminalError
 
 MICROVERSION = "3.0"
+#: Volume listings ask Cinder's count (3.45), so a listing that fills its page exactly
+#: ends there instead of asking for an empty next page (cloud/pages.py).
+LIST_MICROVERSION = "3.45"
 #: Snapshot listings filter by metadata from 3.22; ``force`` (an in-use volume) still
 #: counts there (3.66 dropped the need for it).
 SNAPSHOT_MICROVERSION = "3.22"
@@ -44,6 +50,18 @@ class CinderCalls(CloudBase):
         os_exc.raise_from_response(response)
         return response.json() if response.content else None
 
+    def _cinder_list(
+        self, path: str, key: str, params: dict[str, Any], microversion: str = MICROVERSION
+    ) -> list[Any]:
+        """Every page of a listing (``osapi_max_limit`` per page: cloud/pages.py), with
+        Cinder's count from 3.45."""
+
+        def get(page_path: str, query: dict[str, Any]) -> Any:
+            return self._cinder("get", page_path, microversion, params=query)
+
+        counts = tuple(map(int, microversion.split("."))) >= (3, 45)
+        return pages.linked(get, path, key, params, settled=_settled if counts else None)
+
     def _nova_rest(self, method: str, path: str, **kw: Any) -> Any:
         response = getattr(self.conn.compute, method)(path, **kw)
         os_exc.raise_from_response(response)
@@ -54,7 +72,7 @@ class CinderCalls(CloudBase):
         the name is what a volume reports)."""
 
         def find() -> str | None:
-            types = self._cinder("get", "/types")["volume_types"]
+            types = self._cinder_list("/types", "volume_types", {})
             found = [t for t in types if ref in (t["id"], t["name"])]
             return str(found[0]["name"]) if found else None
 
@@ -101,9 +119,14 @@ class CinderCalls(CloudBase):
     async def _list_volumes(self, filters: dict[str, Any]) -> list[model.Volume]:
         params = {k: json.dumps(v) if isinstance(v, dict) else v for k, v in filters.items()}
         found = await self._call(
-            "list volumes", self._cinder, "get", "/volumes/detail", params=params
+            "list volumes",
+            self._cinder_list,
+            "/volumes/detail",
+            "volumes",
+            params,
+            microversion=LIST_MICROVERSION,
         )
-        return [volume_from(x) for x in found["volumes"]]
+        return [volume_from(x) for x in found]
 
     async def create_volume(
         self,
@@ -235,13 +258,13 @@ class CinderCalls(CloudBase):
         params = {"metadata": json.dumps(metadata)}
         found = await self._call(
             "list snapshots",
-            self._cinder,
-            "get",
+            self._cinder_list,
             "/snapshots/detail",
+            "snapshots",
+            params,
             microversion=SNAPSHOT_MICROVERSION,
-            params=params,
         )
-        snapshots = [snapshot_from(x) for x in found["snapshots"]]
+        snapshots = [snapshot_from(x) for x in found]
         # The filter is the API's; the check is Kumo's own (an older Cinder ignores it).
         return [s for s in snapshots if metadata.items() <= s.metadata.items()]
 
@@ -292,6 +315,12 @@ class CinderCalls(CloudBase):
     def _volume_changing(self, volume_id: str, status: str) -> None:
         self.watch.volumes.update(volume_id, lambda v: dataclasses.replace(v, status=status))
         self.watch.nudge(VolumeWatcher.service)
+
+
+def _settled(x: dict[str, Any]) -> bool:
+    """Not on its way out: a volume being deleted may leave Cinder's count between a
+    page and the count taken after it (cloud/pages.py)."""
+    return x.get("status") not in ("deleting", "error_deleting")
 
 
 def volume_from(x: dict[str, Any]) -> model.Volume:

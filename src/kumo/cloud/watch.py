@@ -791,8 +791,8 @@ TRANSITIONAL_VOLUME = {
 
 class VolumeWatcher(Watcher):
     """Cinder: Kumo's volumes, one listing filtered by Kumo's metadata per interval —
-    the idle cost is one call whatever the number of volumes, and no per-volume GET
-    (attachments come with the listing)."""
+    the idle cost is one call per page of ``osapi_max_limit`` volumes (1,000 by
+    default: cloud/pages.py), and no per-volume GET (attachments come with the listing)."""
 
     service = "cinder"
 

@@ -115,9 +115,9 @@ class FakeCloud:
             get_recordset=lambda rs_id, zone_id: next(r for r in self.recordsets if r.id == rs_id),
         )
 
-    def _cinder_get(self, path: str, microversion: str) -> Any:
+    def _cinder_get(self, path: str, microversion: str, params: Any = None) -> Any:
         assert path == "/volumes/detail"
-        return NS(raise_for_status=lambda: None, json=lambda: {"volumes": list(self.volumes)})
+        return NS(status_code=200, json=lambda: {"volumes": list(self.volumes)})
 
 
 def vm(i: int) -> dict[str, Any]:

@@ -580,15 +580,17 @@ def test_list_members_follows_every_page(cloud: OpenStackCloud, requests_mock: r
     """Members are read as Octavia's JSON (not the SDK's resources), so the adapter
     follows the ``members_links`` itself."""
     url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
+    # Octavia's link repeats the request's query (the sort) with its limit and marker.
+    following = f"{url}?sort=created_at:asc,id:asc&limit=1&marker=mem-10.0.0.10"
     requests_mock.get(
         url,
         json={
             "members": [octavia_member("10.0.0.10", ["kumo"])],
-            "members_links": [{"rel": "next", "href": f"{url}?limit=1&marker=mem-10.0.0.10"}],
+            "members_links": [{"rel": "next", "href": following}],
         },
     )
     requests_mock.get(
-        f"{url}?limit=1&marker=mem-10.0.0.10",
+        following,
         complete_qs=True,
         json={
             "members": [octavia_member("10.0.0.11", ["kumo"], monitor_port=8080)],
