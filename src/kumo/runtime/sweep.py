@@ -163,9 +163,9 @@ class Sweeper:
                     target,
                     "Warning",
                     "OrphanFound",
-                    f"{m.kind} {m.id} ({m.name}) carries the marker of object uid {m.owner}, "
-                    f"which the API server does not have: {self._fate(m, verdict)}.\n"
-                    f"{orphans.remedy(m)}",
+                    f"{m.kind} {m.id} ({_short(m.name)}) carries the marker of object uid "
+                    f"{m.owner}, which the API server does not have: "
+                    f"{self._fate(m, verdict)}.\n{orphans.remedy(m)}",
                 )
         found = {(m.kind, m.id) for m in verdict.orphaned}
         target.reported &= found
@@ -237,3 +237,9 @@ class Sweeper:
                 await self.kube.post_namespace_event(namespace, type_, reason, message)
             except Exception as error:  # events are best effort
                 log.warning("could not post event in %s: %s", namespace, error)
+
+
+def _short(name: str, limit: int = 80) -> str:
+    """A name cut to fit an event (the API server keeps 1,000 characters of a message,
+    and the commands come after it)."""
+    return name if len(name) <= limit else f"{name[: limit - 1]}…"

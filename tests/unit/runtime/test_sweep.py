@@ -277,3 +277,11 @@ def test_a_router_kept_for_a_foreign_subnet_is_reported_once_and_tried_again() -
     foreign.clear()  # the user detached it
     sweeps_at(sweep, clock, 800)
     assert cloud.deleted == [("router", "rtr-1")]
+
+
+def test_a_long_name_never_pushes_the_commands_out_of_the_event() -> None:
+    long = Marked("volume", "vol-long", "n" * 255, "uid-gone")
+    kube, cloud, clock = Kube(), Cloud(*MINE, long), Clock()
+    sweeps_at(sweeper(kube, cloud, clock), clock, 0)
+    (message,) = [m for _, reason, m in kube.events if reason == "OrphanFound"]
+    assert len(message) <= 1000 and message.endswith("openstack volume delete vol-long")
