@@ -112,7 +112,8 @@ class OrphanSweep:
         return (
             f"{orphaned} of {listed} marked resources have no object ({share}): that looks "
             "like a missing watch, another cluster sharing the project or a restore, not "
-            "like leaks; nothing is deleted, and no grace runs, until it falls"
+            "like leaks; nothing is deleted, and no grace runs, until it falls (`kumo "
+            "orphans` lists them, with how to import or delete each by hand)"
         )
 
     def forget(self, resource: Marked) -> None:
