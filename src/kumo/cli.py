@@ -189,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     orphans.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)")
     orphans.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    _cluster_id_argument(orphans)
     _sweep_policy(orphans)
     orphans.set_defaults(func=_orphans)
 

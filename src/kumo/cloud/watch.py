@@ -946,11 +946,13 @@ class NetworkWatcher(Watcher):
         router = await self.cloud.get_router(resource.id)
         if router is None:
             return
-        # Only the subnets of its own network (the same owner's) are Kumo's to detach: a
-        # subnet of another object's network or a user's stays, and so does the router.
+        # Only the subnets of its own network (the same owner's, this cluster's current
+        # marker) are Kumo's to detach: a subnet of another object's network, another
+        # cluster's, a legacy-marked one or a user's stays, and so does the router.
         subnet_owners = {
-            subnet.id: self.networks.owner(network)
+            subnet.id: marker.uid if marker is not None and marker.current else None
             for network in self.networks.live()
+            for marker in (model.marker_of(network.tags),)
             for subnet in network.subnets
         }
         own, foreign = sweep.router_interfaces(resource.owner, router.interfaces, subnet_owners)

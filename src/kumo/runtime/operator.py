@@ -323,6 +323,7 @@ async def orphans_command(args: Any) -> int:
     kube = KubeClient.from_environment()
     clouds: CloudRegistry | None = None
     try:
+        await cluster.establish(kube, args.cluster_id)  # whose markers are this cluster's
         source = await _default_source(options, kube)
         if source is None:
             raise ValueError("no cloud: give --clouds-yaml or --credentials-secret")

@@ -24,8 +24,10 @@ from kumo.ports.model import Marked
 @dataclass(frozen=True)
 class Remedy:
     """How a person keeps or deletes one kind of orphan. The commands are formats over
-    ``id``, ``zone`` (a recordset's), ``tag`` (the marker tag) and ``key`` (the marker's
-    metadata key)."""
+    ``id``, ``zone`` (a recordset's), ``tag`` and ``ctag`` (the owner's and the
+    cluster's marker tags) and ``key`` and ``ckey`` (their metadata keys): see
+    :mod:`kumo.ports.markers`. A marker word (a description, a name) goes with the
+    text that holds it."""
 
     delete: str
     #: The Kumo kind whose ``spec.import`` takes it over, if any.
@@ -38,13 +40,13 @@ REMEDIES: dict[str, Remedy] = {
     "server": Remedy(
         "openstack server delete {id}",
         "VirtualMachine",
-        ("openstack --os-compute-api-version 2.26 server unset --tag {tag} {id}",),
+        ("openstack --os-compute-api-version 2.26 server unset --tag {tag} --tag {ctag} {id}",),
     ),
     "server_group": Remedy("openstack server group delete {id}"),
     "loadbalancer": Remedy(
         "openstack loadbalancer delete --cascade {id}",
         "LoadBalancer",
-        ("openstack loadbalancer unset --tag {tag} {id}",),
+        ("openstack loadbalancer unset --tag {tag} --tag {ctag} {id}",),
     ),
     "recordset": Remedy(
         "openstack recordset delete {zone} {id}",
@@ -52,39 +54,43 @@ REMEDIES: dict[str, Remedy] = {
         ("openstack recordset set --no-description {zone} {id}",),
     ),
     "share": Remedy(
-        "openstack share delete {id}", None, ("openstack share unset --property {key} {id}",)
+        "openstack share delete {id}",
+        None,
+        ("openstack share unset --property {key} --property {ckey} {id}",),
     ),
     "security_group": Remedy(
         "openstack security group delete {id}",
         "SecurityGroup",
-        ("openstack security group unset --tag {tag} {id}",),
+        ("openstack security group unset --tag {tag} --tag {ctag} {id}",),
     ),
     "keypair": Remedy("openstack keypair delete {id}"),
     "floatingip": Remedy(
         "openstack floating ip delete {id}",
         "FloatingIP",
         (
-            "openstack floating ip unset --tag {tag} {id}",
+            "openstack floating ip unset --tag {tag} --tag {ctag} {id}",
             "openstack floating ip set --description '' {id}",
         ),
     ),
     "volume": Remedy(
         "openstack volume delete {id}",
         "Volume",
-        ("openstack volume unset --property {key} {id}",),
+        ("openstack volume unset --property {key} --property {ckey} {id}",),
     ),
     "snapshot": Remedy(
         "openstack volume snapshot delete {id}",
         None,
-        ("openstack volume snapshot unset --property {key} {id}",),
+        ("openstack volume snapshot unset --property {key} --property {ckey} {id}",),
     ),
     "router": Remedy(
         "openstack router remove subnet {id} <subnet> (each), then openstack router delete {id}",
         None,
-        ("openstack router unset --tag {tag} {id}",),
+        ("openstack router unset --tag {tag} --tag {ctag} {id}",),
     ),
     "network": Remedy(
-        "openstack network delete {id}", "Network", ("openstack network unset --tag {tag} {id}",)
+        "openstack network delete {id}",
+        "Network",
+        ("openstack network unset --tag {tag} --tag {ctag} {id}",),
     ),
 }
 
@@ -94,7 +100,9 @@ def _commands(m: Marked, formats: tuple[str, ...]) -> list[str]:
         "id": m.id,
         "zone": m.zone_id or "<zone>",
         "tag": model.owner_tag(m.owner),
+        "ctag": model.cluster_tag(),
         "key": model.SHARE_OWNER_KEY,
+        "ckey": model.CLUSTER_KEY,
     }
     return [f.format(**fields) for f in formats]
 

@@ -394,12 +394,14 @@ def test_synced_since_needs_a_full_listing_of_every_service_started_after_the_mo
 
 def fake_neutron_with_leaked_router() -> tuple[FakeNetworks, model.Router, dict[str, str]]:
     """A router of a Network object that is gone, on a subnet of its own network, one of
-    another Network object's and one of a network Kumo does not know (a user's)."""
+    another Network object's, one of the same UID's in another cluster and one of a
+    network Kumo does not know (a user's)."""
     neutron = FakeNetworks()
     subnets = {}
     for name, tags in (
         ("own", model.marker_tags("uid-gone")),
         ("other", model.marker_tags("uid-other")),
+        ("cluster", ["kumo", model.owner_tag("uid-gone"), "kumo-cluster=elsewhere"]),
         ("users", []),
     ):
         network = neutron.add_network(name, tags=tags)
@@ -421,15 +423,16 @@ def fake_neutron_with_leaked_router() -> tuple[FakeNetworks, model.Router, dict[
 
 def test_a_leaked_router_is_detached_only_from_its_own_networks_subnets() -> None:
     neutron, router, subnets = fake_neutron_with_leaked_router()
-    for name in ("own", "other", "users"):
+    for name in ("own", "other", "cluster", "users"):
         asyncio.run(neutron.add_router_interface(router.id, subnets[name]))
     watch, _ = synced(Lists(FakeNova(), neutron_networks=neutron))
     (marked,) = [m for m in watch.marked() if m.kind == "router"]
-    with pytest.raises(OrphanKept, match=f"{subnets['other']}, {subnets['users']}"):
+    foreign = sorted(subnets[name] for name in ("other", "cluster", "users"))
+    with pytest.raises(OrphanKept, match=", ".join(foreign)):
         asyncio.run(watch.delete_marked(marked))
-    assert neutron.routers[router.id].interfaces == tuple(
-        sorted((subnets["other"], subnets["users"]))
-    ), "the foreign subnets stay attached, and so does the router"
+    assert neutron.routers[router.id].interfaces == tuple(foreign), (
+        "the foreign subnets stay attached, and so does the router"
+    )
     assert "delete_router" not in neutron.calls
 
 

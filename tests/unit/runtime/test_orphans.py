@@ -34,13 +34,15 @@ def test_the_import_hint_removes_the_marker_then_imports_by_id() -> None:
     the hint removes it first."""
     leak = Marked("volume", "vol-1", "pgdata", "uid-gone")
     keep = orphans.keep_hint(leak)
-    assert keep.startswith("remove its marker: openstack volume unset --property kumo-owner vol-1")
+    unset = "openstack volume unset --property kumo-owner --property kumo-cluster vol-1"
+    assert keep.startswith(f"remove its marker: {unset}"), "the owner's and the cluster's"
     snippet = yaml.safe_load(orphans.import_yaml(leak))
     assert snippet["apiVersion"] == "kumo.dev/v1alpha1" and snippet["kind"] == "Volume"
     assert snippet["spec"]["import"] == {"id": "vol-1"}
     assert orphans.delete_hint(leak) == "openstack volume delete vol-1"
     fip = Marked("floatingip", "fip-1", "203.0.113.9", "uid-gone")
-    assert f"floating ip unset --tag {model.owner_tag('uid-gone')} fip-1" in orphans.keep_hint(fip)
+    tags = f"--tag {model.owner_tag('uid-gone')} --tag {model.cluster_tag()}"
+    assert f"floating ip unset {tags} fip-1" in orphans.keep_hint(fip)
     rs = Marked("recordset", "rs-1", "www.", "uid-gone", zone_id="zone-1")
     assert orphans.delete_hint(rs) == "openstack recordset delete zone-1 rs-1"
     kp = Marked("keypair", "deploy", "deploy", "uid-gone")

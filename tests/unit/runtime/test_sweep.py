@@ -201,7 +201,7 @@ def test_an_orphaned_volume_is_reported_with_how_to_import_or_delete_it_and_kept
     (found,) = [m for _, reason, m in kube.events if reason == "OrphanFound" and "vol-leak" in m]
     assert "uid-vol-gone" in found and "never deleted by the sweep" in found
     assert "--orphan-sweep-data volume" in found
-    assert "openstack volume unset --property kumo-owner vol-leak" in found
+    assert "volume unset --property kumo-owner --property kumo-cluster vol-leak" in found
     assert "kind: Volume" in found and "import:\n    id: vol-leak" in found
     assert "openstack volume delete vol-leak" in found
     assert len(found) <= 1000, "an event's message is cut at 1,000 characters"
