@@ -1,4 +1,4 @@
-"""The `kumo` command: print CRDs, print RBAC, run the operator, plan.
+"""The `kumo` command: print CRDs, print RBAC, run the operator, plan, list orphans.
 
 Only argument parsing lives here; each subcommand calls into the package.
 """
@@ -12,6 +12,7 @@ import sys
 import yaml
 
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
+from kumo.engine.sweep import DATA_KINDS, MAX_ORPHANS
 
 
 def _crds(_: argparse.Namespace) -> int:
@@ -64,7 +65,11 @@ def _run(args: argparse.Namespace) -> int:
         shutdown_grace=args.shutdown_grace,
         notifications_secret=args.notifications_secret,
         orphan_sweep=SweepOptions(
-            mode=args.orphan_sweep, interval=args.sweep_seconds, grace=args.orphan_grace
+            mode=args.orphan_sweep,
+            interval=args.sweep_seconds,
+            grace=args.orphan_grace,
+            delete_data=args.orphan_sweep_data,
+            max_orphans=args.orphan_sweep_max,
         ),
         cluster_id=args.cluster_id,
     )
@@ -88,6 +93,48 @@ def _cluster_id_argument(parser: argparse.ArgumentParser) -> None:
         help="the cluster's identity in Kumo's ownership markers (default: $KUMO_CLUSTER_ID, "
         "else the first 12 hex digits of the kube-system namespace's UID); a rebuilt "
         "cluster gives its old ID here to keep its resources (docs/install.md)",
+    )
+
+
+def _orphans(args: argparse.Namespace) -> int:
+    import asyncio
+
+    if args.kubeconfig:
+        os.environ["KUBECONFIG"] = args.kubeconfig
+    from kumo.runtime.operator import orphans_command
+
+    return asyncio.run(orphans_command(args))
+
+
+def _data_kinds(text: str) -> frozenset[str]:
+    """``--orphan-sweep-data volume,share``: data kinds the sweep may delete."""
+    kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
+    unknown = sorted(kinds - DATA_KINDS)
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"not a data kind: {', '.join(unknown)} (one of {', '.join(sorted(DATA_KINDS))})"
+        )
+    return kinds
+
+
+def _sweep_policy(parser: argparse.ArgumentParser) -> None:
+    """The sweep's policy flags, the same for `run` and `orphans`."""
+    parser.add_argument(
+        "--orphan-sweep-data",
+        type=_data_kinds,
+        default=frozenset(),
+        metavar="KIND[,KIND]",
+        help="data kinds the orphan sweep may delete (of "
+        f"{', '.join(sorted(DATA_KINDS))}); by default it deletes none of them: an "
+        "orphaned volume, snapshot, share or floating IP is only reported (event "
+        'OrphanFound, kumo_orphaned_resources{kept="true"}, `kumo orphans`)',
+    )
+    parser.add_argument(
+        "--orphan-sweep-max",
+        type=int,
+        default=MAX_ORPHANS,
+        help="the sweep deletes nothing in a project where more than this many marked "
+        "resources look orphaned at once (nor where half of them or more do)",
     )
 
 
@@ -130,6 +177,22 @@ def build_parser() -> argparse.ArgumentParser:
     _cluster_id_argument(plan)
     plan.set_defaults(func=_plan)
 
+    orphans = sub.add_parser(
+        "orphans",
+        help="list a cloud's orphaned resources (marked by Kumo, no object has them): "
+        "owner, what the orphan sweep does with each, how to import or delete it",
+    )
+    orphans.add_argument("--clouds-yaml", help="clouds.yaml with the cloud, as for `run`")
+    orphans.add_argument("--cloud", default="kumo", help="cloud name inside clouds.yaml")
+    orphans.add_argument(
+        "--credentials-secret", help="NAMESPACE/NAME of a Secret holding clouds.yaml, as for `run`"
+    )
+    orphans.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)")
+    orphans.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    _cluster_id_argument(orphans)
+    _sweep_policy(orphans)
+    orphans.set_defaults(func=_orphans)
+
     run = sub.add_parser("run", help="run the operator")
     run.add_argument("--clouds-yaml", help="clouds.yaml file with the default cloud credentials")
     run.add_argument("--cloud", default="kumo", help="cloud name inside clouds.yaml")
@@ -151,9 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="delete",
         help="cloud resources carrying the marker of an object the API server does not have: "
         "report them (metric kumo_orphaned_resources, event OrphanFound) and delete them after "
-        "--orphan-grace (delete), only report them (report: for a project another Kumo "
-        "installation shares), or neither (off). A namespaced operator only reports",
+        "--orphan-grace (delete; data kinds only with --orphan-sweep-data), only report them "
+        "(report: for a project another Kumo installation shares), or neither (off). A "
+        "namespaced operator only reports",
     )
+    _sweep_policy(run)
     run.add_argument(
         "--orphan-grace",
         type=float,

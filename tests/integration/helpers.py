@@ -85,6 +85,14 @@ def wait_gone(kind: str, name: str, namespace: str, timeout: float = 180) -> Non
     wait_until(f"{kind}/{name} deleted", lambda: get_obj(kind, name, namespace) is None, timeout)
 
 
+def namespace_events(namespace: str, reason: str) -> list[str]:
+    """The messages of the namespace's events of that reason (the orphan sweep's)."""
+    out = kubectl(
+        "get", "events", "-n", namespace, "--field-selector", f"reason={reason}", "-o", "json"
+    )
+    return [e["message"] for e in json.loads(out.stdout)["items"]]
+
+
 def members_of(namespace: str, group: str) -> list[dict[str, Any]]:
     out = kubectl(
         "get", "vm", "-n", namespace, "-l", f"kumo.dev/group={group}", "-o", "json"

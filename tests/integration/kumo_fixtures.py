@@ -203,11 +203,17 @@ class KumoOperator:
     def health(self) -> dict[str, Any]:
         return readyz(self.port)
 
-    def metric(self, name: str) -> float:
-        """The sum of a Prometheus counter's samples, e.g. kumo_reconciles_total."""
+    def metric(self, name: str, **labels: str) -> float:
+        """The sum of a Prometheus metric's samples, e.g. kumo_reconciles_total; only
+        those with ``labels`` (e.g. ``kind="volume"``) when given."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
             lines = r.read().decode().splitlines()
-        return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(name + "{"))
+        wanted = [f'{key}="{value}"' for key, value in labels.items()]
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in lines
+            if line.partition("{")[0].partition(" ")[0] == name and all(w in line for w in wanted)
+        )
 
     def wait_role(self, role: str, timeout: float = 60) -> dict[str, Any]:
         return wait_until(  # type: ignore[no-any-return]

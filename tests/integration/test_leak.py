@@ -9,20 +9,22 @@ enough for the test to delete the object there, every time.
 from __future__ import annotations
 
 import contextlib
-import json
 import uuid
 from typing import Any
 
 from tests.integration.helpers import (
     apply,
     cluster_id,
+    namespace_events,
     owned_servers,
     server_made_by_hand,
     vm,
     wait_gone,
+    wait_ready,
 )
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
+from tests.integration.test_security_groups import sg_manifest
 
 
 def test_a_vm_deleted_before_its_finalizer_write_gets_no_server(
@@ -55,18 +57,13 @@ def test_a_vm_deleted_before_its_finalizer_write_gets_no_server(
         kumo_operator.start()
 
 
-def _events(namespace: str, reason: str) -> list[str]:
-    out = kubectl(
-        "get", "events", "-n", namespace, "--field-selector", f"reason={reason}", "-o", "json"
-    )
-    return [e["message"] for e in json.loads(out.stdout)["items"]]
-
-
 def test_the_sweep_deletes_a_leaked_server_and_never_a_released_one(
     namespace: str, kumo_operator: KumoOperator, demo_conn: Any
 ) -> None:
     """A server carrying the marker of a UID no object has (the leak above, made by
-    hand) is reported, then deleted after the grace; one Orphan released is kept."""
+    hand) is reported, then deleted after the grace; one Orphan released is kept. Two
+    security groups of live objects keep the leak under the breaker's 50 % (alone it
+    would be 1 of 1: reported, never swept)."""
     gone, released = str(uuid.uuid4()), str(uuid.uuid4())
     # This cluster's marker: one without the cluster (from before markers named it) or
     # with another cluster's is never swept.
@@ -78,11 +75,14 @@ def test_the_sweep_deletes_a_leaked_server_and_never_a_released_one(
     sweeping.start("--orphan-sweep", "delete", "--orphan-grace", "5", "--sweep-seconds", "1")
     try:
         sweeping.wait_role("leader", 90)
-        # The sweep looks at the projects the operator's reconciles use: give it one.
-        apply(namespace, {**vm("anchor"), "spec": {"image": "no-such-image", "flavor": "m1.tiny"}})
+        # The sweep looks at the projects the operator's reconciles use: give it one,
+        # with two live marked resources beside the leak.
+        for anchor in ("anchor-a", "anchor-b"):
+            apply(namespace, sg_manifest(anchor, []))
+            wait_ready("sg", anchor, namespace, 120)
         found = wait_until(
             "the leak reported",
-            lambda: [m for m in _events(namespace, "OrphanFound") if leak.id in m],
+            lambda: [m for m in namespace_events(namespace, "OrphanFound") if leak.id in m],
         )
         assert gone in found[0]
         wait_until(
@@ -92,12 +92,12 @@ def test_the_sweep_deletes_a_leaked_server_and_never_a_released_one(
         )
         deleted = wait_until(
             "the deletion reported",
-            lambda: [m for m in _events(namespace, "OrphanDeleted") if leak.id in m],
+            lambda: [m for m in namespace_events(namespace, "OrphanDeleted") if leak.id in m],
         )
         assert gone in deleted[0]
         assert sweeping.metric("kumo_orphans_deleted_total") >= 1
         assert demo_conn.compute.get_server(kept.id).status == "ACTIVE", "released: kept"
-        assert not [m for m in _events(namespace, "OrphanFound") if kept.id in m]
+        assert not [m for m in namespace_events(namespace, "OrphanFound") if kept.id in m]
     finally:
         sweeping.kill()
         kumo_operator.start()

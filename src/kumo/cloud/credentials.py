@@ -245,6 +245,10 @@ class CloudRegistry:
         await self._use(namespace, source.fingerprint)
         return cloud
 
+    async def for_source(self, source: CloudSource) -> Any:
+        """The cloud of ``source`` itself (a command naming one cloud, `kumo orphans`)."""
+        return await self._cloud(source)
+
     async def _cloud(self, source: CloudSource) -> Any:
         key = source.fingerprint
         lock = self._locks.setdefault(key, asyncio.Lock())

@@ -77,6 +77,7 @@ from typing import Any, ClassVar, TypeVar
 from kumo.cloud import model
 from kumo.cloud.budget import MAX_QUEUED_BUILDS, BuildBudget
 from kumo.cloud.cache import Change, ResourceCache
+from kumo.engine import sweep
 from kumo.engine.errors import ReconcileError
 from kumo.ports import (
     Cloud,
@@ -944,13 +945,31 @@ class NetworkWatcher(Watcher):
         )
 
     async def delete_marked(self, resource: model.Marked) -> None:
-        if resource.kind == "router":
-            router = await self.cloud.get_router(resource.id)
-            for subnet_id in router.interfaces if router is not None else ():
-                await self.cloud.remove_router_interface(resource.id, subnet_id)
-            await self.cloud.delete_router(resource.id)
-        else:
+        if resource.kind != "router":
             await self.cloud.delete_network(resource.id)
+            return
+        router = await self.cloud.get_router(resource.id)
+        if router is None:
+            return
+        # Only the subnets of its own network (the same owner's, this cluster's current
+        # marker) are Kumo's to detach: a subnet of another object's network, another
+        # cluster's, a legacy-marked one or a user's stays, and so does the router.
+        subnet_owners = {
+            subnet.id: marker.uid if marker is not None and marker.current else None
+            for network in self.networks.live()
+            for marker in (model.marker_of(network.tags),)
+            for subnet in network.subnets
+        }
+        own, foreign = sweep.router_interfaces(resource.owner, router.interfaces, subnet_owners)
+        for subnet_id in own:
+            await self.cloud.remove_router_interface(resource.id, subnet_id)
+        if foreign:
+            raise sweep.OrphanKept(
+                f"router {resource.id} keeps an interface on subnet(s) {', '.join(foreign)} "
+                "that are not on its own network: those were not detached and the router "
+                "is kept (detach them, then the next sweep deletes it)"
+            )
+        await self.cloud.delete_router(resource.id)
 
     async def refresh(self, full: bool) -> Changes:
         stats = self.env.stats
@@ -1012,6 +1031,9 @@ class _Service:
     #: When its latest listing started, and whether a poke came since.
     started: float = float("-inf")
     poked: bool = False
+    #: When its latest full listing that ended started, and the latest one that succeeded.
+    tried_full: float = float("-inf")
+    listed_full: float = float("-inf")
 
     @property
     def name(self) -> str:
@@ -1156,6 +1178,19 @@ class CloudWatch:
         lacks or that failed is read through the API instead)."""
         await self._ready.wait()
 
+    def synced_since(self, moment: float) -> bool:
+        """Has every service been listed in full by a listing that started at or after
+        ``moment`` (this watch's clock: the event loop's, ``time.monotonic``)? A service
+        whose listing since then failed counts only while its caches hold nothing (a
+        service the cloud lacks): anything they hold may be older than ``moment``.
+        The orphan sweep asks it with the moment leadership was gained, so it never
+        judges what a cache kept from an earlier term."""
+        return all(
+            s.listed_full >= moment
+            or (s.tried_full >= moment and not any(len(c) for c in s.watcher.caches))
+            for s in self._services.values()
+        )
+
     def close(self) -> None:
         self._closed = True
         self._wake.set()
@@ -1270,7 +1305,10 @@ class CloudWatch:
         finally:
             WATCH_LANE.reset(lane)
         now = self._now()
+        if full:
+            service.tried_full = started
         if full and service.failures == 0:
+            service.listed_full = started
             service.next_relist = now + self.relist * random.uniform(0.9, 1.1)
         if busy:
             paced = min(LISTING_PACE_MAX_SECONDS, LISTING_PACE * (now - started))

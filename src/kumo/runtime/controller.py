@@ -191,6 +191,7 @@ class Controller:
             for body in self.store.list(kind):
                 self.queue.add(key_of(kind, body))
         self._tasks = [loop.create_task(self._worker()) for _ in range(self.workers)]
+        self.sweeper.lead()  # judges only what the watches list from now on
         self._sweeping = loop.create_task(self.sweeper.run())
 
     async def stop(self, grace: float = 0.0) -> None:
@@ -212,6 +213,7 @@ class Controller:
         for task in watches:  # a standby asks nothing of the cloud
             task.cancel()
         await asyncio.gather(*self._tasks, *watches, return_exceptions=True)
+        self.sweeper.step_down()
         self._tasks = []
         self._watches.clear()
         self._busy.clear()

@@ -15,8 +15,12 @@ NOTIFICATIONS = Counter(
 )
 ORPHANS = Gauge(
     "kumo_orphaned_resources",
-    "Cloud resources carrying the marker of an object the API server does not have",
-    ["kind"],
+    "Cloud resources carrying the marker of an object the API server does not have "
+    '(kept="true": the sweep as set up never deletes them: data, report mode)',
+    ["kind", "kept"],
+)
+ORPHAN_SWEEPS = Counter(
+    "kumo_orphan_sweeps_total", "Orphan sweeps that judged at least one project"
 )
 ORPHANS_DELETED = Counter(
     "kumo_orphans_deleted_total", "Orphaned cloud resources the sweep deleted", ["kind"]

@@ -312,6 +312,35 @@ async def plan_command(args: Any) -> int:
     return plan.write(plans, args.output)
 
 
+async def orphans_command(args: Any) -> int:
+    """`kumo orphans`: the cloud's marked resources no object of the cluster has."""
+    from kumo.engine.sweep import OrphanSweep
+    from kumo.runtime import orphans
+
+    options = OperatorOptions(
+        clouds_yaml=args.clouds_yaml, cloud=args.cloud, credentials_secret=args.credentials_secret
+    )
+    kube = KubeClient.from_environment()
+    clouds: CloudRegistry | None = None
+    try:
+        await cluster.establish(kube, args.cluster_id)  # whose markers are this cluster's
+        source = await _default_source(options, kube)
+        if source is None:
+            raise ValueError("no cloud: give --clouds-yaml or --credentials-secret")
+        clouds = CloudRegistry(source, kube.get_secret_data)
+        policy = OrphanSweep(delete_data=args.orphan_sweep_data, max_orphans=args.orphan_sweep_max)
+        rows = await orphans.find_orphans(await clouds.for_source(source), kube, policy)
+    except Exception as error:  # no cluster, no cloud: say so, exit 1
+        sys.stderr.write(f"kumo orphans: {type(error).__name__}: {error}\n")
+        return 1
+    finally:
+        if clouds is not None:
+            await clouds.close_all()
+        await kube.close()
+    sys.stdout.write(orphans.render(rows, args.output))
+    return 0
+
+
 def run_operator(options: OperatorOptions) -> int:
     logging.basicConfig(
         level=logging.DEBUG if options.verbose else logging.INFO,

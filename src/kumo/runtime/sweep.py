@@ -1,12 +1,19 @@
 """The orphan sweep, run by the leader: resources carrying the marker of an object the
 API server does not have are reported (metric, event, log) and, after a grace period,
-deleted. The decisions are :mod:`kumo.engine.sweep`'s; this module lists, confirms and acts.
+deleted — never data (volumes, snapshots, shares, floating IPs) unless the operator
+names the kind. The decisions are :mod:`kumo.engine.sweep`'s; this module lists,
+confirms and acts.
 
 Why: a resource whose object went away without Kumo's finalizer (deleted before the first
 pass added it, a finalizer removed by hand) has nothing left to delete it. The cloud
 watch already lists every marked resource, so finding them costs no API call; only a
 deletion costs one, plus one fresh list per kind from the API server to confirm that
 the owners really are gone (the informer cache could lag).
+
+Each term of leadership starts from nothing: the sweep forgets its clocks when
+leadership is lost, and after it is gained judges a project only once its watch has
+listed every service in full since (:meth:`CloudWatch.synced_since`) — a cache kept
+from an earlier term may hold resources that went, or miss their owners' new ones.
 """
 
 from __future__ import annotations
@@ -19,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kumo.api.kinds import KindInfo
-from kumo.engine.sweep import GRACE_SECONDS, OrphanSweep, Verdict
+from kumo.engine.sweep import GRACE_SECONDS, MAX_ORPHANS, OrphanKept, OrphanSweep, Verdict
 from kumo.ports.model import Marked
-from kumo.runtime import metrics
+from kumo.runtime import metrics, orphans
 
 log = logging.getLogger("kumo.sweep")
 
@@ -33,6 +40,10 @@ class SweepOptions:
     mode: Mode = "delete"
     interval: float = 60.0
     grace: float = GRACE_SECONDS
+    #: Data kinds (``engine.sweep.DATA_KINDS``) the sweep may delete: none by default.
+    delete_data: frozenset[str] = frozenset()
+    #: The circuit breaker's absolute count: more orphans than this in one project.
+    max_orphans: int = MAX_ORPHANS
 
 
 @dataclass
@@ -44,6 +55,7 @@ class Target:
     namespaces: set[str] = field(default_factory=set)
     sweep: OrphanSweep = field(default_factory=OrphanSweep)
     reported: set[tuple[str, str]] = field(default_factory=set)
+    kept: set[tuple[str, str]] = field(default_factory=set)  # OrphanKept reported
     suspended: str | None = None
 
 
@@ -64,16 +76,38 @@ class Sweeper:
         #: A namespaced operator sees only its namespace's objects: the owners of what it
         #: finds may live elsewhere, so it reports and never deletes.
         self.namespace = namespace
+        #: The watches' clock (the event loop's is ``time.monotonic``): grace, and the
+        #: moment leadership was gained, which :meth:`CloudWatch.synced_since` compares.
         self.clock = clock
         self.targets: dict[int, Target] = {}
-        self._counted: set[str] = set()  # kinds the gauge has a sample of
+        self._counted: set[tuple[str, str]] = set()  # (kind, kept) the gauge has a sample of
+        #: When this term of leadership began (-inf: leading since before any listing).
+        self.leading_since = float("-inf")
+
+    def lead(self) -> None:
+        """Leadership gained: judge nothing a watch listed before now."""
+        self.step_down()
+        self.leading_since = self.clock()
+
+    def step_down(self) -> None:
+        """Leadership lost (or about to be regained): forget every clock and report; the
+        metrics say nothing for a standby."""
+        self.targets.clear()
+        for kind, kept in self._counted:
+            metrics.ORPHANS.labels(kind, kept).set(0)
+        self._counted = set()
+        metrics.ORPHAN_SWEEP_SUSPENDED.set(0)
 
     def watching(self, cloud: Any, namespace: str) -> None:
         """A reconcile in ``namespace`` uses ``cloud`` (whose watch runs)."""
         watch = getattr(cloud, "watch", None)
         if watch is None or not hasattr(watch, "marked"):
             return
-        target = self.targets.setdefault(id(watch), Target(cloud))
+        target = self.targets.get(id(watch))
+        if target is None:
+            target = self.targets[id(watch)] = Target(cloud)
+            target.sweep.delete_data = self.options.delete_data
+            target.sweep.max_orphans = self.options.max_orphans
         target.sweep.grace = self.options.grace
         target.namespaces.add(namespace)
 
@@ -93,20 +127,27 @@ class Sweeper:
                 log.exception("orphan sweep failed (next one in %.0fs)", self.options.interval)
 
     async def sweep_once(self) -> None:
-        """Judge every project once; confirm with the API server before any delete."""
+        """Judge every project whose watch has listed in full this term; confirm with
+        the API server before any delete."""
         verdicts: list[tuple[Target, Verdict]] = []
         live = self.live_uids()
         for target in list(self.targets.values()):
-            marked = target.cloud.watch.marked()
-            verdicts.append((target, target.sweep.judge(marked, live, self.clock())))
-        counts: dict[str, int] = {}
+            watch = target.cloud.watch
+            if not watch.synced_since(self.leading_since):
+                log.debug("orphan sweep: a project waits for its watch's first full listing")
+                continue
+            verdicts.append((target, target.sweep.judge(watch.marked(), live, self.clock())))
+        if verdicts:
+            metrics.ORPHAN_SWEEPS.inc()
+        counts: dict[tuple[str, str], int] = {}
         for _, verdict in verdicts:
             for m in verdict.orphaned:
-                counts[m.kind] = counts.get(m.kind, 0) + 1
-        for kind in set(counts) | self._counted:
-            metrics.ORPHANS.labels(kind).set(counts.get(kind, 0))
+                key = (m.kind, "true" if self._keeps(m, verdict) else "false")
+                counts[key] = counts.get(key, 0) + 1
+        for key in set(counts) | self._counted:
+            metrics.ORPHANS.labels(*key).set(counts.get(key, 0))
         self._counted = set(counts)
-        if any(v.delete for _, v in verdicts) and self.options.mode == "delete":
+        if any(v.delete for _, v in verdicts) and self._deleting():
             live = live | await self._listed_uids()
         # One gauge for every project: set once from all of them (per project, the last
         # project judged would overwrite a suspension found in another).
@@ -122,15 +163,18 @@ class Sweeper:
                     target,
                     "Warning",
                     "OrphanFound",
-                    f"{m.kind} {m.id} ({m.name}) carries kumo-owner={m.owner}, an object the "
-                    f"API server does not have: {self._fate(m)}",
+                    f"{m.kind} {m.id} ({_short(m.name)}) carries the marker of object uid "
+                    f"{m.owner}, which the API server does not have: "
+                    f"{self._fate(m, verdict)}.\n{orphans.remedy(m)}",
                 )
-        target.reported &= {(m.kind, m.id) for m in verdict.orphaned}
+        found = {(m.kind, m.id) for m in verdict.orphaned}
+        target.reported &= found
+        target.kept &= found
         if verdict.suspended != target.suspended:
             target.suspended = verdict.suspended
             if verdict.suspended:
                 await self._event(target, "Warning", "OrphanSweepSuspended", verdict.suspended)
-        if self.options.mode != "delete" or self.namespace is not None:
+        if not self._deleting():
             return
         for m in verdict.delete:
             if m.owner in live:  # the fresh list found its object after all
@@ -138,6 +182,11 @@ class Sweeper:
                 continue
             try:
                 await target.cloud.watch.delete_marked(m)
+            except OrphanKept as kept:  # partly Kumo's: what is not stays, reported once
+                if (m.kind, m.id) not in target.kept:
+                    target.kept.add((m.kind, m.id))
+                    await self._event(target, "Warning", "OrphanKept", str(kept))
+                continue
             except Exception as error:  # e.g. a security group ports still use: next time
                 log.warning("could not delete orphaned %s %s: %s", m.kind, m.id, error)
                 continue
@@ -151,11 +200,26 @@ class Sweeper:
                 f"for over {int(self.options.grace)}s",
             )
 
-    def _fate(self, m: Marked) -> str:
-        if self.options.mode != "delete" or self.namespace is not None:
+    def _deleting(self) -> bool:
+        """Does this sweep delete at all (not report-only, not a namespaced operator)?"""
+        return self.options.mode == "delete" and self.namespace is None
+
+    def _keeps(self, m: Marked, verdict: Verdict) -> bool:
+        """Will the sweep never delete ``m`` as it is set up (not: not yet)?"""
+        return not self._deleting() or m in verdict.kept
+
+    def _fate(self, m: Marked, verdict: Verdict) -> str:
+        if not self._deleting():
             return "reported only (the sweep does not delete here)"
+        if m in verdict.kept:
+            return (
+                f"kept, never deleted by the sweep: a {m.kind} may hold data "
+                f"(--orphan-sweep-data {m.kind} lets the sweep delete it)"
+            )
         if m.in_use:
             return "kept while servers are in it"
+        if verdict.suspended:
+            return "kept while the sweep is suspended (see OrphanSweepSuspended)"
         return f"it is deleted after {int(self.options.grace)}s"
 
     async def _listed_uids(self) -> set[str]:
@@ -173,3 +237,9 @@ class Sweeper:
                 await self.kube.post_namespace_event(namespace, type_, reason, message)
             except Exception as error:  # events are best effort
                 log.warning("could not post event in %s: %s", namespace, error)
+
+
+def _short(name: str, limit: int = 80) -> str:
+    """A name cut to fit an event (the API server keeps 1,000 characters of a message,
+    and the commands come after it)."""
+    return name if len(name) <= limit else f"{name[: limit - 1]}…"

@@ -15,6 +15,8 @@ import pytest
 from kumo.cloud import model
 from kumo.cloud.cache import ResourceCache
 from kumo.cloud.watch import WATCHERS, Changes, CloudWatch, WatchEnv, Watcher, metadata_marker
+from kumo.engine.errors import TransientError
+from kumo.engine.sweep import OrphanKept
 from kumo.ports import Cloud
 from kumo.ports.model import Marked
 from tests.unit.cloud.test_watch import Lists, Recorder, octavia_with_pool, refresh, synced
@@ -362,3 +364,87 @@ def test_a_project_without_networks_pays_one_neutron_network_listing() -> None:
     assert neutron.calls == ["fetch_networks"]
     refresh(watch, "networks", full=True)  # the relist still looks for leaked routers
     assert neutron.calls == ["fetch_networks", "fetch_networks", "fetch_routers"]
+
+
+# -- what the orphan sweep asks of the watch ---------------------------------------------------
+
+
+def test_synced_since_needs_a_full_listing_of_every_service_started_after_the_moment() -> None:
+    """After leadership is regained the sweep asks it with that moment: caches kept from
+    the previous term are judged only once every service has been listed in full since.
+    A service that fails counts only while it caches nothing (the cloud lacks it)."""
+    nova = FakeNova()
+    nova.add_server("vm", tags=model.marker_tags("uid-vm"))
+    now = [0.0]
+    watch, _ = synced(Lists(nova), clock=lambda: now[0])  # every other service: 503
+    assert watch.synced_since(0.0)
+    now[0] = 50.0
+    assert not watch.synced_since(50.0), "listed before the moment"
+    refresh(watch, "nova")  # an incremental listing is not a full one
+    assert not watch.synced_since(50.0)
+    for name in watch._services:
+        refresh(watch, name, full=True)
+    assert watch.synced_since(50.0), "the absent services hold nothing"
+    now[0] = 100.0
+
+    async def broken(*args: Any) -> Any:
+        raise TransientError("CloudUnavailable", "nova is down")
+
+    nova.list_servers_since = broken  # type: ignore[method-assign]
+    for name in watch._services:
+        refresh(watch, name, full=True)
+    assert watch.servers.items(), "the failed listing kept what was cached"
+    assert not watch.synced_since(100.0), "so it is not fresh"
+
+
+def fake_neutron_with_leaked_router() -> tuple[FakeNetworks, model.Router, dict[str, str]]:
+    """A router of a Network object that is gone, on a subnet of its own network, one of
+    another Network object's, one of the same UID's in another cluster and one of a
+    network Kumo does not know (a user's)."""
+    neutron = FakeNetworks()
+    subnets = {}
+    for name, tags in (
+        ("own", model.marker_tags("uid-gone")),
+        ("other", model.marker_tags("uid-other")),
+        ("cluster", ["kumo", model.owner_tag("uid-gone"), "kumo-cluster=elsewhere"]),
+        ("users", []),
+    ):
+        network = neutron.add_network(name, tags=tags)
+        subnet = asyncio.run(
+            neutron.create_subnet(
+                network.id, name=name, cidr=f"10.{len(subnets)}.0.0/24", ip_version=4,
+                gateway=None, dns_nameservers=[], allocation_pools=[], enable_dhcp=True,
+            )
+        )  # fmt: skip
+        subnets[name] = subnet.id
+    router = asyncio.run(
+        neutron.create_router(
+            name="r", external_network_id="ext", enable_snat=True,
+            tags=model.marker_tags("uid-gone"),
+        )
+    )  # fmt: skip
+    return neutron, router, subnets
+
+
+def test_a_leaked_router_is_detached_only_from_its_own_networks_subnets() -> None:
+    neutron, router, subnets = fake_neutron_with_leaked_router()
+    for name in ("own", "other", "cluster", "users"):
+        asyncio.run(neutron.add_router_interface(router.id, subnets[name]))
+    watch, _ = synced(Lists(FakeNova(), neutron_networks=neutron))
+    (marked,) = [m for m in watch.marked() if m.kind == "router"]
+    foreign = sorted(subnets[name] for name in ("other", "cluster", "users"))
+    with pytest.raises(OrphanKept, match=", ".join(foreign)):
+        asyncio.run(watch.delete_marked(marked))
+    assert neutron.routers[router.id].interfaces == tuple(foreign), (
+        "the foreign subnets stay attached, and so does the router"
+    )
+    assert "delete_router" not in neutron.calls
+
+
+def test_a_leaked_router_on_its_own_subnet_only_is_detached_and_deleted() -> None:
+    neutron, router, subnets = fake_neutron_with_leaked_router()
+    asyncio.run(neutron.add_router_interface(router.id, subnets["own"]))
+    watch, _ = synced(Lists(FakeNova(), neutron_networks=neutron))
+    (marked,) = [m for m in watch.marked() if m.kind == "router"]
+    asyncio.run(watch.delete_marked(marked))
+    assert router.id not in neutron.routers

@@ -350,6 +350,29 @@ def test_a_controller_stopped_mid_reconcile_resumes_every_key_when_started_again
     assert asyncio.run(asyncio.wait_for(scenario(), 5)) == ["a", "a"]
 
 
+def test_the_sweep_starts_each_term_of_leadership_from_nothing() -> None:
+    """Its clocks go with leadership; a new term judges only what is listed after it
+    began (the sweep asks the watch ``synced_since`` that moment)."""
+    from kumo.runtime.sweep import Target
+
+    async def scenario() -> tuple[float, float]:
+        ctl = controller()
+        now = [10.0]
+        ctl.sweeper.clock = lambda: now[0]
+        ctl.start()
+        first = ctl.sweeper.leading_since
+        ctl.sweeper.targets[1] = Target(cloud=None)
+        await ctl.stop(grace=0)
+        assert ctl.sweeper.targets == {}, "forgotten when leadership is lost"
+        now[0] = 20.0
+        ctl.start()
+        second = ctl.sweeper.leading_since
+        await ctl.stop(grace=0)
+        return first, second
+
+    assert asyncio.run(scenario()) == (10.0, 20.0)
+
+
 class WatchedCloud:
     """A cloud whose watch runs until cancelled, in project ``p-1``."""
 

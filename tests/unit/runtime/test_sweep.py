@@ -16,6 +16,10 @@ class Watch:
     def __init__(self, *marked: Marked) -> None:
         self.listed = list(marked)
         self.deleted: list[tuple[str, ...]] = []
+        self.full_listing_at = 0.0  # when its latest full listing started
+
+    def synced_since(self, moment: float) -> bool:
+        return self.full_listing_at >= moment
 
     def marked(self) -> list[Marked]:
         return list(self.listed)
@@ -23,6 +27,7 @@ class Watch:
     async def delete_marked(self, resource: Marked) -> None:
         where = (resource.zone_id,) if resource.zone_id else ()
         self.deleted.append((resource.kind, *where, resource.id))
+        self.listed.remove(resource)
 
 
 class Cloud:
@@ -74,6 +79,12 @@ def sweeper(
     )
     found.watching(cloud, "team-a")
     return found
+
+
+def sweeps_at(sweep: Sweeper, clock: Clock, *moments: float) -> None:
+    """One sweep at each moment."""
+    for clock.now in moments:
+        asyncio.run(sweep.sweep_once())
 
 
 def test_an_orphan_is_reported_once_then_deleted_after_the_grace() -> None:
@@ -167,3 +178,110 @@ def test_the_suspended_gauge_holds_for_any_project_not_only_the_last_judged() ->
     sweep.watching(calm, "team-b")  # judged after the suspended project
     asyncio.run(sweep.sweep_once())
     assert metrics.ORPHAN_SWEEP_SUSPENDED._value.get() == 1
+
+
+def gauge(kind: str, kept: str) -> float:
+    from kumo.runtime import metrics
+
+    return float(metrics.ORPHANS.labels(kind, kept)._value.get())
+
+
+VOLUME = Marked("volume", "vol-leak", "pgdata", "uid-vol-gone")
+
+
+def test_an_orphaned_volume_is_reported_with_how_to_import_or_delete_it_and_kept() -> None:
+    from kumo.runtime import metrics
+
+    kube, cloud, clock = Kube(), Cloud(*MINE, LEAK, VOLUME), Clock()
+    sweep = sweeper(kube, cloud, clock)
+    sweeps = metrics.ORPHAN_SWEEPS._value.get()
+    sweeps_at(sweep, clock, 0, 600, 1200, 10_000)
+    assert cloud.deleted == [("server", "srv-leak")], "the server goes, the volume stays"
+    assert metrics.ORPHAN_SWEEPS._value.get() == sweeps + 4
+    (found,) = [m for _, reason, m in kube.events if reason == "OrphanFound" and "vol-leak" in m]
+    assert "uid-vol-gone" in found and "never deleted by the sweep" in found
+    assert "--orphan-sweep-data volume" in found
+    assert "volume unset --property kumo-owner --property kumo-cluster vol-leak" in found
+    assert "kind: Volume" in found and "import:\n    id: vol-leak" in found
+    assert "openstack volume delete vol-leak" in found
+    assert len(found) <= 1000, "an event's message is cut at 1,000 characters"
+    assert gauge("volume", "true") == 1 and gauge("server", "false") == 0
+
+
+def test_an_orphaned_volume_is_deleted_when_the_operator_names_volumes() -> None:
+    kube, cloud, clock = Kube(), Cloud(*MINE, VOLUME), Clock()
+    sweep = Sweeper(
+        kube,
+        KINDS,
+        lambda: set(LIVE),
+        SweepOptions(grace=600, delete_data=frozenset({"volume"})),
+        clock=clock,
+    )
+    sweep.watching(cloud, "team-a")
+    sweeps_at(sweep, clock, 0)
+    assert gauge("volume", "false") == 1
+    sweeps_at(sweep, clock, 600)
+    assert cloud.deleted == [("volume", "vol-leak")]
+
+
+def test_after_leadership_is_regained_the_sweep_waits_for_a_fresh_full_listing() -> None:
+    """The watch's caches may be from the previous term: nothing is judged on them."""
+    kube, cloud, clock = Kube(), Cloud(*MINE, LEAK), Clock()
+    sweep = sweeper(kube, cloud, clock)
+    sweep.lead()
+    sweep.watching(cloud, "team-a")
+    sweeps_at(sweep, clock, 0)  # the leak is seen at 0: its grace begins
+    sweep.step_down()
+    assert sweep.targets == {}, "its memory goes with leadership"
+    clock.now = 500
+    sweep.lead()  # the watch's last full listing started at 0: before this term
+    sweep.watching(cloud, "team-a")
+    kube.events.clear()
+    sweeps_at(sweep, clock, 600, 700, 2000)
+    assert kube.events == [] and cloud.deleted == [], "not judged: no fresh listing"
+    cloud.watch.full_listing_at = 2000  # the watch has listed every service since
+    sweeps_at(sweep, clock, 2000)
+    assert [e[1] for e in kube.events] == ["OrphanFound"] and cloud.deleted == []
+    sweeps_at(sweep, clock, 2599)
+    assert cloud.deleted == [], "the grace began again at 2000, not at 0"
+    sweeps_at(sweep, clock, 2600)
+    assert cloud.deleted == [("server", "srv-leak")]
+
+
+def test_losing_leadership_clears_the_gauges() -> None:
+    kube, cloud, clock = Kube(), Cloud(*MINE, VOLUME), Clock()
+    sweep = sweeper(kube, cloud, clock)
+    sweeps_at(sweep, clock, 0)
+    assert gauge("volume", "true") == 1
+    sweep.step_down()
+    assert gauge("volume", "true") == 0
+
+
+def test_a_router_kept_for_a_foreign_subnet_is_reported_once_and_tried_again() -> None:
+    from kumo.engine.sweep import OrphanKept
+
+    router = Marked("router", "rtr-1", "r", "uid-gone")
+    kube, cloud, clock = Kube(), Cloud(*MINE, router), Clock()
+    foreign = ["sub-theirs"]
+
+    async def keeping(resource: Marked) -> None:
+        if foreign:
+            raise OrphanKept("router rtr-1 keeps an interface on subnet(s) sub-theirs")
+        cloud.watch.deleted.append((resource.kind, resource.id))
+
+    cloud.watch.delete_marked = keeping  # type: ignore[method-assign]
+    sweep = sweeper(kube, cloud, clock)
+    sweeps_at(sweep, clock, 0, 600, 700)
+    assert [e[1] for e in kube.events].count("OrphanKept") == 1
+    assert cloud.deleted == []
+    foreign.clear()  # the user detached it
+    sweeps_at(sweep, clock, 800)
+    assert cloud.deleted == [("router", "rtr-1")]
+
+
+def test_a_long_name_never_pushes_the_commands_out_of_the_event() -> None:
+    long = Marked("volume", "vol-long", "n" * 255, "uid-gone")
+    kube, cloud, clock = Kube(), Cloud(*MINE, long), Clock()
+    sweeps_at(sweeper(kube, cloud, clock), clock, 0)
+    (message,) = [m for _, reason, m in kube.events if reason == "OrphanFound"]
+    assert len(message) <= 1000 and message.endswith("openstack volume delete vol-long")
