@@ -6,7 +6,10 @@
 set -euo pipefail
 
 KUMO_ROOT="${KUMO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
-KUMO_STATE="${KUMO_STATE:-$KUMO_ROOT/.kumo-dev}"
+# By default its real path: a git worktree links .kumo-dev to the main checkout's, and the
+# daemons' command lines name files in it, so a script run from the worktree must name
+# them as the lab's did (dev/kube/up.sh restarts an API server whose command line differs).
+KUMO_STATE="${KUMO_STATE:-$(mkdir -p "$KUMO_ROOT/.kumo-dev" && cd "$KUMO_ROOT/.kumo-dev" && pwd -P)}"
 KUMO_CACHE="${KUMO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kumo}"
 export KUMO_ROOT KUMO_STATE KUMO_CACHE
 mkdir -p "$KUMO_STATE/pids" "$KUMO_STATE/logs" "$KUMO_CACHE"

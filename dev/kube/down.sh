@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Stop the local Kubernetes API server started by dev/kube/up.sh (only the
-# processes it recorded). Data is kept unless --wipe is given.
+# Stop the local Kubernetes API server started by dev/kube/up.sh and the second
+# cluster of dev/kube/second.sh (only the processes they recorded). Data is kept
+# unless --wipe is given.
 # Usage: dev/kube/down.sh [--wipe]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,6 +17,7 @@ case "${1:-}" in
   *) die "usage: $0 [--wipe]" ;;
 esac
 
+bash "$HERE/second.sh" stop
 bash "$HERE/node.sh" stop
 stop_daemon kube-scheduler
 stop_daemon kube-controller-manager
@@ -23,5 +25,6 @@ stop_daemon kube-apiserver
 stop_daemon etcd
 if [ "$wipe" = 1 ]; then
   log "wiping etcd data, certificates and kubeconfig"
-  rm -rf "$KUMO_STATE/etcd" "$KUMO_STATE/etcd.kube-version" "$KUMO_STATE/node" "$KUMO_STATE/kube" "$KUBECONFIG"
+  rm -rf "$KUMO_STATE/etcd" "$KUMO_STATE/etcd.kube-version" "$KUMO_STATE/node" "$KUMO_STATE/kube" "$KUBECONFIG" \
+    "$KUMO_STATE/second"
 fi

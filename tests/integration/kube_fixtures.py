@@ -87,20 +87,22 @@ def kubectl(
     return _run_kubectl(_paths(), args, input=input, check=check, timeout=timeout)
 
 
-def delete_namespace(name: str, timeout: float = 60) -> None:
+def delete_namespace(name: str, timeout: float = 60, kube: KubeEnv | None = None) -> None:
     """Delete a namespace and wait until the namespace controller has removed it.
 
     Should it still be there after ``timeout`` (a controller manager that is not
-    running), its ``kubernetes`` finalizer is removed through the ``finalize``
-    subresource, as the namespace controller would.
+    running, as in dev/kube/second.sh's cluster), its ``kubernetes`` finalizer is
+    removed through the ``finalize`` subresource, as the namespace controller would.
+    ``kube``: another cluster than the lab's.
     """
-    kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
-    kubectl("wait", "--for=delete", f"namespace/{name}", f"--timeout={int(timeout)}s", check=False)
-    got = kubectl("get", "namespace", name, "-o", "json", "--ignore-not-found")
+    run = kube.kubectl if kube is not None else kubectl
+    run("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+    run("wait", "--for=delete", f"namespace/{name}", f"--timeout={int(timeout)}s", check=False)
+    got = run("get", "namespace", name, "-o", "json", "--ignore-not-found")
     if got.stdout.strip():
         ns = json.loads(got.stdout)
         ns["spec"]["finalizers"] = []
-        kubectl(
+        run(
             "replace",
             "--raw",
             f"/api/v1/namespaces/{name}/finalize",
@@ -108,10 +110,8 @@ def delete_namespace(name: str, timeout: float = 60) -> None:
             "-",
             input=json.dumps(ns),
         )
-        kubectl(
-            "wait", "--for=delete", f"namespace/{name}", f"--timeout={int(timeout)}s", check=False
-        )
-        if kubectl("get", "namespace", name, "--ignore-not-found").stdout.strip():
+        run("wait", "--for=delete", f"namespace/{name}", f"--timeout={int(timeout)}s", check=False)
+        if run("get", "namespace", name, "--ignore-not-found").stdout.strip():
             raise TimeoutError(f"namespace {name} still exists after {timeout}s")
 
 

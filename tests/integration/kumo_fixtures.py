@@ -119,18 +119,8 @@ def namespace(crds: KubeEnv) -> Iterator[str]:
     for kind in KUMO_KINDS:
         kubectl("delete", kind, "--all", "-n", name, "--wait=false", check=False)
     if KumoOperator.running:  # Kumo deletes the cloud resources: no leaks between tests
-        wait_until(f"Kumo objects in {name} deleted", lambda: not _kumo_objects(name), 240)
-    for ref in _kumo_objects(name):  # nobody will finalize these: release them
-        kubectl(
-            "patch",
-            ref,
-            "-n",
-            name,
-            "--type=merge",
-            "-p",
-            '{"metadata":{"finalizers":null}}',
-            check=False,
-        )
+        wait_until(f"Kumo objects in {name} deleted", lambda: not kumo_objects(name), 240)
+    release_leftovers(name)
     delete_namespace(name)
 
 
@@ -149,9 +139,29 @@ LEASE_NAMESPACE = "kumo-system"
 TOKEN_SECRET = "kumo-lab-token"
 
 
-def _kumo_objects(namespace: str) -> list[str]:
-    out = kubectl("get", ",".join(KUMO_KINDS), "-n", namespace, "-o", "name", check=False).stdout
-    return out.split()
+def kumo_objects(namespace: str, kube: KubeEnv | None = None) -> list[str]:
+    """Kumo's objects in ``namespace`` (of the lab's cluster, or of ``kube``)."""
+    run = kube.kubectl if kube is not None else kubectl
+    return run(
+        "get", ",".join(KUMO_KINDS), "-n", namespace, "-o", "name", check=False
+    ).stdout.split()
+
+
+def release_leftovers(namespace: str, kube: KubeEnv | None = None) -> None:
+    """Remove the finalizers of Kumo's objects left in ``namespace``: nobody will
+    finalize them (no operator runs), and the namespace could not go."""
+    run = kube.kubectl if kube is not None else kubectl
+    for ref in kumo_objects(namespace, kube):
+        run(
+            "patch",
+            ref,
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            '{"metadata":{"finalizers":null}}',
+            check=False,
+        )
 
 
 def lease_holder() -> str:
