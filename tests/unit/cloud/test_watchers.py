@@ -419,8 +419,8 @@ def fake_neutron_with_leaked_router() -> tuple[FakeNetworks, model.Router, dict[
         subnets[name] = subnet.id
     router = asyncio.run(
         neutron.create_router(
-            name="r", external_network_id="ext", enable_snat=True,
-            tags=model.marker_tags("uid-gone"),
+            name="r", description=model.owner_word("uid-gone"), external_network_id="ext",
+            enable_snat=True, tags=model.marker_tags("uid-gone"),
         )
     )  # fmt: skip
     return neutron, router, subnets
