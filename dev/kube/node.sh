@@ -52,11 +52,17 @@ import_oci() {
 # unmount_under DIR... — what the kubelet and containerd mounted below DIR (Pods'
 # token tmpfs, rootfs overlays, the kubelet's bind of its own root), deepest first: left
 # mounted, they make `rm -rf` of the lab's state fail with "Device or resource busy".
+# Shallowest first, each path until nothing is left on it: the kubelet binds its root
+# over itself at every start, so restarts stack tens of thousands of mounts there, and
+# unmounting them one by one took minutes; a lazy unmount of the shallowest detaches
+# everything below it at once.
 unmount_under() {
   local dir mnt
   for dir in "$@"; do
-    awk -v d="$dir" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/mounts | sort -r |
-      while read -r mnt; do umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true; done
+    awk -v d="$dir" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/mounts | sort -u |
+      while read -r mnt; do
+        while umount -l "$mnt" 2>/dev/null; do :; done
+      done
   done
 }
 
