@@ -33,8 +33,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from kumo.cloud.model import Marker, marker_of, metadata_marker, text_marker
+from kumo.cloud.model import Marker, described_marker, marker_of, metadata_marker, text_marker
 
 
 @dataclass(frozen=True, order=True)
@@ -63,6 +64,13 @@ def owner_in_text(text: str | None) -> str | None:
 
 def _uid(marker: Marker | None) -> str | None:
     return marker.uid if marker is not None else None
+
+
+def owner_in_described(resource: Any) -> str | None:
+    """The owner UID of a Neutron resource marked by its tags, else by its description's
+    marker word (what the create call writes before the tags come): Kumo's own rule,
+    :func:`kumo.ports.model.described_marker`."""
+    return _uid(described_marker(resource))
 
 
 def owner_in_metadata(metadata: dict[str, str] | None) -> str | None:

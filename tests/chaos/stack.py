@@ -28,6 +28,7 @@ from tests.chaos.audit import (
     count_duplicates,
     find_duplicates,
     find_leaks,
+    owner_in_described,
     owner_in_metadata,
     owner_in_tags,
     owner_in_text,
@@ -268,7 +269,7 @@ def _neutron_markers(conn: Any) -> list[Marked]:
     )
     for kind, resources in listings:
         for r in resources:
-            owner = owner_in_tags(r.tags) or owner_in_text(r.description)
+            owner = owner_in_described(r)
             if owner:
                 name = getattr(r, "floating_ip_address", None) or r.name or ""
                 found.append(Marked(kind, r.id, owner, name))
