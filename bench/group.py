@@ -33,8 +33,8 @@ from typing import Any
 from bench.memory import BENCH_CLUSTER
 from kumo.api.kinds import DNS_RECORD, LOAD_BALANCER, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.cloud import model
-from kumo.engine import queue as queue_module
 from kumo.engine.objects import Actuator, Body, Key
+from kumo.engine.queue import WorkQueue
 from kumo.kinds import registry
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.runtime.controller import Controller
@@ -180,7 +180,6 @@ class Bench:
         self.size = size
         self.nova_step = nova_step
         self.clock = VirtualClock()
-        queue_module.time = self.clock  # type: ignore[assignment]
         self.cloud = FleetCloud()
         actuators: list[Actuator] = []
         for record in registry.RECORDS:
@@ -189,6 +188,7 @@ class Bench:
             else:
                 actuators.append(record.actuator())
         self.ctl = Controller(actuators, None, OneCloud(self.cloud))
+        self.ctl.queue = WorkQueue(clock=self.clock.monotonic)
         self.ctl.kube = WatchedKube(self.ctl, self.clock)
         self.ctl.events.emit = lambda *args: None  # type: ignore[method-assign]
         self.cpu: float = 0.0
@@ -422,10 +422,7 @@ def _spread(rows: dict[int, list[Phase]], per_vm: Callable[[Phase], float]) -> s
 
 
 def measure(size: int, nova_step: float = NOVA_STEP) -> list[Phase]:
-    try:
-        return asyncio.run(Bench(size, nova_step).phases())
-    finally:
-        queue_module.time = time  # type: ignore[assignment]  # the real clock again
+    return asyncio.run(Bench(size, nova_step).phases())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ import contextlib
 import uuid
 from typing import Any
 
+from kumo.ports.markers import marker_of
 from tests.integration.helpers import (
     apply,
     cluster_id,
@@ -61,46 +62,72 @@ def test_the_sweep_deletes_a_leaked_server_and_never_a_released_one(
     namespace: str, kumo_operator: KumoOperator, demo_conn: Any
 ) -> None:
     """A server carrying the marker of a UID no object has (the leak above, made by
-    hand) is reported, then deleted after the grace; one Orphan released is kept. Two
-    security groups of live objects keep the leak under the breaker's 50 % (alone it
-    would be 1 of 1: reported, never swept)."""
-    gone, released = str(uuid.uuid4()), str(uuid.uuid4())
-    # This cluster's marker: one without the cluster (from before markers named it) or
-    # with another cluster's is never swept.
-    marker = ["kumo", f"kumo-owner={gone}", f"kumo-cluster={cluster_id()}"]
-    leak = server_made_by_hand(demo_conn, "leaked", tags=marker)
-    kept = server_made_by_hand(demo_conn, "released", tags=[f"kumo-orphan={released}"])
+    hand) is reported, then deleted after the grace; a server Kumo itself released (a
+    VirtualMachine with ``deletionPolicy: Orphan``, deleted) is never found nor deleted.
+
+    The released server would be swept if its release were broken (the marker left on
+    it): it is orphaned before the leak is made, so its grace ends no later than the
+    leak's, and three security groups of live objects keep the two under the breaker's
+    50 % (2 of 5; with two anchors it would be 2 of 4: suspended, nothing deleted, and
+    the test could not tell). It must still be there two sweeps after the leak went."""
+    ns = namespace
     kumo_operator.stop()
     sweeping = like(kumo_operator, "operator-sweep.log")
     sweeping.start("--orphan-sweep", "delete", "--orphan-grace", "5", "--sweep-seconds", "1")
+    made: list[str] = []
     try:
         sweeping.wait_role("leader", 90)
         # The sweep looks at the projects the operator's reconciles use: give it one,
-        # with two live marked resources beside the leak.
-        for anchor in ("anchor-a", "anchor-b"):
-            apply(namespace, sg_manifest(anchor, []))
-            wait_ready("sg", anchor, namespace, 120)
+        # with three live marked resources.
+        for anchor in ("anchor-a", "anchor-b", "anchor-c"):
+            apply(ns, sg_manifest(anchor, []))
+        released = vm("released")
+        released["spec"]["deletionPolicy"] = "Orphan"
+        apply(ns, released)
+        for anchor in ("anchor-a", "anchor-b", "anchor-c"):
+            wait_ready("sg", anchor, ns, 120)
+        obj = wait_ready("vm", "released", ns, 240)
+        kept_id, kept_uid = obj["status"]["id"], obj["metadata"]["uid"]
+        made.append(kept_id)
+        kubectl("delete", "vm", "released", "-n", ns, "--wait=false")
+        wait_gone("vm", "released", ns, 120)
+        tags = demo_conn.compute.get_server(kept_id).tags
+        assert marker_of(tags) is None and f"kumo-orphan={kept_uid}" in tags, tags
+
+        # This cluster's marker: one without the cluster (from before markers named it) or
+        # with another cluster's is never swept.
+        gone = str(uuid.uuid4())
+        marker = ["kumo", f"kumo-owner={gone}", f"kumo-cluster={cluster_id()}"]
+        leak = server_made_by_hand(demo_conn, "leaked", tags=marker)
+        made.append(leak.id)
         found = wait_until(
             "the leak reported",
-            lambda: [m for m in namespace_events(namespace, "OrphanFound") if leak.id in m],
+            lambda: [m for m in namespace_events(ns, "OrphanFound") if leak.id in m],
         )
         assert gone in found[0]
-        wait_until(
-            "the leaked server deleted",
-            lambda: owned_servers(demo_conn, gone) == [],
+        deleted = wait_until(
+            "the leak's deletion reported",
+            lambda: [m for m in namespace_events(ns, "OrphanDeleted") if leak.id in m],
             120,
         )
-        deleted = wait_until(
-            "the deletion reported",
-            lambda: [m for m in namespace_events(namespace, "OrphanDeleted") if leak.id in m],
-        )
         assert gone in deleted[0]
+        wait_until("the leaked server deleted", lambda: owned_servers(demo_conn, gone) == [], 120)
         assert sweeping.metric("kumo_orphans_deleted_total") >= 1
-        assert demo_conn.compute.get_server(kept.id).status == "ACTIVE", "released: kept"
-        assert not [m for m in namespace_events(namespace, "OrphanFound") if kept.id in m]
+        sweeps = sweeping.metric("kumo_orphan_sweeps_total")
+        wait_until(
+            "two more sweeps",
+            lambda: sweeping.metric("kumo_orphan_sweeps_total") >= sweeps + 2,
+            30,
+        )
+
+        kept = demo_conn.compute.get_server(kept_id)
+        assert kept.status == "ACTIVE" and kept.task_state != "deleting", "released: kept"
+        assert marker_of(kept.tags) is None, kept.tags
+        for reason in ("OrphanFound", "OrphanDeleted"):
+            assert not [m for m in namespace_events(ns, reason) if kept_id in m], reason
     finally:
         sweeping.kill()
         kumo_operator.start()
-        for server in (leak, kept):
+        for server_id in made:
             with contextlib.suppress(Exception):
-                demo_conn.compute.delete_server(server.id)
+                demo_conn.compute.delete_server(server_id)

@@ -14,6 +14,7 @@ import yaml
 from tests.integration.helpers import (
     apply,
     cluster_id,
+    condition,
     events_of,
     kumo_leftovers,
     members_of,
@@ -77,9 +78,10 @@ def shape(rule: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def ready_member_ips(namespace: str) -> set[str]:
+def ready_members(namespace: str) -> dict[str, str]:
+    """The group's Ready members: name → address."""
     return {
-        m["status"]["ip"]
+        m["metadata"]["name"]: m["status"]["ip"]
         for m in members_of(namespace, GROUP)
         if (m.get("status") or {}).get("ip")
         and any(
@@ -105,20 +107,32 @@ def test_rules_follow_and_drift_is_repaired_both_ways(
             ("egress", None, None, None, None, None),  # Neutron's default = the spec's rule
         } | {("ingress", "tcp", 80, 80, f"{ip}/32", None) for ip in ips}
 
-    def follows(replicas: int) -> bool:
-        ips = ready_member_ips(ns)
+    def follows(replicas: int) -> dict[str, Any] | None:
+        """The object once Neutron holds exactly the rules for the Ready members and its
+        status says so too (Ready, ``n/n``, one applied rule per member): the status is
+        written after the cloud changes, so the cloud alone is not enough to wait on."""
+        members = ready_members(ns)
+        ips = set(members.values())
         obj = get_obj("sg", "web", ns) or {}
-        group_id = (obj.get("status") or {}).get("id")
+        status = obj.get("status") or {}
+        group_id = status.get("id")
         if len(ips) != replicas or not group_id:
-            return False
+            return None
         have = {shape(r) for r in rules_of(demo_conn, group_id)}
         have = {  # 0.0.0.0/0 and "any" are one rule to Neutron
             (d, p, lo, hi, None if pre == "0.0.0.0/0" else pre, g) for d, p, lo, hi, pre, g in have
         }
-        return have == expected(ips)
+        n = 3 + replicas  # CIDR, remote group, egress and one per member
+        vms = {r.get("virtualMachine") for r in status.get("appliedRules") or []}
+        settled = (
+            have == expected(ips)
+            and condition(obj).get("status") == "True"
+            and status.get("rules") == f"{n}/{n}"
+            and vms == set(members) | {None}
+        )
+        return obj if settled else None
 
-    wait_until("rules: CIDR + remote group + 2 members + egress", lambda: follows(2), 240)
-    obj = wait_ready("sg", "web", ns)
+    obj = wait_until("rules: CIDR + remote group + 2 members + egress", lambda: follows(2), 240)
     group_id = obj["status"]["id"]
     group = group_of(demo_conn, group_id)
     assert group is not None and group["name"] == f"{ns}-web"
@@ -291,7 +305,9 @@ def test_a_security_group_change_is_applied_in_place(
     wait_until("groups removed in place", lambda: groups() == [f"{ns}-web"], 60)
     obj = wait_ready("vm", "app", ns)
     assert obj["status"]["id"] == server_id, "the same server: not replaced"
-    assert events_of(ns, "app", "SecurityGroupsChanged")
+    wait_until(
+        "a SecurityGroupsChanged event", lambda: events_of(ns, "app", "SecurityGroupsChanged"), 30
+    )
 
     kubectl("delete", "vm", "app", "-n", ns, "--wait=false")
     kubectl("delete", "sg", "ssh", "web", "-n", ns, "--wait=false")

@@ -15,3 +15,17 @@ async def until(condition: Callable[[], object], what: str, timeout: float = 5.0
         if loop.time() > deadline:
             raise AssertionError(f"not within {timeout}s: {what}")
         await asyncio.sleep(0.005)
+
+
+class ManualClock:
+    """A monotonic clock that only the test moves (``WorkQueue(clock=...)``): due times
+    are then exact, whatever the machine's load."""
+
+    def __init__(self, now: float = 1_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

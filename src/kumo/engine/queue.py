@@ -5,6 +5,11 @@ being processed is processed again afterwards (with the newest state), and addin
 a key that is already waiting only ever moves it earlier. An urgent key (an object
 being deleted) goes before every key that is not: a deletion never waits behind a
 thousand creates.
+
+Time is the queue's ``clock`` (``time.monotonic``, the event loop's, unless one is given):
+a test or the in-memory bench passes a clock it moves itself, so due times are exact. A
+getter already waiting notices a moved clock at its next wake-up (an ``add`` or its
+timeout); one called after the move sees it at once.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ import contextlib
 import heapq
 import itertools
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 
 class WorkQueue:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        #: Seconds on a monotonic scale: every due time is on it.
+        self.clock = clock
         #: Two heaps of (due time, seq, key): [0] urgent keys, [1] the rest. A due urgent
         #: key is handed out before any other due key.
         self._heaps: tuple[list[tuple[float, int, Hashable]], ...] = ([], [])
@@ -38,7 +45,7 @@ class WorkQueue:
         ``urgent``: once due, ahead of every due key that is not urgent; ``within``: a
         key already scheduled no later than that many seconds after ``after`` stays as
         it is (the pass it has coming will see this change too)."""
-        when = time.monotonic() + max(after, 0.0)
+        when = self.clock() + max(after, 0.0)
         if within > 0:
             old = self._again.get(key) if key in self._processing else self._due.get(key)
             if old is not None and old[0] <= when + within and (old[1] or not urgent):
@@ -56,7 +63,7 @@ class WorkQueue:
         self._wakeup.set()
 
     def next_due(self) -> float | None:
-        """When the earliest waiting key is due (``time.monotonic``), or None: nothing
+        """When the earliest waiting key is due (on :attr:`clock`), or None: nothing
         waits. (The in-memory bench moves its clock there.)"""
         tops = []
         for urgent, heap in zip((True, False), self._heaps, strict=True):
@@ -69,7 +76,7 @@ class WorkQueue:
     async def get(self) -> Hashable:
         """Wait for the next due key and mark it as processing."""
         while True:
-            now = time.monotonic()
+            now = self.clock()
             for urgent, heap in zip((True, False), self._heaps, strict=True):
                 while heap and self._due.get(heap[0][2]) != (heap[0][0], urgent):
                     heapq.heappop(heap)  # superseded entry
@@ -96,7 +103,7 @@ class WorkQueue:
         self._processing.discard(key)
         if key in self._again:
             when, urgent = self._again.pop(key)
-            self.add(key, after=when - time.monotonic(), urgent=urgent)
+            self.add(key, after=when - self.clock(), urgent=urgent)
 
 
 def _better(new: tuple[float, bool], old: tuple[float, bool] | None) -> tuple[float, bool]:

@@ -275,20 +275,26 @@ def test_a_cancelled_caller_does_not_cancel_the_lookup_others_wait_for() -> None
     loads = 0
 
     async def scenario() -> str:
-        answer = asyncio.Event()
+        asked, answer = asyncio.Event(), asyncio.Event()
 
         async def load() -> str:
             nonlocal loads
             loads += 1
+            asked.set()
             await answer.wait()  # the lookup is in flight until the cloud answers
             return "net-1"
 
         first = asyncio.ensure_future(cache.resolve(("network", "bench"), load))
         second = asyncio.ensure_future(cache.resolve(("network", "bench"), load))
-        await asyncio.sleep(0)  # both callers are now waiting for the one load
+        # The load runs only once a caller started it; both callers were scheduled
+        # before it, so both now wait for it.
+        await asyncio.wait_for(asked.wait(), 5.0)
         first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert not second.done(), "the second caller still waits for the load"
         answer.set()
-        return await second
+        return await asyncio.wait_for(second, 5.0)
 
     assert asyncio.run(scenario()) == "net-1"
     assert loads == 1

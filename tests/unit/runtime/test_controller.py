@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import time
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.runtime import metrics
 from kumo.runtime.controller import Controller
 from tests.unit.fakes import FakeKube, FakeNova, make_body
-from tests.unit.waiting import until
+from tests.unit.waiting import ManualClock, until
 
 SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
 
@@ -190,13 +189,16 @@ def test_cloud_changes_do_not_defeat_the_terminal_backoff() -> None:
     assert ctl.store.get("VirtualMachine", "default", "vm")["status"]["phase"] == "Running"
 
     ctl.store.remove("ConfigMap", "default", "boot")  # permanent: ConfigMapNotFound
-    ctl.queue = WorkQueue()  # forget the earlier passes' requeues
+    clock = ManualClock()
+    ctl.queue = WorkQueue(clock=clock)  # forget the earlier passes' requeues
     asyncio.run(ctl.process(key))
     body = ctl.store.get("VirtualMachine", "default", "vm")
     assert body["status"]["conditions"][0]["reason"] == "ConfigMapNotFound"
+    retry = ctl.queue._due[key]
+    assert retry == (clock.now + ctl.engine.backoff.terminal_delay, False)
     uid = body["metadata"]["uid"]
     assert ctl.cloud_changed({uid}, set()) == []
-    assert ctl.queue._due[key][0] > time.monotonic() + 30, "a cloud change moved the retry earlier"
+    assert ctl.queue._due[key] == retry, "a cloud change moved the retry earlier"
 
     body["metadata"]["generation"] = 2  # the user changed the spec
     assert ctl.cloud_changed({uid}, set()) == [key]
@@ -497,13 +499,15 @@ def test_a_burst_of_member_changes_costs_the_group_one_pass() -> None:
     ctl = controller()
     group = make_body(VIRTUAL_MACHINE_GROUP, "g", {"template": SPEC})
     ctl.observe("VirtualMachineGroup", "ADDED", group)
-    ctl.queue = WorkQueue()
+    clock = ManualClock()
+    ctl.queue = WorkQueue(clock=clock)
+    first_member_at = clock.now
     for i in range(20):
         member = member_of_g(f"g-{i}")
         ctl.observe("VirtualMachine", "ADDED", member)
+        clock.advance(0.01)  # the members' events come one after another
     key = Key("VirtualMachineGroup", "default", "g")
-    due, urgent = ctl.queue._due[key]
-    assert not urgent and 0.3 < due - time.monotonic() <= 0.5
+    assert ctl.queue._due[key] == (first_member_at + 0.5, False), "the first change's wait"
     assert len(ctl.queue._heaps[1]) == 21, "one entry for the group, one per member"
 
 
@@ -547,11 +551,12 @@ def _delays(ctl: Controller, key: Key, passes: int) -> list[int]:
     """The requeue delay each of ``passes`` passes of ``key`` asks for (rounded)."""
     found = []
     for _ in range(passes):
-        ctl.queue = WorkQueue()
+        clock = ManualClock()
+        ctl.queue = WorkQueue(clock=clock)
         asyncio.run(ctl.process(key))
         due = ctl.queue.next_due()
         assert due is not None
-        found.append(round(due - time.monotonic()))
+        found.append(round(due - clock.now))
     return found
 
 
@@ -630,7 +635,7 @@ def test_a_bigger_group_coalesces_its_member_changes_longer_up_to_two_seconds(
     if replicas is not None:
         spec["replicas"] = replicas
     group = make_body(VIRTUAL_MACHINE_GROUP, "g", spec)
-    assert wait - 0.2 < _group_wait_after_a_member_change(ctl, group) <= wait
+    assert _group_wait_after_a_member_change(ctl, group) == wait
 
 
 def test_a_big_group_in_a_rollout_keeps_the_short_wait() -> None:
@@ -639,17 +644,18 @@ def test_a_big_group_in_a_rollout_keeps_the_short_wait() -> None:
     ctl = controller()
     group = make_body(VIRTUAL_MACHINE_GROUP, "g", {"template": SPEC, "replicas": 300})
     group["status"] = {"replicas": 301, "updatedReplicas": 40}
-    assert 0.3 < _group_wait_after_a_member_change(ctl, group) <= 0.5
+    assert _group_wait_after_a_member_change(ctl, group) == 0.5
 
 
 def _group_wait_after_a_member_change(ctl: Any, group: dict[str, Any]) -> float:
     """Seconds until the pass of the group ``g`` that its member ``g-0`` appearing asks."""
     ctl.observe("VirtualMachineGroup", "ADDED", group)
-    ctl.queue = WorkQueue()
+    clock = ManualClock()
+    ctl.queue = WorkQueue(clock=clock)
     member = member_of_g("g-0")
     ctl.observe("VirtualMachine", "ADDED", member)
     due, _ = ctl.queue._due[Key("VirtualMachineGroup", "default", "g")]
-    return float(due - time.monotonic())
+    return float(due - clock.now)
 
 
 def member_of_g(name: str) -> dict[str, Any]:
