@@ -58,14 +58,21 @@ def public_text(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """``text`` folded to one line, stripped of what must not be shown, at most
     ``limit`` characters; a cut keeps the trailing retry hint and drops the middle."""
     text = " ".join(text.split())
+    hint = _HINT.search(text)
+    if hint is None:
+        return _cut(_strip(text), "", limit)
+    # Apart, so an unclosed page before it (a body cut short) cannot take it along.
+    return _cut(_strip(text[: hint.start()]), _strip(hint.group(0).strip()), limit)
+
+
+def _strip(text: str) -> str:
     text = _HTML_BLOCK.sub(HTML, text)
     text = _HTML_TAG.sub(HTML, text)
     text = _HTML_RUN.sub(HTML, text)
     text = _URL.sub(_bare_url, text)
     text = _SECRET_PAIR.sub(_blank_value, text)
     text = _TOKEN.sub(REDACTED, text)
-    text = _RUN.sub(_blank_token, text)
-    return _cut(text, limit)
+    return _RUN.sub(_blank_token, text)
 
 
 def _bare_url(match: re.Match[str]) -> str:
@@ -102,13 +109,12 @@ def _blank_token(match: re.Match[str]) -> str:
     return run
 
 
-def _cut(text: str, limit: int) -> str:
+def _cut(body: str, hint: str, limit: int) -> str:
+    text = f"{body} {hint}" if body and hint else body or hint
     if len(text) <= limit:
         return text
-    hint = _HINT.search(text)
-    tail = hint.group(0).strip() if hint else ""
-    if len(tail) + 2 > limit:  # no room for the hint: a plain cut
+    if len(hint) + 2 > limit:  # no room for the hint: a plain cut
         return text[: limit - len(CUT)].rstrip() + CUT
-    head_room = limit - len(CUT) - (len(tail) + 1 if tail else 0)
-    head = text[: hint.start() if hint else len(text)][:head_room].rstrip()
-    return f"{head}{CUT} {tail}" if tail else f"{head}{CUT}"
+    room = limit - len(CUT) - (len(hint) + 1 if hint else 0)
+    head = body[:room].rstrip()
+    return f"{head}{CUT} {hint}" if hint else f"{head}{CUT}"

@@ -122,3 +122,10 @@ def test_the_gate_is_idempotent(text: str) -> None:
     """A status written again with the same message must not change (no write churn)."""
     once = public_text(text)
     assert public_text(once) == once
+
+
+def test_a_page_cut_short_before_the_hint_does_not_take_the_hint_along() -> None:
+    out = public_text(
+        "create: HTTP 502: <html><body><h1>Bad Gateway</h1> upstream (transient: retrying)"
+    )
+    assert out == "create: HTTP 502: [html] (transient: retrying)"
