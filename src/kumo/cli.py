@@ -38,6 +38,7 @@ def _kinds(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kumo.cloud.tenancy import Rules
     from kumo.runtime.operator import OperatorOptions, run_operator
     from kumo.runtime.sweep import SweepOptions
 
@@ -72,6 +73,7 @@ def _run(args: argparse.Namespace) -> int:
             max_orphans=args.orphan_sweep_max,
         ),
         cluster_id=args.cluster_id,
+        tenancy_rules=Rules.from_flags(args.allowed_auth_hosts, args.allow_endpoint_overrides),
     )
     return run_operator(options)
 
@@ -135,6 +137,22 @@ def _sweep_policy(parser: argparse.ArgumentParser) -> None:
         default=MAX_ORPHANS,
         help="the sweep deletes nothing in a project where more than this many marked "
         "resources look orphaned at once (nor where half of them or more do)",
+    )
+
+
+def _tenancy_flags(parser: argparse.ArgumentParser) -> None:
+    """What a namespace's own clouds.yaml (Secret kumo-cloud-credentials) may ask."""
+    parser.add_argument(
+        "--allowed-auth-hosts",
+        default="",
+        help="comma-separated hosts (or host:port) a namespace's auth_url may name "
+        "(default: '', any host)",
+    )
+    parser.add_argument(
+        "--allow-endpoint-overrides",
+        action="store_true",
+        help="let a namespace's clouds.yaml set *_endpoint_override (default: refused, "
+        "CredentialsInvalid)",
     )
 
 
@@ -301,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="on SIGTERM, seconds to let reconciles in flight finish before the lease is released",
     )
     _cluster_id_argument(run)
+    _tenancy_flags(run)
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_run)
     return parser

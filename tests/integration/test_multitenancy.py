@@ -1,5 +1,6 @@
 """One namespace, one project: a namespace's own credentials Secret sends its objects to
-its own project, which another team's namespace cannot see; quota errors are real."""
+its own project, which another team's namespace cannot see; quota errors are real; a
+namespace's clouds.yaml cannot make the operator read its own files."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.integration.helpers import (
     members_of,
     owned_servers,
     vm,
+    wait_gone,
     wait_ready,
     wait_reason,
 )
@@ -23,10 +25,11 @@ from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
 
-def give_namespace_project(namespace: str, clouds_yaml: str, cloud: str) -> None:
-    """A Secret with only that project's clouds.yaml entry (never the admin's)."""
-    entry = yaml.safe_load(Path(clouds_yaml).read_text())["clouds"][cloud]
-    kubectl(
+def give_namespace_project(namespace: str, clouds_yaml: str, cloud: str, **extra: Any) -> None:
+    """A Secret with only that project's clouds.yaml entry (never the admin's), with
+    ``extra`` keys added to it; a second call replaces the first's in one write."""
+    entry = {**yaml.safe_load(Path(clouds_yaml).read_text())["clouds"][cloud], **extra}
+    secret = kubectl(
         "create",
         "secret",
         "generic",
@@ -35,7 +38,11 @@ def give_namespace_project(namespace: str, clouds_yaml: str, cloud: str) -> None
         namespace,
         f"--from-literal=clouds.yaml={yaml.safe_dump({'clouds': {cloud: entry}})}",
         f"--from-literal=cloud={cloud}",
-    )
+        "--dry-run=client",
+        "-o",
+        "yaml",
+    ).stdout
+    kubectl("apply", "-n", namespace, "-f", "-", input=secret)
 
 
 def test_namespace_credentials_select_the_project(
@@ -113,3 +120,27 @@ def test_a_vm_over_quota_builds_soon_after_the_quota_frees(
     waited = time.monotonic() - refused_at
     # The old fixed hold retried a quota error after 60 s; the recheck after 5, 15, 35 s.
     assert waited < 50, f"the VM waited {waited:.0f}s after the quota freed"
+
+
+def test_a_clouds_yaml_naming_the_operators_token_file_is_refused(
+    namespace: str, kumo_operator: Any, openstack_lab: str, demo_conn: Any, other_conn: Any
+) -> None:
+    """The Pod's ServiceAccount token as a namespace's `cacert`: the operator would read
+    (or send) its own credential for the namespace. Refused before any connection."""
+    token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    give_namespace_project(namespace, openstack_lab, "kumo-other", cacert=token_file)
+    apply(namespace, vm("token-thief"))
+    refused = wait_reason("vm", "token-thief", namespace, "CredentialsInvalid", timeout=60)
+    named = f"Secret {namespace}/kumo-cloud-credentials: cloud 'kumo-other' sets 'cacert'"
+    assert named in refused["message"]
+    assert token_file not in refused["message"], "the namespace's value is never repeated"
+    obj = get_obj("vm", "token-thief", namespace)
+    assert "id" not in obj["status"]
+    # Deleting it needs a cloud to look in (a server might have been made before the
+    # Secret changed): it goes once the Secret is fixed, having found nothing.
+    kubectl("delete", "vm", "token-thief", "-n", namespace, "--wait=false")
+    give_namespace_project(namespace, openstack_lab, "kumo-other")
+    wait_gone("vm", "token-thief", namespace, timeout=150)
+    assert owned_servers(other_conn, obj["metadata"]["uid"]) == []
+    for conn in (other_conn, demo_conn):  # neither its project nor the default's
+        assert [s.name for s in conn.compute.servers() if "token-thief" in s.name] == []

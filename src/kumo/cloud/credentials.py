@@ -11,6 +11,9 @@ wrong with them (not YAML, no such cloud, a vendor ``profile`` the SDK would fet
 over the network, an auth_url that does not answer, a rejected password) becomes a
 ``CredentialsInvalid`` error on that namespace's objects and nothing else. Messages
 name the Secret and the problem, never a value from it. Credentials are never logged.
+What a namespace's cloud may ask of the operator (no files, allowed auth hosts, no
+endpoint overrides) is :mod:`kumo.cloud.tenancy`'s; the operator's default cloud is its
+own and is not held to it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import logging
 import os
 import tempfile
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +34,7 @@ import openstack.config
 import openstack.connection
 import yaml
 
+from kumo.cloud import tenancy
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.watch import SKEW_SECONDS
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
@@ -58,10 +63,18 @@ class CloudSource:
     cloud: str
     #: Where the credentials come from, for messages: "Secret ns/name", "--clouds-yaml".
     origin: str = field(default="the default cloud", compare=False)
+    #: A PEM CA bundle (the Secret's key ``cacert``), written to a file of Kumo's own.
+    cacert: str | None = None
+    #: The tenancy rules the entry must pass; None for the operator's own default cloud
+    #: only (a namespace's Secret always carries the operator's rules).
+    rules: tenancy.Rules | None = field(default_factory=tenancy.Rules)
 
     @property
     def fingerprint(self) -> str:
-        return hashlib.sha256(f"{self.cloud}\0{self.clouds_yaml}".encode()).hexdigest()
+        # The rules too: a namespace's entry is never served the default cloud's
+        # connection, which was built without them.
+        text = f"{self.cloud}\0{self.clouds_yaml}\0{self.cacert}\0{self.rules}"
+        return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _invalid(source: CloudSource, problem: str) -> TerminalError:
@@ -91,6 +104,14 @@ def cloud_entry(source: CloudSource) -> dict[str, Any]:
                 f"cloud {source.cloud!r} sets {key!r}: vendor profiles are refused "
                 "(the SDK would load them over the network); give auth and region instead",
             )
+    if source.rules is not None:
+        why = tenancy.refusal(entry, source.rules)
+        if why is not None:
+            raise _invalid(source, f"cloud {source.cloud!r} {why}")
+    if source.cacert is not None:
+        why = tenancy.cacert_refusal(source.cacert)
+        if why is not None:
+            raise _invalid(source, why)
     return entry
 
 
@@ -124,6 +145,21 @@ def connect(source: CloudSource) -> openstack.connection.Connection:
     entry = dict(cloud_entry(source))
     if "api_timeout" not in entry and "timeout" not in entry:
         entry["api_timeout"] = DEFAULT_API_TIMEOUT
+    cacert = None if source.cacert is None else tenancy.write_cacert(source.cacert)
+    if cacert is not None:
+        entry["cacert"] = cacert
+    try:
+        conn = _connection(source, entry)
+    except BaseException:
+        if cacert is not None:
+            tenancy.remove_cacert(cacert)
+        raise
+    if cacert is not None:  # TLS reads it at every new connection: kept while conn is
+        weakref.finalize(conn, tenancy.remove_cacert, cacert)
+    return conn
+
+
+def _connection(source: CloudSource, entry: dict[str, Any]) -> openstack.connection.Connection:
     with tempfile.TemporaryDirectory(prefix="kumo-") as tmp:
         path = os.path.join(tmp, "clouds.yaml")
         with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
@@ -160,6 +196,7 @@ class CloudRegistry:
         relist_seconds: float = 600.0,
         skew_seconds: float = SKEW_SECONDS,
         max_queued_builds: int = MAX_QUEUED_BUILDS,
+        rules: tenancy.Rules | None = None,
         connector: Callable[[CloudSource], Any] = connect,
         cloud_factory: Callable[[Any], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -176,6 +213,7 @@ class CloudRegistry:
             "skew_seconds": skew_seconds,
         }
         self._max_queued_builds = max_queued_builds
+        self._rules = rules or tenancy.Rules()  # namespaces' clouds, never the default
         self._clock = clock
         self._clouds: dict[str, Any] = {}  # fingerprint → adapter
         self._used_by: dict[str, str] = {}  # namespace → fingerprint of its adapter
@@ -226,7 +264,13 @@ class CloudRegistry:
             return None
         if "clouds.yaml" not in data:  # a Secret that is there but wrong is not "no Secret"
             raise TerminalError(REASON, f"{origin}: no key 'clouds.yaml'")
-        return CloudSource(data["clouds.yaml"], data.get("cloud", "kumo"), origin)
+        return CloudSource(
+            data["clouds.yaml"],
+            data.get("cloud", "kumo"),
+            origin,
+            cacert=data.get(tenancy.CACERT_KEY),
+            rules=self._rules,
+        )
 
     async def for_namespace(self, namespace: str) -> Any:
         """The namespace's cloud; any failure is a ReconcileError for this namespace only."""

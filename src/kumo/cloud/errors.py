@@ -3,10 +3,15 @@
 Quota and scheduling failures are the user's to fix (terminal); 409 while a load
 balancer is PENDING_*, rate limits (429, and Nova's older 413 without "quota"), 5xx and
 connection trouble are the cloud's (transient, honouring Retry-After).
+
+What a server sent is quoted short: ``HTTP <status>: <the first sentence of the body's
+message>`` (at most :data:`QUOTE_LIMIT` characters); the whole body is only read here,
+to classify. A cloud a namespace chose is not the operator's to repeat in status.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,6 +24,8 @@ from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 # quota the replacement's create can be refused for the seconds the deletion takes; it
 # asks again this soon, then ever less often (engine.reconciler.Backoff.terminal).
 QUOTA_RECHECK_SECONDS = 5.0
+#: Longest quote of a server's (or the SDK's) message in an error.
+QUOTE_LIMIT = 160
 
 
 def retry_after(error: Any) -> float | None:
@@ -45,10 +52,10 @@ def classify(error: Exception, action: str, field: str | None = None) -> Reconci
 
 def _classify(error: Exception, action: str, field: str | None) -> ReconcileError:
     if isinstance(error, os_exc.DuplicateResource):
-        return TerminalError("AmbiguousName", f"{action}: {_detail(error)}", field=field)
+        return TerminalError("AmbiguousName", f"{action}: {quote(error)}", field=field)
     status = getattr(error, "status_code", None)
     detail = _detail(error)
-    text = f"{action}: {detail}"
+    text = f"{action}: {quote(error)}"
     if isinstance(error, os_exc.HttpException) and status is not None:
         if status in (413, 403) and _over_quota(detail):
             return TerminalError("QuotaExceeded", text, field=field, recheck=QUOTA_RECHECK_SECONDS)
@@ -92,6 +99,22 @@ def missing_ids(error: BaseException | None, ids: Iterable[str]) -> list[str]:
     candidates = [i for i in ids if i]
     named = [i for i in candidates if i in detail]
     return named or (candidates if status == 404 else [])
+
+
+def quote(error: BaseException) -> str:
+    """What Kumo repeats of ``error``: ``HTTP <status>: <first sentence>`` of an HTTP
+    answer, else the first sentence of the exception's own message."""
+    status = getattr(error, "status_code", None)
+    if isinstance(error, os_exc.HttpException) and status is not None:
+        sentence = first_sentence(str(getattr(error, "details", None) or ""))
+        return f"HTTP {status}: {sentence}" if sentence else f"HTTP {status}"
+    return first_sentence(_detail(error))
+
+
+def first_sentence(message: str, limit: int = QUOTE_LIMIT) -> str:
+    """The first sentence of ``message`` on one line, at most ``limit`` characters."""
+    sentence = re.split(r"(?<=[.!?])\s", " ".join(message.split()), maxsplit=1)[0]
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
 def _detail(error: BaseException) -> str:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kumo.engine import text
+
 Condition = dict[str, Any]
 
 READY = "Ready"
@@ -54,7 +56,8 @@ def set_condition(
 ) -> list[Condition]:
     """Return ``conditions`` with ``type_`` set in its place (appended when new); other
     conditions are kept as they are. ``lastTransitionTime`` is kept unless the status
-    changes."""
+    changes. ``message`` passes :func:`kumo.engine.text.public_text`: every condition
+    Kumo writes is one bounded line without credentials or a foreign host's page."""
     status_text = "Unknown" if status is None else ("True" if status else "False")
     previous = next((c for c in conditions if c.get("type") == type_), None)
     changed = previous is None or previous.get("status") != status_text
@@ -62,7 +65,7 @@ def set_condition(
         "type": type_,
         "status": status_text,
         "reason": reason,
-        "message": message,
+        "message": text.public_text(message, text.MESSAGE_LIMIT),
         "lastTransitionTime": (
             (now or now_rfc3339()) if changed else previous.get("lastTransitionTime")  # type: ignore[union-attr]
         ),

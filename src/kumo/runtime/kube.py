@@ -29,6 +29,7 @@ from kumo.api.kinds import KindInfo
 from kumo.engine.conditions import now_rfc3339
 from kumo.engine.errors import ObjectGone, TerminalError, TransientError
 from kumo.engine.objects import Body, Obj
+from kumo.engine.text import EVENT_LIMIT, public_text
 from kumo.runtime.leader import LeaseRecord
 
 MERGE = "application/merge-patch+json"
@@ -248,7 +249,7 @@ class KubeClient:
             "involvedObject": involved,
             "type": type_,
             "reason": reason,
-            "message": message[:1000],
+            "message": public_text(message, EVENT_LIMIT),  # every event Kumo posts passes here
             "source": {"component": "kumo"},
             "firstTimestamp": now,
             "lastTimestamp": now,

@@ -26,6 +26,7 @@ import kopf
 
 from kumo.api.common import GROUP, VERSION
 from kumo.api.kinds import KINDS
+from kumo.cloud import tenancy
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.credentials import CloudRegistry, CloudSource
 from kumo.cloud.notifications import (
@@ -75,6 +76,8 @@ class OperatorOptions:
     orphan_sweep: SweepOptions = field(default_factory=SweepOptions)
     #: The cluster ID Kumo's markers name (None: derived from kube-system's UID).
     cluster_id: str | None = None
+    #: What a namespace's own clouds.yaml may ask (--allowed-auth-hosts, …).
+    tenancy_rules: tenancy.Rules = field(default_factory=tenancy.Rules)
 
 
 class Lifecycle:
@@ -131,6 +134,7 @@ class Lifecycle:
             relist_seconds=options.relist_seconds,
             skew_seconds=options.clock_skew_seconds,
             max_queued_builds=options.max_queued_builds,
+            rules=options.tenancy_rules,
         )
         notices = await self._listen(kube)
         self.controller = controller = Controller(
@@ -282,12 +286,15 @@ async def _default_source(options: OperatorOptions, kube: KubeClient) -> CloudSo
             data["clouds.yaml"],
             data.get("cloud", options.cloud),
             f"default Secret {options.credentials_secret}",
+            cacert=data.get(tenancy.CACERT_KEY),
+            rules=None,  # the operator's own: not held to the namespaces' rules
         )
     if options.clouds_yaml:
         return CloudSource(
             Path(options.clouds_yaml).read_text(),
             options.cloud,
             f"--clouds-yaml {options.clouds_yaml}",
+            rules=None,
         )
     return None
 

@@ -10,6 +10,7 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import errors
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError, refused
+from tests.unit.cloud import rest
 
 
 def http_error(status: int, details: str = "", **headers: str) -> os_exc.HttpException:
@@ -56,7 +57,7 @@ def test_http_statuses(status: int, details: str, kind: type, reason: str) -> No
     error = errors.classify(http_error(status, details), "create server", "spec.image")
     assert (type(error), error.reason) == (kind, reason)
     assert error.field == "spec.image"
-    assert error.message == f"spec.image: create server: {details}"
+    assert error.message == f"spec.image: create server: HTTP {status}: {details}"
 
 
 def test_only_a_quota_is_rechecked_soon() -> None:
@@ -157,8 +158,40 @@ def test_reconcile_errors_pass_through_unchanged() -> None:
 def test_messages_are_one_line_and_bounded() -> None:
     error = errors.classify(http_error(400, "a\n  b\t" + "x" * 1000), "create")
     assert "\n" not in error.message
-    assert error.message.startswith("create: a b x")
-    assert len(error.message) <= len("create: ") + 400
+    assert error.message.startswith("create: HTTP 400: a b x")
+    assert len(error.message) == len("create: HTTP 400: ") + errors.QUOTE_LIMIT
+    assert error.message.endswith("…")
+
+
+def test_only_the_first_sentence_of_a_body_is_quoted() -> None:
+    """What follows a foreign server's first sentence (a trace, a config dump, a URL
+    with a token) is used to classify, never repeated."""
+    body = "Quota exceeded for cores. Details: http://admin:pw@10.0.0.1/?token=abc trace…"
+    error = errors.classify(http_error(403, body), "create server")
+    assert error.reason == "QuotaExceeded"  # the whole body still classifies
+    assert error.message == "create server: HTTP 403: Quota exceeded for cores."
+
+
+def test_an_html_page_is_quoted_as_its_status_and_first_words() -> None:
+    """A proxy's error page, as openstacksdk reads a real text/html answer."""
+    response = requests.Response()
+    response.status_code = 503
+    response.headers["content-type"] = "text/html"
+    response._content = rest.recorded("service_unavailable.html").encode()
+    with pytest.raises(os_exc.HttpException) as caught:
+        os_exc.raise_from_response(response)
+    error = errors.classify(caught.value, "list servers")
+    assert error.message == (
+        "list servers: HTTP 503: 503 Service Unavailable: No server is available to handle "
+        "this request."
+    )
+    assert "<" not in error.message
+
+
+def test_an_error_without_a_status_quotes_its_first_sentence() -> None:
+    raised = ka_exc.ConnectFailure("Unable to establish connection. " + "pool detail " * 50)
+    error = errors.classify(raised, "list servers")
+    assert error.message == "list servers: Unable to establish connection."
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kumo.engine import conditions
+from kumo.engine import conditions, text
 
 
 def test_new_condition_is_appended_with_now() -> None:
@@ -61,3 +61,14 @@ def test_condition_keeps_its_place_and_others_are_untouched() -> None:
     assert out[1] is other
     assert conditions.is_true(out)
     assert not conditions.is_true(out, conditions.STALLED)
+
+
+def test_every_message_passes_the_text_gate() -> None:
+    """set_condition is where every condition is written: a message from elsewhere
+    (an auth_url with a password, a proxy's page) is one bounded line without them."""
+    message = "create: https://u:hunter2@h.example/v3?x=1 <html><body>oops</body></html> " * 20
+    out = conditions.set_condition([], "Ready", False, "CloudUnavailable", message, generation=1)
+    written = out[0]["message"]
+    assert len(written) <= text.MESSAGE_LIMIT
+    assert "hunter2" not in written and "<" not in written
+    assert written.startswith("create: https://h.example/v3 [html] create:")

@@ -108,6 +108,24 @@ def test_terminal_error_keeps_recorded_id_and_says_permanent() -> None:
     assert "permanent" in ready(world)["message"]
 
 
+def test_a_long_foreign_error_is_cut_in_the_middle_and_keeps_the_retry_hint() -> None:
+    """The cloud's text is cut, never the engine's hint of what happens next; the same
+    error again writes nothing (the gate is stable)."""
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    noise = "password=hunter2 " + "<p>trace line</p> " * 80
+    error = TerminalError("CloudRejected", f"create server: HTTP 400: {noise}", field="spec")
+    run(world, ScriptedActuator(error))
+    message = ready(world)["message"]
+    assert len(message) <= 300
+    assert message.startswith("spec: create server: HTTP 400: password=[redacted]")
+    assert message.endswith("… (permanent: fix the spec or the cloud; retrying every 60s)")
+    assert "hunter2" not in message
+    version = world.obj(VIRTUAL_MACHINE, "vm").meta["resourceVersion"]
+    run(world, ScriptedActuator(error))
+    assert world.obj(VIRTUAL_MACHINE, "vm").meta["resourceVersion"] == version
+
+
 def test_terminal_error_writes_the_status_it_carries_with_the_error_at_once() -> None:
     """The pass's one status write holds both the kind's observation and the error."""
     world = World()

@@ -5,6 +5,8 @@ for an object that was already gone."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import kopf
 import pytest
@@ -14,8 +16,28 @@ from kumo import __version__
 from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.engine.errors import ObjectGone
 from kumo.engine.objects import Obj
+from kumo.engine.text import EVENT_LIMIT
 from kumo.runtime.kube import KubeClient
 from tests.unit.fakes import make_body
+
+Handler = Callable[[web.Request], Awaitable[web.Response]]
+
+
+@contextlib.asynccontextmanager
+async def _client(handle: Handler) -> AsyncIterator[KubeClient]:
+    """A KubeClient against a local API server that answers every request with ``handle``."""
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    kube = KubeClient(kopf.ConnectionInfo(server=url, token="t"))
+    try:
+        yield kube
+    finally:
+        await kube.close()
+        await runner.cleanup()
 
 
 async def _against_a_server_that_answers_404(check: object) -> list[str]:
@@ -25,18 +47,8 @@ async def _against_a_server_that_answers_404(check: object) -> list[str]:
         seen.append(request.method)
         return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    kube = KubeClient(kopf.ConnectionInfo(server=url, token="t"))
-    try:
+    async with _client(handle) as kube:
         await check(kube)  # type: ignore[operator]
-    finally:
-        await kube.close()
-        await runner.cleanup()
     return seen
 
 
@@ -92,3 +104,29 @@ def test_every_request_names_the_process_in_its_user_agent() -> None:
 
     named = f"kumo/{__version__} (host_42_ab12cd)"
     assert asyncio.run(scenario()) == [named, named, f"kumo/{__version__}"]
+
+
+def test_every_event_posted_passes_the_text_gate() -> None:
+    """An object's and a namespace's events: one line, at most EVENT_LIMIT, no
+    credentials, the retry hint kept."""
+    hint = "(transient: retrying)"
+    message = "list servers: cannot reach https://u:hunter2@h.example/v3\n" + "x " * 900 + hint
+
+    async def scenario() -> list[str]:
+        posted: list[str] = []
+
+        async def handle(request: web.Request) -> web.Response:
+            posted.append((await request.json())["message"])
+            return web.json_response({})
+
+        obj = Obj(VIRTUAL_MACHINE, make_body(VIRTUAL_MACHINE, "vm", {}))
+        async with _client(handle) as kube:
+            await kube.post_event(obj, "Warning", "CloudUnreachable", message)
+            await kube.post_namespace_event("default", "Warning", "OrphanFound", message)
+        return posted
+
+    for posted in asyncio.run(scenario()):
+        assert len(posted) <= EVENT_LIMIT and "\n" not in posted
+        assert "hunter2" not in posted
+        assert posted.startswith("list servers: cannot reach https://h.example/v3 x x")
+        assert posted.endswith(f"… {hint}")
