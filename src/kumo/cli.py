@@ -72,6 +72,7 @@ def _run(args: argparse.Namespace) -> int:
             max_orphans=args.orphan_sweep_max,
         ),
         cluster_id=args.cluster_id,
+        import_unmarked_namespaces=args.import_unmarked_namespaces,
     )
     return run_operator(options)
 
@@ -135,6 +136,21 @@ def _sweep_policy(parser: argparse.ArgumentParser) -> None:
         default=MAX_ORPHANS,
         help="the sweep deletes nothing in a project where more than this many marked "
         "resources look orphaned at once (nor where half of them or more do)",
+    )
+
+
+def _import_unmarked_argument(parser: argparse.ArgumentParser) -> None:
+    from kumo.runtime.imports import FLAG, LABEL, parse_namespaces
+
+    parser.add_argument(
+        FLAG,
+        type=parse_namespaces,
+        default=frozenset(),
+        metavar="NS[,NS]",
+        help="namespaces on the default cloud whose objects may import (spec.import) or "
+        "observe (managementPolicy: Observe) resources without Kumo's marker, besides "
+        f"those labelled {LABEL}=true; elsewhere on the default cloud that is refused "
+        "(ImportNotAllowed): every namespace shares its project (docs/install.md)",
     )
 
 
@@ -301,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="on SIGTERM, seconds to let reconciles in flight finish before the lease is released",
     )
     _cluster_id_argument(run)
+    _import_unmarked_argument(run)
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_run)
     return parser
