@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
@@ -311,7 +311,7 @@ class Controller:
             return asked
         return max(asked, min(cap, asked * 2 ** (unchanged - POLL_PATIENCE + 1)))
 
-    def _import_gate(self, key: Key) -> Any:
+    def _import_gate(self, key: Key) -> Callable[[], Awaitable[str | None]] | None:
         """Who decides whether ``key`` may import or observe an unmarked resource:
         the gate on the shared default cloud, no one where the namespace has its own
         (its own project)."""
