@@ -74,6 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         ),
         cluster_id=args.cluster_id,
         tenancy_rules=Rules.from_flags(args.allowed_auth_hosts, args.allow_endpoint_overrides),
+        import_unmarked_namespaces=args.import_unmarked_namespaces,
     )
     return run_operator(options)
 
@@ -153,6 +154,21 @@ def _tenancy_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let a namespace's clouds.yaml set *_endpoint_override (default: refused, "
         "CredentialsInvalid)",
+    )
+
+
+def _import_unmarked_argument(parser: argparse.ArgumentParser) -> None:
+    from kumo.runtime.imports import FLAG, LABEL, parse_namespaces
+
+    parser.add_argument(
+        FLAG,
+        type=parse_namespaces,
+        default=frozenset(),
+        metavar="NS[,NS]",
+        help="namespaces on the default cloud whose objects may import (spec.import) or "
+        "observe (managementPolicy: Observe) resources without Kumo's marker, besides "
+        f"those labelled {LABEL}=true; elsewhere on the default cloud that is refused "
+        "(ImportNotAllowed): every namespace shares its project (docs/install.md)",
     )
 
 
@@ -320,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _cluster_id_argument(run)
     _tenancy_flags(run)
+    _import_unmarked_argument(run)
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_run)
     return parser

@@ -11,6 +11,7 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import pages
 from kumo.ports.markers import cluster_from_uid
+from kumo.runtime.imports import LABEL as IMPORT_LABEL
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
@@ -27,6 +28,12 @@ def cluster_id() -> str:
 def apply(namespace: str, manifest: dict[str, Any] | Path) -> None:
     text = manifest.read_text() if isinstance(manifest, Path) else yaml.safe_dump(manifest)
     kubectl("apply", "-n", namespace, "-f", "-", input=text)
+
+
+def allow_unmarked_imports(namespace: str) -> None:
+    """The suite's Kumo runs on the shared default cloud (kumo-demo), where importing or
+    observing a resource without Kumo's marker needs the namespace's permission."""
+    kubectl("label", "namespace", namespace, f"{IMPORT_LABEL}=true", "--overwrite")
 
 
 def events_of(namespace: str, name: str, reason: str) -> list[str]:

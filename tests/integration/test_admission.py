@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.integration.helpers import apply, wait_ready, wait_reason
+from tests.integration.helpers import allow_unmarked_imports, apply, wait_ready, wait_reason
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj
 from tests.integration.test_dns import ZONE, recordset
@@ -86,6 +86,7 @@ def test_a_field_can_be_corrected_before_the_resource_exists(
 def test_import_cannot_be_pointed_elsewhere_once_taken_over(
     namespace: str, kumo_operator: Any, demo_conn: Any
 ) -> None:
+    allow_unmarked_imports(namespace)
     zone = demo_conn.dns.find_zone(ZONE)
     fqdn = f"hand-{namespace}.{ZONE}"
     made = demo_conn.dns.create_recordset(zone, name=fqdn, type="A", records=["192.0.2.8"], ttl=60)

@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import apply, cluster_id, vm, wait_gone, wait_ready
+from tests.integration.helpers import (
+    allow_unmarked_imports,
+    apply,
+    cluster_id,
+    vm,
+    wait_gone,
+    wait_ready,
+)
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
@@ -168,6 +175,7 @@ def test_held_then_following_a_vm_through_replacement_then_released(
 def test_orphan_keeps_the_address_and_an_import_takes_it_back(
     namespace: str, kumo_operator: Any, demo_conn: Any
 ) -> None:
+    allow_unmarked_imports(namespace)
     ns = namespace
     apply(ns, fip_manifest("keep", deletionPolicy="Orphan"))
     obj = wait_ready("fip", "keep", ns, timeout=60)

@@ -16,6 +16,7 @@ import yaml
 from openstack import exceptions as os_exc
 
 from tests.integration.helpers import (
+    allow_unmarked_imports,
     apply,
     cluster_id,
     condition,
@@ -61,6 +62,7 @@ def drift_of(namespace: str, name: str) -> list[dict[str, str]]:
 def test_observe_reports_drift_then_manage_takes_over(
     namespace: str, kumo_operator: KumoOperator, demo_conn: Any
 ) -> None:
+    allow_unmarked_imports(namespace)
     name = f"legacy-{uuid.uuid4().hex[:6]}"
     server = hand_made_server(demo_conn, name)
     try:
@@ -179,6 +181,7 @@ def test_importing_a_server_another_object_owns_is_refused(
 def test_a_hand_made_recordset_is_imported(
     namespace: str, kumo_operator: KumoOperator, demo_conn: Any
 ) -> None:
+    allow_unmarked_imports(namespace)
     zone = demo_conn.dns.find_zone(ZONE)
     record = f"imp-{namespace}"
     rs = demo_conn.dns.create_recordset(
@@ -351,6 +354,7 @@ def _hand_made_lb(conn: Any, name: str) -> tuple[Any, Any, Any]:
 def test_a_hand_made_load_balancer_with_listener_and_pool_is_imported(
     namespace: str, kumo_operator: KumoOperator, demo_conn: Any, tmp_path: Path
 ) -> None:
+    allow_unmarked_imports(namespace)
     apply(namespace, _group("imp-web", 1, VM_SPEC))
     wait_until("1 member Ready", lambda: len(_ready_members(namespace, "imp-web")) == 1, 240)
     address = _ready_members(namespace, "imp-web")[0]["status"]["ip"]
@@ -437,6 +441,7 @@ def test_orphan_releases_the_server_and_an_import_takes_it_back(
 ) -> None:
     """deletionPolicy: Orphan swaps the marker for kumo-orphan=<uid> (so the orphan sweep
     never takes it for a leak); a new object's spec.import takes the server over."""
+    allow_unmarked_imports(namespace)
     apply(
         namespace,
         {

@@ -1,14 +1,17 @@
 """One namespace, one project: a namespace's own credentials Secret sends its objects to
 its own project, which another team's namespace cannot see; quota errors are real; a
-namespace's clouds.yaml cannot make the operator read its own files."""
+namespace's clouds.yaml cannot make the operator read its own files. On the shared
+default cloud, importing a resource Kumo did not make needs the namespace's label."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
+from openstack import exceptions as os_exc
 
 from tests.integration.helpers import (
     VM_SPEC,
@@ -23,6 +26,7 @@ from tests.integration.helpers import (
 )
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
+from tests.integration.test_keypairs import holds, key_pair, new_key, nova_keypair, uid_of
 
 
 def give_namespace_project(namespace: str, clouds_yaml: str, cloud: str, **extra: Any) -> None:
@@ -144,3 +148,49 @@ def test_a_clouds_yaml_naming_the_operators_token_file_is_refused(
     assert owned_servers(other_conn, obj["metadata"]["uid"]) == []
     for conn in (other_conn, demo_conn):  # neither its project nor the default's
         assert [s.name for s in conn.compute.servers() if "token-thief" in s.name] == []
+
+
+def test_an_import_on_the_default_cloud_waits_for_the_namespace_s_permission(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    """The default cloud's project is shared by every namespace without a Secret of its
+    own: importing a resource Kumo did not make needs the namespace's label. Refused,
+    the keypair is untouched and the message says how to allow it; labelled, the
+    namespace's objects are looked at again within seconds (not at the minute a
+    permanent error waits) and the import goes through."""
+    name = f"{namespace}-hand"
+    key = new_key("made-by-hand")
+    demo_conn.compute.create_keypair(name=name, public_key=key)
+    try:
+        apply(namespace, key_pair("hand", publicKey=key, name=name, **{"import": {"name": name}}))
+        cond = wait_reason("kp", "hand", namespace, "ImportNotAllowed", timeout=60)
+        assert (
+            f"kubectl label namespace {namespace} kumo.dev/import-unmarked=true"
+            in (cond["message"])
+        )
+        assert nova_keypair(demo_conn, name).public_key == key, "untouched"
+
+        kubectl("label", "namespace", namespace, "kumo.dev/import-unmarked=true")
+        wait_ready("kp", "hand", namespace, timeout=40)  # the refusal's own retry: 60 s
+        assert holds(demo_conn, name, key, uid_of("kp", "hand", namespace))
+    finally:
+        with contextlib.suppress(os_exc.NotFoundException):
+            if get_obj("kp", "hand", namespace) is None:
+                demo_conn.compute.delete_keypair(name)
+
+
+def test_a_namespace_with_its_own_project_imports_without_the_label(
+    namespace: str, kumo_operator: Any, openstack_lab: str, other_conn: Any
+) -> None:
+    give_namespace_project(namespace, openstack_lab, "kumo-other")
+    name = f"{namespace}-theirs"
+    key = new_key("made-by-hand")
+    other_conn.compute.create_keypair(name=name, public_key=key)
+    try:
+        apply(namespace, key_pair("own", publicKey=key, name=name, **{"import": {"name": name}}))
+        wait_ready("kp", "own", namespace, timeout=60)
+        assert holds(other_conn, name, key, uid_of("kp", "own", namespace))
+    finally:
+        with contextlib.suppress(os_exc.NotFoundException):
+            if get_obj("kp", "own", namespace) is None:
+                other_conn.compute.delete_keypair(name)

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from tests.integration.helpers import (
+    allow_unmarked_imports,
     apply,
     cluster_id,
     condition,
@@ -136,6 +137,7 @@ def test_a_network_with_a_router_carries_a_vm_and_follows_its_spec(
 def test_orphan_leaves_the_network_released_and_import_takes_it_over(
     namespace: str, kumo_operator: Any, demo_conn: Any
 ) -> None:
+    allow_unmarked_imports(namespace)
     ns = namespace
     apply(ns, net_manifest("kept", subnets=[{"cidr": "10.79.0.0/24"}], deletionPolicy="Orphan"))
     kept = wait_ready("net", "kept", ns, timeout=60)

@@ -22,7 +22,7 @@ from openstack import exceptions as os_exc
 from bench.lab import LOGS
 from bench.reqlog import LogWindow, parse_line
 from kumo.engine.reconciler import OBSERVE_SECONDS
-from tests.integration.helpers import apply, server_made_by_hand
+from tests.integration.helpers import allow_unmarked_imports, apply, server_made_by_hand
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, wait_until
 from tests.integration.test_import_plan import _group, _hand_made_lb, drift_of
 
@@ -31,6 +31,7 @@ IDLE_SECONDS = 3 * OBSERVE_SECONDS
 
 
 def observing(namespace: str, name: str, ref: dict[str, str]) -> None:
+    allow_unmarked_imports(namespace)
     apply(
         namespace,
         {
@@ -109,6 +110,7 @@ def test_an_observed_load_balancer_costs_no_read_by_id_while_idle(
     namespace: str, kumo_operator: KumoOperator, demo_conn: Any
 ) -> None:
     """The same for Octavia: an Observe LoadBalancer on a hand-made load balancer."""
+    allow_unmarked_imports(namespace)
     apply(namespace, _group("obs-web", 0, {"image": "centos79", "flavor": "m1.tiny"}))
     name = f"observed-lb-{namespace}"
     lb, _listener, _pool = _hand_made_lb(demo_conn, name)

@@ -468,9 +468,17 @@ class World:
         self.kube = FakeKube(self.store)
         self.events = RecordingEvents()
         self.cloud: Any = cloud if cloud is not None else FakeNova()
+        #: ``Context.import_gate`` of the passes (None: imports of unmarked resources allowed).
+        self.import_gate: Any = None
 
     def ctx(self) -> Context:
-        return Context(cloud=self.cloud, kube=self.kube, store=self.store, events=self.events)
+        return Context(
+            cloud=self.cloud,
+            kube=self.kube,
+            store=self.store,
+            events=self.events,
+            import_gate=self.import_gate,
+        )
 
     def add(self, info: KindInfo, name: str, spec: Body, **meta: Any) -> Body:
         body = make_body(info, name, spec, **meta)

@@ -245,6 +245,12 @@ class CloudRegistry:
             )
         return source
 
+    def uses_default(self, namespace: str) -> bool:
+        """Does ``namespace`` use the default cloud (no Secret of its own, as last read
+        by :meth:`source_for`)? A namespace not read yet is taken as using it."""
+        cached = self._namespace_sources.get(namespace)
+        return cached is None or cached[1] is None
+
     async def _read_source(
         self, namespace: str, cached: tuple[float, CloudSource | None] | None
     ) -> CloudSource | None:

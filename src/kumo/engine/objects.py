@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 import marshal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -150,6 +151,10 @@ class Context:
     #: check finds is reported in ``findings`` instead of failing the pass.
     observe: bool = False
     findings: list[Any] = field(default_factory=list)
+    #: Asked before a resource without any Kumo marker is imported or observed: why
+    #: that is refused for this object (None: allowed). None here: never refused (a
+    #: namespace with its own cloud). The runtime decides (runtime/imports.py).
+    import_gate: Callable[[], Awaitable[str | None]] | None = None
 
 
 class Actuator(Protocol):

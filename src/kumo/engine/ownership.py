@@ -19,6 +19,8 @@ recordset, a Nova server group) is found the same way, so the rules cannot drift
    them too;
 3. else, when the spec says ``import: {id | name}``, that resource is taken over
    (:func:`take_over`): refused if another object's marker is on it (``AlreadyOwned``),
+   or, carrying no marker at all, if the object may not import or observe such a
+   resource (``ImportNotAllowed``: ``Context.import_gate``, the shared default cloud),
    checked against what cannot change (``ImportMismatch`` naming the field — never
    fixed by replacing it), marked, and its ID recorded. Under ``managementPolicy:
    Observe`` it is only read: not marked, and the check's findings become drift;
@@ -131,6 +133,18 @@ class AlreadyOwned(TerminalError):
         super().__init__(
             "AlreadyOwned",
             f"{noun} {resource_id} carries the marker of {whose}: Kumo will not import it",
+            field="spec.import",
+        )
+
+
+class ImportNotAllowed(TerminalError):
+    """The resource carries no Kumo marker, and this object may not take it over or
+    observe it (``Context.import_gate`` says why): nothing is read further or changed."""
+
+    def __init__(self, noun: str, resource_id: str, why: str) -> None:
+        super().__init__(
+            "ImportNotAllowed",
+            f"{noun} {resource_id} carries no Kumo marker, and {why}",
             field="spec.import",
         )
 
@@ -273,6 +287,10 @@ async def take_over(ctx: Context, obj: Obj, owned: Owned[R], resource: R) -> R:
     owner = owned.owner_of(resource)
     if owner is not None and owner != obj.uid:
         raise AlreadyOwned(owned.noun, rid, owner)
+    if owner is None and ctx.import_gate is not None:
+        refused = await ctx.import_gate()
+        if refused is not None:
+            raise ImportNotAllowed(owned.noun, rid, refused)
     mismatches = await owned.verify(resource) if owned.verify is not None else []
     if ctx.observe:
         ctx.findings.extend(mismatches)

@@ -75,9 +75,10 @@ def kind_rules() -> tuple[Rule, ...]:
 
 OTHER_RULES = (
     Rule(
-        _rule([""], ["configmaps"], ["get", "list", "watch"]),
-        "initScript.configMapRef, publicKeyFrom.configMapRef: read the script or the key, notice\n"
-        "when it changes.",
+        _rule([""], ["configmaps"], ["get"]),
+        "initScript.configMapRef, publicKeyFrom.configMapRef: read the script or the key by\n"
+        "name, and again every 10 s while an object names it (to notice a change); no ConfigMap\n"
+        "is listed or watched (runtime/config_maps.py).",
     ),
     Rule(
         _rule([""], ["secrets"], ["get"], ["kumo-cloud-credentials"]),
@@ -90,7 +91,11 @@ OTHER_RULES = (
         _rule(["apiextensions.k8s.io"], ["customresourcedefinitions"], ["get", "list", "watch"]),
         "kopf discovers resources and watches namespaces.",
     ),
-    Rule(_rule([""], ["namespaces"], ["get", "list", "watch"])),
+    Rule(
+        _rule([""], ["namespaces"], ["get", "list", "watch"]),
+        "kube-system's UID (the cluster's identity in markers), the label\n"
+        "kumo.dev/import-unmarked of a namespace on the default cloud (read by name), and kopf.",
+    ),
 )
 
 

@@ -9,6 +9,10 @@ detection, with no separate pass. Workers run the engine one key at a time; a ke
 reconciled only once its cloud's caches hold their first listing (the startup barrier's
 cloud half). Knows kinds only through the Actuator protocol and the declared
 references (which ConfigMaps/Secrets a kind reads), and kopf not at all.
+
+Besides the workers, the leader runs the orphan sweep, the ConfigMap follower (the
+ConfigMaps objects read, re-read by name: runtime/config_maps.py) and, when given one,
+the import gate's recheck (namespaces allowed to import since: runtime/imports.py).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
@@ -27,9 +31,10 @@ from kumo.engine.errors import ReconcileError, TransientError
 from kumo.engine.objects import Actuator, Body, Context, Key, Obj, copy_body
 from kumo.engine.queue import WorkQueue
 from kumo.engine.reconciler import Engine
-from kumo.kinds import references
 from kumo.ports import Cloud
 from kumo.runtime import metrics
+from kumo.runtime.config_maps import ConfigMapFollower, FollowingKube
+from kumo.runtime.imports import ImportGate
 from kumo.runtime.store import MemoryStore
 from kumo.runtime.sweep import Sweeper, SweepOptions
 
@@ -101,6 +106,7 @@ class Controller:
         notices: NoticeBoard | None = None,
         sweep: SweepOptions | None = None,
         namespace: str | None = None,
+        imports: ImportGate | None = None,
     ) -> None:
         self.actuators = {a.info.kind: a for a in actuators}
         self.kube = kube
@@ -126,6 +132,11 @@ class Controller:
             kube, INFO_BY_KIND.values(), self.live_uids, sweep or SweepOptions(), namespace
         )
         self._sweeping: asyncio.Task[None] | None = None
+        #: The ConfigMaps objects read, followed by name (leader only).
+        self.config_maps = ConfigMapFollower()
+        #: Who may import or observe unmarked resources on the default cloud (None: all).
+        self.imports = imports
+        self._following: list[asyncio.Task[None]] = []
 
     # -- input ---------------------------------------------------------------------------
 
@@ -161,15 +172,6 @@ class Controller:
         deleting = bool(body and (body.get("metadata") or {}).get("deletionTimestamp"))
         self.queue.add(key, after, urgent=deleting, within=within)
 
-    def enqueue_script_users(self, source_kind: str, namespace: str, name: str) -> None:
-        """A ConfigMap or Secret changed: objects whose declared references
-        (:mod:`kumo.kinds.references`) read it must be looked at (a VM's changed
-        initScript replaces the server)."""
-        for ref in references.readers_of(source_kind):
-            for body in self.store.list(ref.referrer, namespace):
-                if references.referenced_name(body.get("spec") or {}, ref.field) == name:
-                    self.queue.add(Key(ref.referrer, namespace, body["metadata"]["name"]))
-
     async def prime(self, namespace: str | None = None) -> None:
         """List every kind into the cache before any reconcile runs (the startup barrier).
 
@@ -193,6 +195,17 @@ class Controller:
         self._tasks = [loop.create_task(self._worker()) for _ in range(self.workers)]
         self.sweeper.lead()  # judges only what the watches list from now on
         self._sweeping = loop.create_task(self.sweeper.run())
+        self._following = [
+            loop.create_task(self.config_maps.run(self.kube, self.store, self._changed))
+        ]
+        if self.imports is not None:
+            self._following.append(loop.create_task(self.imports.run(self._changed)))
+
+    def _changed(self, key: Key) -> None:
+        """Something ``key`` reads outside the cloud changed (a ConfigMap, its
+        namespace's permission to import): look at it now."""
+        self._polls.pop(key, None)
+        self.queue.add(key)
 
     async def stop(self, grace: float = 0.0) -> None:
         """Stop taking work; let reconciles in flight finish for up to ``grace`` seconds."""
@@ -206,7 +219,8 @@ class Controller:
             await asyncio.wait(busy, timeout=grace)
         for task in self._tasks:
             task.cancel()
-        watches = list(self._watches.values())
+        watches = [*self._watches.values(), *self._following]
+        self._following = []
         if self._sweeping is not None:
             watches.append(self._sweeping)
             self._sweeping = None
@@ -252,10 +266,11 @@ class Controller:
         self.sweeper.watching(cloud, key.namespace)
         ctx = Context(
             cloud=cloud,
-            kube=self.kube,
+            kube=FollowingKube(self.kube, self.config_maps),
             store=self.store,
             events=self.events,
             audit=key in self._audit,
+            import_gate=self._import_gate(key),
         )
         self._audit.discard(key)
         version = obj.meta.get("resourceVersion")
@@ -295,6 +310,14 @@ class Controller:
         if unchanged < POLL_PATIENCE:
             return asked
         return max(asked, min(cap, asked * 2 ** (unchanged - POLL_PATIENCE + 1)))
+
+    def _import_gate(self, key: Key) -> Callable[[], Awaitable[str | None]] | None:
+        """Who decides whether ``key`` may import or observe an unmarked resource:
+        the gate on the shared default cloud, no one where the namespace has its own
+        (its own project)."""
+        if self.imports is None or not self.clouds.uses_default(key.namespace):
+            return None
+        return self.imports.gate(key)
 
     async def _confirm(self, key: Key) -> None:
         fresh = await self.kube.get(INFO_BY_KIND[key.kind], key.namespace, key.name)

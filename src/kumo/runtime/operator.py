@@ -1,4 +1,4 @@
-"""`kumo run`: kopf watches the kinds (and ConfigMaps), the Controller does the rest.
+"""`kumo run`: kopf watches the kinds, the Controller does the rest.
 
 Lifecycle: list every kind into the cache (the startup barrier: no reconcile sees a
 half-filled cache), then wait as standby until this process holds the leader Lease,
@@ -40,6 +40,7 @@ from kumo.kinds import registry
 from kumo.runtime import cluster, metrics
 from kumo.runtime.controller import Controller
 from kumo.runtime.health import Health, start_server
+from kumo.runtime.imports import ImportGate
 from kumo.runtime.kube import KubeClient, KubeLeaseAPI
 from kumo.runtime.kube import login as kube_login
 from kumo.runtime.leader import LeaderElector
@@ -78,6 +79,9 @@ class OperatorOptions:
     cluster_id: str | None = None
     #: What a namespace's own clouds.yaml may ask (--allowed-auth-hosts, …).
     tenancy_rules: tenancy.Rules = field(default_factory=tenancy.Rules)
+    #: Namespaces on the default cloud whose objects may import or observe resources
+    #: without Kumo's marker, besides those labelled so (runtime/imports.py).
+    import_unmarked_namespaces: frozenset[str] = frozenset()
 
 
 class Lifecycle:
@@ -146,6 +150,7 @@ class Lifecycle:
             notices=notices,
             sweep=options.orphan_sweep,
             namespace=options.namespace,
+            imports=ImportGate(kube.get_namespace, options.import_unmarked_namespaces),
         )
         await controller.prime(options.namespace)  # the startup barrier: all kinds listed
         self.synced = True
@@ -245,25 +250,16 @@ def build_registry(lifecycle: Lifecycle) -> kopf.OperatorRegistry:
     for info in KINDS:
         _watch(registry, lifecycle, info.kind, GROUP, VERSION, info.plural)
 
-    # Event handlers are coroutines: kopf runs a plain function in a worker thread, and
-    # the store and the work queue (an asyncio.Event inside) belong to the event loop —
-    # from threads, a listing raced a write ("dictionary changed size during iteration",
-    # the event lost) and a wake-up could be missed.
-    @kopf.on.event("", "v1", "configmaps", registry=registry)
-    async def config_map_changed(event: kopf.RawEvent, **_: Any) -> None:
-        controller = lifecycle.controller
-        meta = event["object"]["metadata"]
-        if controller is not None:
-            controller.enqueue_script_users(
-                "ConfigMap", meta.get("namespace", "default"), meta["name"]
-            )
-
     return registry
 
 
 def _watch(
     registry: kopf.OperatorRegistry, lifecycle: Lifecycle, kind: str, *resource: str
 ) -> None:
+    # Event handlers are coroutines: kopf runs a plain function in a worker thread, and
+    # the store and the work queue (an asyncio.Event inside) belong to the event loop —
+    # from threads, a listing raced a write ("dictionary changed size during iteration",
+    # the event lost) and a wake-up could be missed.
     @kopf.on.event(*resource, registry=registry, id=f"watch-{kind}")
     async def on_event(event: kopf.RawEvent, **_: Any) -> None:
         controller = lifecycle.controller

@@ -50,3 +50,18 @@ def test_no_rule_names_a_resource_that_is_not_a_kind() -> None:
     known = {info.plural for info in KINDS} | {f"{info.plural}/status" for info in KINDS}
     named = {resource for rule in operator_rules() for resource in rule["resources"]}
     assert named <= known, f"rbac.yaml names unknown Kumo resources: {sorted(named - known)}"
+
+
+def test_config_maps_are_only_read_by_name() -> None:
+    """No ConfigMap is listed or watched (kube-system's neither): Kumo gets the ones
+    objects name (runtime/config_maps.py)."""
+    documents = yaml.safe_load_all((ROOT / "deploy/base/rbac.yaml").read_text())
+    verbs = {
+        verb
+        for d in documents
+        if d and d["kind"] in ("ClusterRole", "Role")
+        for rule in d.get("rules", [])
+        if "configmaps" in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert verbs == {"get"}

@@ -261,6 +261,24 @@ def test_a_deleted_secret_falls_back_to_the_default_or_no_credentials() -> None:
     assert mine.closed
 
 
+def test_which_namespaces_use_the_default_cloud() -> None:
+    """Only a namespace without a Secret of its own shares the default cloud (where
+    imports of unmarked resources need permission, runtime/imports.py); a Secret
+    deleted later puts it back on the default."""
+    clock = Clock()
+    secrets = Secrets(team_a={"clouds.yaml": clouds_yaml(region_name="osaka1")})
+    default = CloudSource(clouds_yaml(), "kumo", "--clouds-yaml")
+    clouds, _ = registry(secrets, default, clock)
+    asyncio.run(clouds.for_namespace("team-a"))
+    asyncio.run(clouds.for_namespace("team-b"))
+    assert not clouds.uses_default("team-a")
+    assert clouds.uses_default("team-b")
+    del secrets.data["team_a"]
+    clock.now += credentials.SECRET_TTL + 1
+    asyncio.run(clouds.for_namespace("team-a"))
+    assert clouds.uses_default("team-a")
+
+
 def test_a_failed_connect_is_not_retried_at_every_reconcile() -> None:
     clock = Clock()
     calls = []

@@ -42,12 +42,12 @@ def test_create_and_delete_only_what_a_kind_creates() -> None:
 
 
 def test_what_kinds_reference_outside_kumo_is_readable() -> None:
-    """A ConfigMap named by a spec is read and watched cluster-wide; a Secret only
-    where a namespace binds kumo-boot-secrets."""
+    """A ConfigMap named by a spec is read by name, never listed or watched (not
+    kube-system's either); a Secret only where a namespace binds kumo-boot-secrets."""
     outside = {ref.target for ref in REFERENCES} - {r.info.kind for r in registry.RECORDS}
     assert outside == {"ConfigMap", "Secret"}
     (config_maps,) = [r for r in operator_rules() if r["resources"] == ["configmaps"]]
-    assert {"get", "watch"} <= set(config_maps["verbs"])
+    assert config_maps["verbs"] == ["get"]
     boot = next(m for m in rbac.manifests() if m["metadata"]["name"] == "kumo-boot-secrets")
     assert boot["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
     secrets = [r for r in operator_rules() if r["resources"] == ["secrets"]]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kumo.api.kinds import KEY_PAIR, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
+from kumo.api.kinds import VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Key, copy_body
 from kumo.engine.queue import WorkQueue
@@ -290,40 +290,6 @@ def test_a_namespace_credentials_fault_stays_in_that_namespace(error: Exception)
     assert status["conditions"][0]["reason"] == "CredentialsInvalid"
     asyncio.run(ctl.process(Key("VirtualMachine", "team-b", "vm")))
     assert ctl.store.get("VirtualMachine", "team-b", "vm")["status"]["phase"] == "Building"
-
-
-def test_a_changed_script_source_enqueues_the_vms_using_it() -> None:
-    ctl = controller()
-    uses = {
-        "by-secret": {"secretRef": {"name": "boot", "key": "s"}},
-        "by-map": {"configMapRef": {"name": "boot", "key": "s"}},
-        "inline": {"value": "ls"},
-    }
-    for name, script in uses.items():
-        ctl.store.put(
-            "VirtualMachine", make_body(VIRTUAL_MACHINE, name, {**SPEC, "initScript": script})
-        )
-    ctl.enqueue_script_users("Secret", "default", "boot")
-    assert list(ctl.queue._due) == [Key("VirtualMachine", "default", "by-secret")]
-    ctl.enqueue_script_users("ConfigMap", "default", "boot")
-    assert Key("VirtualMachine", "default", "by-map") in ctl.queue._due
-    ctl.enqueue_script_users("Secret", "elsewhere", "boot")
-    assert len(ctl.queue) == 2
-
-
-def test_a_changed_key_source_enqueues_the_key_pairs_reading_it() -> None:
-    ctl = controller()
-    for name, source in {
-        "by-secret": {"secretRef": {"name": "ssh", "key": "pub"}},
-        "by-map": {"configMapRef": {"name": "ssh", "key": "pub"}},
-    }.items():
-        ctl.store.put("KeyPair", make_body(KEY_PAIR, name, {"publicKeyFrom": source}))
-    ctl.store.put("KeyPair", make_body(KEY_PAIR, "inline", {"publicKey": "ssh-ed25519 AAAA"}))
-    ctl.enqueue_script_users("ConfigMap", "default", "ssh")
-    assert list(ctl.queue._due) == [Key("KeyPair", "default", "by-map")]
-    ctl.enqueue_script_users("Secret", "default", "ssh")
-    assert Key("KeyPair", "default", "by-secret") in ctl.queue._due
-    assert len(ctl.queue) == 2
 
 
 def test_a_controller_stopped_mid_reconcile_resumes_every_key_when_started_again() -> None:

@@ -26,7 +26,9 @@ from kumo.kinds.labels import TEMPLATE_HASH_LABEL
 
 DEFAULT_POLICY = ManagedSpec.model_fields["deletion_policy"].default
 #: Reasons of an import refused before the server was marked (engine/ownership.py).
-IMPORT_FAILED = frozenset({"ImportNotFound", "ImportAmbiguous", "ImportMismatch", "AlreadyOwned"})
+IMPORT_FAILED = frozenset(
+    {"ImportNotFound", "ImportAmbiguous", "ImportMismatch", "AlreadyOwned", "ImportNotAllowed"}
+)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
 from kumo.kinds.virtualmachinegroup.plan import (
     Imported,
@@ -140,11 +142,13 @@ def test_refs_carried_or_imported_are_never_offered_again() -> None:
     assert keys(decision) == ["name=d", None, None]
 
 
-def test_a_ref_whose_import_failed_passes_to_the_member_replacing_it() -> None:
+@pytest.mark.parametrize("reason", ["ImportMismatch", "ImportNotAllowed"])
+def test_a_ref_whose_import_failed_passes_to_the_member_replacing_it(reason: str) -> None:
     """The user fixes an ImportMismatch by changing the template: the old member (never
-    ready) goes, and its replacement imports the same server with the new template."""
+    ready) goes, and its replacement imports the same server with the new template. An
+    import the namespace was not allowed marked nothing either."""
     group = importing(1, {"name": "a"})
-    stuck = MemberView("m0", "old", False, import_key="name=a", reason="ImportMismatch")
+    stuck = MemberView("m0", "old", False, import_key="name=a", reason=reason)
     decision = plan_members(group, "new", [stuck])
     assert decision.delete == ["m0"]
     assert keys(decision) == ["name=a"]
