@@ -4,13 +4,20 @@ get it, plus what a machine where everything listens on 127.0.0.1 needs), runs a
 Pods of the Deployment with the kumo ServiceAccount (exactly deploy/'s RBAC): both
 Ready per their probes, one leading. It runs the seed story; when the leader Pod is
 deleted the other leads within the Lease time, the Deployment makes a new Pod, and a
-group scaled meanwhile ends with exactly one server per VM."""
+group scaled meanwhile ends with exactly one server per VM.
+
+Pod Security: the shipped Pod (`kubectl kustomize deploy/`) is admitted by a namespace
+enforcing `restricted` without a warning, where a Pod that may escalate is refused; the
+lab's Pods, which need the host network, fail `restricted` by that alone."""
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +33,7 @@ from tests.integration.helpers import (
     wait_gone,
     wait_ready,
 )
-from tests.integration.kube_fixtures import KubeEnv, kubectl
+from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
 from tests.integration.kumo_fixtures import (
     LEASE_NAMESPACE,
     STATE,
@@ -41,6 +48,9 @@ SEED = ("virtualmachine.yaml", "virtualmachinegroup.yaml", "loadbalancer.yaml")
 #: deploy/base/manager.yaml's Lease (kumo run's default): a crashed leader is replaced
 #: after this long; a Pod deleted gracefully releases it at once.
 LEASE_SECONDS = 10
+RESTRICTED = {
+    f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")
+}
 
 
 def pods() -> list[dict[str, Any]]:
@@ -68,6 +78,92 @@ def leader_pod() -> str:
 def two_ready_pods() -> list[str] | None:
     current = [p for p in pods() if ready(p)]
     return sorted(p["metadata"]["name"] for p in current) if len(current) == 2 else None
+
+
+def shipped_pod() -> dict[str, Any]:
+    """A Pod of the Deployment `kubectl apply -k deploy/` installs, as its ReplicaSet
+    would make it."""
+    rendered = yaml.safe_load_all(kubectl("kustomize", str(REPO / "deploy")).stdout)
+    deployment = next(d for d in rendered if d["kind"] == "Deployment")
+    template = deployment["spec"]["template"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "kumo-shipped", "labels": template["metadata"]["labels"]},
+        "spec": template["spec"],
+    }
+
+
+@pytest.fixture
+def restricted_namespace(crds: KubeEnv) -> Iterator[str]:
+    """A scratch namespace enforcing (and warning at) Pod Security `restricted`, with a
+    ServiceAccount `kumo` for the shipped Pod to name."""
+    name = f"t-psa-{uuid.uuid4().hex[:6]}"
+    namespace = {"apiVersion": "v1", "kind": "Namespace"}
+    namespace["metadata"] = {"name": name, "labels": RESTRICTED}
+    kubectl("apply", "-f", "-", input=json.dumps(namespace))
+    kubectl("create", "serviceaccount", "kumo", "-n", name)
+    yield name
+    delete_namespace(name)
+
+
+def dry_run_create(namespace: str, manifest: dict[str, Any]) -> subprocess.CompletedProcess:
+    return kubectl(
+        "create", "--dry-run=server", "-n", namespace, "-f", "-",
+        input=json.dumps(manifest), check=False,
+    )  # fmt: skip
+
+
+def test_restricted_admits_the_shipped_pod_and_refuses_one_that_may_escalate(
+    restricted_namespace: str,
+) -> None:
+    pod = shipped_pod()
+    admitted = dry_run_create(restricted_namespace, pod)
+    assert admitted.returncode == 0, admitted.stderr
+    assert "Warning" not in admitted.stderr, admitted.stderr  # nothing to audit or warn of
+
+    escalating = copy.deepcopy(pod)
+    escalating["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = True
+    refused = dry_run_create(restricted_namespace, escalating)
+    assert refused.returncode != 0
+    assert 'violates PodSecurity "restricted:latest"' in refused.stderr, refused.stderr
+    assert "allowPrivilegeEscalation != false" in refused.stderr, refused.stderr
+
+
+def restricted_violations() -> tuple[dict[str, set[str]], str]:
+    """What Pod Security says of kumo-system's running Pods were `restricted` enforced
+    there (a server dry run of the label): pod (or pod group, "kumo-… (and 1 other
+    pod)") -> the checks it fails; and the warnings as kubectl printed them."""
+    proc = kubectl(
+        "label", "--dry-run=server", "--overwrite", "namespace", LEASE_NAMESPACE,
+        "pod-security.kubernetes.io/enforce=restricted",
+    )  # fmt: skip
+    found: dict[str, set[str]] = {}
+    for line in proc.stderr.splitlines():
+        if m := re.match(r"Warning: (kumo-\S+(?: \(and \d+ other pods?\))?): (.+)$", line):
+            found[m[1]] = {reason.strip() for reason in m[2].split(",")}
+    return found, proc.stderr
+
+
+def assert_restricted_but_for_the_host_network(names: list[str]) -> None:
+    """The lab's Pods run in a namespace that enforces `privileged` (the host network)
+    and audits and warns at `restricted`; judged by `restricted` they fail the host
+    namespaces check and nothing else. And the node ran them as the Pod asks: seccomp
+    filtering on, /tmp a tmpfs."""
+    labels = json.loads(kubectl("get", "namespace", LEASE_NAMESPACE, "-o", "json").stdout)
+    labels = labels["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert labels["pod-security.kubernetes.io/audit"] == "restricted"
+    assert labels["pod-security.kubernetes.io/warn"] == "restricted"
+    violations, warnings = restricted_violations()
+    assert any(group.split()[0] in names for group in violations), warnings
+    assert all(reasons == {"host namespaces"} for reasons in violations.values()), warnings
+    for name in names:
+        status = kubectl("exec", "-n", LEASE_NAMESPACE, name, "--", "cat", "/proc/1/status")
+        assert re.search(r"^Seccomp:\s+2$", status.stdout, re.M), status.stdout  # filter mode
+        mounts = kubectl("exec", "-n", LEASE_NAMESPACE, name, "--", "cat", "/proc/mounts")
+        mounted = [line.split()[1:3] for line in mounts.stdout.splitlines()]
+        assert ["/tmp", "tmpfs"] in mounted, mounts.stdout
 
 
 @pytest.fixture
@@ -117,9 +213,10 @@ def pod_operators(
         kumo_operator.wait_role("leader", 90)
 
 
-def test_two_pods_ready_one_leads_and_runs_the_seed_story(
+def test_two_pods_ready_restricted_but_for_the_host_network_one_leads_runs_the_seed_story(
     pod_operators: list[str], namespace: str, demo_conn: Any
 ) -> None:
+    assert_restricted_but_for_the_host_network(pod_operators)
     leader = wait_until("a Pod to lead", leader_pod, 60)
     assert leader in pod_operators
     for pod in pods():  # both Ready per their probes: the leader and a healthy standby

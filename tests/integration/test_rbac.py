@@ -31,6 +31,8 @@ def test_apply_k_installs_everything(rbac: KubeEnv) -> None:
         ("secret", "kumo-default-cloud"),
         ("service", "kumo-metrics"),
         ("deployment", "kumo"),
+        ("networkpolicy", "kumo"),
+        ("poddisruptionbudget", "kumo"),
     ]:
         assert kubectl("get", kind, name, "-n", "kumo-system", "-o", "name").stdout.strip()
     for name in ("clusterrole/kumo-operator", "clusterrolebinding/kumo-operator"):

@@ -8,9 +8,9 @@ objects with them, so the two can never disagree.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, StringConstraints
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonDict, JsonSchemaValue
 from pydantic_core import CoreSchema
@@ -133,6 +133,22 @@ DriftPolicy = Literal["Correct", "Report"]
 
 #: Nova, Octavia and Designate store descriptions of at most 255 characters.
 MAX_DESCRIPTION = 255
+# Every string, list and map of a spec is bounded (tests/unit/api/test_bounds.py walks
+# the CRDs for one left unbounded): besides refusing what the cloud would, the bounds let
+# the API server estimate the cost of CEL rules, and keep one object from filling etcd
+# or Kumo's memory.
+#: A reference to another object of the namespace: a Kubernetes object name (a DNS
+#: subdomain, RFC 1123), and a ConfigMap's or Secret's data key, are at most 253.
+KUBE_NAME_MAX = 253
+#: An OpenStack name or ID (of an image, flavor, network, zone, type, ...): Nova, Neutron,
+#: Cinder, Glance, Octavia and Manila names are at most 255 characters, IDs 36.
+CLOUD_NAME_MAX = 255
+#: An IP address as text (the longest, an IPv4-mapped IPv6 address: 45) ...
+ADDRESS_MAX = 45
+#: ... and one with a prefix length (``/128``).
+CIDR_MAX = ADDRESS_MAX + 4
+#: An item of a list of OpenStack names or IDs.
+CloudName = Annotated[str, StringConstraints(max_length=CLOUD_NAME_MAX)]
 #: The longest cluster ID (kumo.ports.markers): the first 12 hex digits of the
 #: ``kube-system`` namespace's UID, or what ``--cluster-id`` gives.
 CLUSTER_ID_MAX = 12
@@ -170,9 +186,9 @@ class ImportRef(KumoModel):
 
     model_config = ConfigDict(json_schema_extra=exactly_one_of("id", "name"))
 
-    id: str | None = Field(default=None, min_length=1)
+    id: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """The resource's cloud ID."""
-    name: str | None = Field(default=None, min_length=1)
+    name: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """The resource's name (exactly one resource must have it)."""
 
     @property
@@ -216,9 +232,9 @@ class ImportableSpec(KumoModel):
 class ConfigMapKeyRef(KumoModel):
     """A key of a ConfigMap in the object's own namespace."""
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=KUBE_NAME_MAX)
     """Name of the ConfigMap (same namespace)."""
-    key: str = Field(min_length=1)
+    key: str = Field(min_length=1, max_length=KUBE_NAME_MAX)
     """Key inside the ConfigMap's data."""
 
 
@@ -226,9 +242,9 @@ class SecretKeyRef(KumoModel):
     """A key of a Secret in the object's own namespace (there is no namespace field: a
     reference can never reach another namespace's Secrets)."""
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=KUBE_NAME_MAX)
     """Name of the Secret (same namespace)."""
-    key: str = Field(min_length=1)
+    key: str = Field(min_length=1, max_length=KUBE_NAME_MAX)
     """Key inside the Secret's data."""
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StringConstraints
 
 from kumo.api.common import (
+    CLOUD_NAME_MAX,
+    KUBE_NAME_MAX,
     MARKER_ROOM,
     ImportableSpec,
     ManagedSpec,
@@ -19,6 +21,11 @@ RecordType = Literal["A", "AAAA", "CNAME", "TXT"]
 
 #: Designate allows 160 characters; Kumo appends " kumo-owner=<uid>@<cluster>" (61).
 DNS_DESCRIPTION_MAX = 160 - MARKER_ROOM
+#: The most literal values of one record.
+MAX_VALUES = 100
+#: The longest literal value: an address or a name is far shorter; a TXT value may hold
+#: several 255-character strings (a DKIM key).
+MAX_VALUE_LENGTH = 1024
 
 
 class DNSRecordSpec(ManagedSpec, ImportableSpec):
@@ -47,9 +54,9 @@ class DNSRecordSpec(ManagedSpec, ImportableSpec):
         ),
     )
 
-    zone: str = Field(min_length=1)
+    zone: str = Field(min_length=1, max_length=CLOUD_NAME_MAX)
     """Designate zone name (e.g. `example.test.`) or ID."""
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=CLOUD_NAME_MAX)
     """Record name, relative to the zone (`api`) or fully qualified (`api.example.test.`)."""
     type: RecordType = "A"
     """Record type."""
@@ -58,16 +65,20 @@ class DNSRecordSpec(ManagedSpec, ImportableSpec):
     description: str | None = Field(default=None, max_length=DNS_DESCRIPTION_MAX)
     """Recordset description, at most 99 characters (Kumo appends its ownership marker;
     Designate allows 160 in all)."""
-    load_balancer_ref: str | None = None
+    load_balancer_ref: str | None = Field(default=None, max_length=KUBE_NAME_MAX)
     """Target: the VIP of this LoadBalancer (same namespace)."""
-    virtual_machine_ref: str | None = None
+    virtual_machine_ref: str | None = Field(default=None, max_length=KUBE_NAME_MAX)
     """Target: the address of this VirtualMachine (same namespace)."""
-    virtual_machine_group_ref: str | None = None
+    virtual_machine_group_ref: str | None = Field(default=None, max_length=KUBE_NAME_MAX)
     """Target: the addresses of all members of this VirtualMachineGroup (same namespace)."""
-    floating_ip_ref: str | None = Field(default=None, alias="floatingIPRef")
+    floating_ip_ref: str | None = Field(
+        default=None, alias="floatingIPRef", max_length=KUBE_NAME_MAX
+    )
     """Target: the address of this FloatingIP (same namespace)."""
-    values: list[str] = Field(default_factory=list)
-    """Target: literal record values."""
+    values: list[Annotated[str, StringConstraints(max_length=MAX_VALUE_LENGTH)]] = Field(
+        default_factory=list, max_length=MAX_VALUES
+    )
+    """Target: literal record values (at most 100)."""
 
 
 class DNSRecordStatus(ManagedStatus):

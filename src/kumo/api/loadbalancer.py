@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field
 
 from kumo.api.common import (
+    CLOUD_NAME_MAX,
+    KUBE_NAME_MAX,
     MAX_DESCRIPTION,
     ImportableSpec,
     KumoModel,
@@ -20,6 +22,13 @@ Protocol = Literal["http", "https", "tcp", "udp"]
 MonitorProtocol = Literal["http", "https", "tcp", "ping", "udp-connect", "tls-hello"]
 VipType = Literal["private", "public"]
 
+#: The most frontend ports (listeners) of one load balancer.
+MAX_PORTS = 64
+#: The most monitors listed for one port (Octavia applies the first).
+MAX_MONITORS = 8
+#: The longest health check URL path.
+MAX_URL_PATH = 2048
+
 
 class RealServers(KumoModel):
     """The backends of a port: the members of a VirtualMachineGroup, followed as it scales."""
@@ -28,7 +37,7 @@ class RealServers(KumoModel):
     """Protocol spoken to the backends."""
     port: int = Field(ge=1, le=65535)
     """Port the backends listen on."""
-    virtual_machine_group_ref: str = Field(min_length=1)
+    virtual_machine_group_ref: str = Field(min_length=1, max_length=KUBE_NAME_MAX)
     """Name of a VirtualMachineGroup in the same namespace."""
     drain_seconds: int = Field(default=10, ge=0, le=3600)
     """Seconds a leaving member (its VM is being deleted or is no longer Ready) stays in
@@ -44,7 +53,7 @@ class Monitor(KumoModel):
     """Check type."""
     port: int = Field(ge=1, le=65535)
     """Port probed on each backend."""
-    endpoint: str | None = None
+    endpoint: str | None = Field(default=None, max_length=MAX_URL_PATH)
     """URL path for http/https checks, e.g. `/health/alive`."""
 
 
@@ -57,8 +66,8 @@ class Port(KumoModel):
     """Listener protocol."""
     real_servers: RealServers
     """Where traffic goes."""
-    monitors: list[Monitor] = Field(default_factory=list)
-    """Health checks; the first is applied (see Monitor)."""
+    monitors: list[Monitor] = Field(default_factory=list, max_length=MAX_MONITORS)
+    """Health checks (at most 8); the first is applied (see Monitor)."""
 
 
 class LoadBalancerSpec(ManagedSpec, ImportableSpec):
@@ -88,23 +97,24 @@ class LoadBalancerSpec(ManagedSpec, ImportableSpec):
 
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     """Load balancer description."""
-    region: str | None = None
+    region: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Cloud region; must be the region of the namespace's cloud credentials."""
-    zone: str | None = None
+    zone: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Octavia availability zone of the load balancer."""
     vip_type: VipType = "private"
     """`private`: VIP on the project's network; `public`: on the external network."""
-    vip_network: str | None = None
+    vip_network: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Network name or ID for the VIP, overriding what vipType picks."""
-    service_type: str = "generic"
+    service_type: str = Field(default="generic", max_length=CLOUD_NAME_MAX)
     """Octavia flavor name; `generic` means the cloud's default."""
     ports: list[Port] = Field(
         min_length=1,
+        max_length=MAX_PORTS,
         # A list keyed by port: the API server refuses a port listed twice (Octavia
         # refuses a second listener on a port), and server-side apply merges by port.
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port"]},
     )
-    """Frontend ports; each must be unique."""
+    """Frontend ports (at most 64); each must be unique."""
 
 
 class Member(KumoModel):

@@ -10,11 +10,13 @@ is refused when the spec is read, naming the field (Ready=False, `InvalidSpec`).
 from __future__ import annotations
 
 import ipaddress
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from kumo.api.common import (
+    ADDRESS_MAX,
+    CLOUD_NAME_MAX,
     MARKED_DESCRIPTION_MAX,
     ImportableSpec,
     KumoModel,
@@ -57,7 +59,9 @@ class SubnetSpec(KumoModel):
     gateway: str | None = Field(default=None, min_length=1, max_length=45)
     """The gateway address (inside `cidr`). Unset: Neutron's default, the first address;
     `none`: no gateway (the router then gets no interface on this subnet)."""
-    dns_nameservers: list[str] = Field(default_factory=list, max_length=5)
+    dns_nameservers: list[Annotated[str, StringConstraints(max_length=ADDRESS_MAX)]] = Field(
+        default_factory=list, max_length=5
+    )
     """DNS servers handed out by DHCP."""
     allocation_pools: list[AllocationPool] = Field(default_factory=list, max_length=16)
     """Address ranges Neutron hands out. Empty: the whole CIDR except the gateway."""
@@ -113,7 +117,7 @@ class RouterSpec(KumoModel):
     """One router with its gateway on an external network and an interface on every
     subnet that has a gateway."""
 
-    external_network: str | None = Field(default=None, min_length=1)
+    external_network: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """The external network (name or ID). Default: the cloud's only external network."""
     enable_snat: bool = True
     """Source NAT for the subnets' traffic to the outside (Neutron's default policy lets

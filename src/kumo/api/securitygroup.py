@@ -14,6 +14,8 @@ from typing import ClassVar, Literal
 from pydantic import ConfigDict, Field
 
 from kumo.api.common import (
+    CIDR_MAX,
+    KUBE_NAME_MAX,
     MARKED_DESCRIPTION_MAX,
     ImportableSpec,
     KumoModel,
@@ -66,7 +68,7 @@ class SecurityGroupRuleSpec(KumoModel):
 
     direction: Direction = "ingress"
     """`ingress` (traffic to the group's ports) or `egress` (from them)."""
-    protocol: str = Field(default="any", pattern=r"^(tcp|udp|icmp|any|[0-9]{1,3})$")
+    protocol: str = Field(default="any", max_length=4, pattern=r"^(tcp|udp|icmp|any|[0-9]{1,3})$")
     """`tcp`, `udp`, `icmp`, `any`, or an IP protocol number (`0`-`255`)."""
     port: int | None = Field(default=None, ge=1, le=65535)
     """One port (tcp/udp). Unset, with no range: every port."""
@@ -77,16 +79,18 @@ class SecurityGroupRuleSpec(KumoModel):
     ethertype: EtherType | None = None
     """`IPv4` or `IPv6`. Unset: the CIDR's or the address's own; `IPv4` for a
     `securityGroupRef`."""
-    cidr: str | None = Field(default=None, min_length=1)
+    cidr: str | None = Field(default=None, min_length=1, max_length=CIDR_MAX)
     """A literal address or CIDR (`10.0.0.0/24`, `0.0.0.0/0`); a bare address is a /32
     (/128)."""
-    security_group_ref: str | None = Field(default=None, min_length=1)
+    security_group_ref: str | None = Field(default=None, min_length=1, max_length=KUBE_NAME_MAX)
     """Another SecurityGroup (same namespace, or this one's own name): any port in that
     group (Neutron's remote group; one rule however many members)."""
-    virtual_machine_group_ref: str | None = Field(default=None, min_length=1)
+    virtual_machine_group_ref: str | None = Field(
+        default=None, min_length=1, max_length=KUBE_NAME_MAX
+    )
     """Every Ready member of this VirtualMachineGroup (same namespace): one /32 (/128)
     rule per member address, following scaling, healing and rolling replacement."""
-    load_balancer_ref: str | None = Field(default=None, min_length=1)
+    load_balancer_ref: str | None = Field(default=None, min_length=1, max_length=KUBE_NAME_MAX)
     """A LoadBalancer (same namespace): its VIP address, as a /32 (/128) rule."""
 
 

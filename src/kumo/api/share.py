@@ -13,6 +13,9 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from kumo.api.common import (
+    CIDR_MAX,
+    CLOUD_NAME_MAX,
+    KUBE_NAME_MAX,
     MAX_DESCRIPTION,
     KumoModel,
     ManagedSpec,
@@ -28,6 +31,9 @@ AccessLevel = Literal["rw", "ro"]
 #: Manila's per-share size is the cloud's to limit (quota, backend); this only keeps a
 #: typo from asking for petabytes.
 MAX_SHARE_GIB = 100_000
+#: The most access entries of one share (each a group, a VM or a CIDR: one entry may
+#: stand for many addresses).
+MAX_ACCESS = 100
 
 
 class ShareAccess(KumoModel):
@@ -37,12 +43,14 @@ class ShareAccess(KumoModel):
         json_schema_extra=exactly_one_of("virtualMachineGroupRef", "virtualMachineRef", "cidr")
     )
 
-    virtual_machine_group_ref: str | None = Field(default=None, min_length=1)
+    virtual_machine_group_ref: str | None = Field(
+        default=None, min_length=1, max_length=KUBE_NAME_MAX
+    )
     """Every Ready member of this VirtualMachineGroup (same namespace), following
     scaling, healing and rolling replacement."""
-    virtual_machine_ref: str | None = Field(default=None, min_length=1)
+    virtual_machine_ref: str | None = Field(default=None, min_length=1, max_length=KUBE_NAME_MAX)
     """This VirtualMachine (same namespace), once Ready with an address."""
-    cidr: str | None = Field(default=None, min_length=1)
+    cidr: str | None = Field(default=None, min_length=1, max_length=CIDR_MAX)
     """A literal IPv4/IPv6 address or CIDR, e.g. `10.10.0.0/24`."""
     access_level: AccessLevel = "rw"
     """`rw` (read-write) or `ro` (read-only)."""
@@ -81,15 +89,16 @@ class ShareSpec(ManagedSpec):
     size: int = Field(ge=1, le=MAX_SHARE_GIB)
     """Size in GiB. Growing is done in place (Manila extend); shrinking is refused and
     reported (`ShrinkRefused`): data could be lost."""
-    share_type: str | None = Field(default=None, min_length=1)
+    share_type: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """Manila share type by name or ID; unset: the cloud's default share type.
     Cannot change on an existing share."""
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     """Share description."""
-    availability_zone: str | None = None
+    availability_zone: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Manila availability zone; unset: the cloud's default. Cannot change later."""
-    access: list[ShareAccess] = Field(default_factory=list)
-    """Access rules: one Manila `ip` rule per address. Empty: nobody may mount."""
+    access: list[ShareAccess] = Field(default_factory=list, max_length=MAX_ACCESS)
+    """Access rules (at most 100 entries): one Manila `ip` rule per address. Empty:
+    nobody may mount."""
 
 
 class AccessRuleStatus(KumoModel):

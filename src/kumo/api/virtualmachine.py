@@ -7,7 +7,10 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from kumo.api.common import (
+    CLOUD_NAME_MAX,
+    KUBE_NAME_MAX,
     MAX_DESCRIPTION,
+    CloudName,
     ConfigMapKeyRef,
     ImportableSpec,
     KumoModel,
@@ -34,6 +37,10 @@ MAX_METADATA_ITEMS = NOVA_METADATA_QUOTA - 2
 #: rule in the CRD; the controller's InvalidSpec stays the second line.
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 MetadataValue = Annotated[str, StringConstraints(max_length=255)]
+#: The most networks one server is attached to ...
+MAX_NETWORKS = 16
+#: ... and the most security groups on its ports.
+MAX_SECURITY_GROUPS = 32
 
 
 class InitScript(KumoModel):
@@ -55,22 +62,23 @@ class InitScript(KumoModel):
 class VirtualMachineTemplate(KumoModel):
     """What a server looks like. Shared by VirtualMachine and VirtualMachineGroup.template."""
 
-    image: str = Field(min_length=1)
+    image: str = Field(min_length=1, max_length=CLOUD_NAME_MAX)
     """Glance image name or ID. Changing it replaces the server."""
-    flavor: str = Field(min_length=1)
+    flavor: str = Field(min_length=1, max_length=CLOUD_NAME_MAX)
     """Nova flavor name or ID. Changing it replaces the server."""
     init_script: InitScript | None = None
     """First-boot script (Nova user_data). Changing it replaces the server."""
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     """Server description; updated in place."""
-    networks: list[str] = Field(default_factory=list)
-    """Neutron network names or IDs to attach, in order. Empty: the project's network."""
-    availability_zone: str | None = None
+    networks: list[CloudName] = Field(default_factory=list, max_length=MAX_NETWORKS)
+    """Neutron network names or IDs to attach, in order (at most 16). Empty: the
+    project's network."""
+    availability_zone: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Nova availability zone. Changing it replaces the server."""
-    key_name: str | None = None
+    key_name: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Nova keypair name injected into the server. Changing it replaces the server."""
-    security_groups: list[str] = Field(default_factory=list)
-    """Security group names or IDs. Changing them replaces the server."""
+    security_groups: list[CloudName] = Field(default_factory=list, max_length=MAX_SECURITY_GROUPS)
+    """Security group names or IDs (at most 32). Changing them replaces the server."""
     metadata: dict[MetadataKey, MetadataValue] = Field(
         default_factory=dict,
         max_length=MAX_METADATA_ITEMS,
@@ -103,12 +111,14 @@ class VolumeAttachmentSpec(KumoModel):
         ),
     )
 
-    volume_ref: str | None = Field(default=None, min_length=1)
+    volume_ref: str | None = Field(default=None, min_length=1, max_length=KUBE_NAME_MAX)
     """A Volume object in the VM's namespace: attached once it is Ready; its deletion
     waits while a VM names it."""
-    name: str | None = Field(default=None, min_length=1)
+    name: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """An existing Cinder volume Kumo does not manage, by name or ID."""
-    device: str | None = Field(default=None, min_length=1, pattern=r"^/dev/[a-z0-9]+$")
+    device: str | None = Field(
+        default=None, min_length=1, max_length=32, pattern=r"^/dev/[a-z0-9]+$"
+    )
     """Device name to ask Nova for (`/dev/vdb`); a hint the hypervisor may ignore. Unset:
     Nova picks the next free one."""
 
@@ -124,7 +134,7 @@ class RootVolumeSpec(KumoModel):
 
     size: int = Field(ge=1, le=MAX_VOLUME_GIB)
     """Size in GiB (at least the image's minimum disk). Changing it replaces the server."""
-    volume_type: str | None = Field(default=None, min_length=1)
+    volume_type: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """Cinder volume type; unset: the cloud's default. Changing it replaces the server."""
 
 
@@ -144,7 +154,7 @@ class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec, ImportableSpec):
     """Boot from a new volume made from `image` instead of the flavor's local disk; the
     volume is deleted with the server. Changing it replaces the server."""
 
-    server_group: str | None = None
+    server_group: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Nova server group ID to schedule into (a VirtualMachineGroup sets it for its
     members). Changing it replaces the server. Not checked on import: Nova cannot add an
     existing server to a group, so an imported server stays outside it."""

@@ -7,7 +7,9 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from kumo.api.common import (
+    CLOUD_NAME_MAX,
     MAX_DESCRIPTION,
+    CloudName,
     ImportRef,
     KumoModel,
     ManagedSpec,
@@ -27,6 +29,9 @@ MAX_VOLUME_TEMPLATES = 25
 
 #: The most members one group may ask for (a typo must not create 10,000 servers).
 MAX_REPLICAS = 1000
+
+#: The most availability zones members are spread over.
+MAX_ZONES = 32
 
 #: Nova server group policy for each haPolicy (`none` has no server group).
 SERVER_GROUP_POLICY: dict[str, str] = {"soft": "soft-anti-affinity", "hard": "anti-affinity"}
@@ -84,7 +89,7 @@ class VolumeTemplate(KumoModel):
     """Part of each Volume object's name (`<group>-<name>-<i>`); unique in the list."""
     size: int = Field(ge=1, le=MAX_VOLUME_GIB)
     """Size in GiB of each member's volume."""
-    volume_type: str | None = Field(default=None, min_length=1)
+    volume_type: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """Cinder volume type by name or ID; unset: the cloud's default."""
 
 
@@ -172,8 +177,8 @@ class VirtualMachineGroupSpec(ManagedSpec):
     scheduling fails rather than share a host) or `none` (no server group)."""
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     """Free text; also the description of the members' servers unless the template sets one."""
-    availability_zones: list[str] = Field(default_factory=list)
-    """Spread members round-robin over these Nova availability zones."""
+    availability_zones: list[CloudName] = Field(default_factory=list, max_length=MAX_ZONES)
+    """Spread members round-robin over these Nova availability zones (at most 32)."""
     strategy: RolloutStrategy = Field(default_factory=RolloutStrategy)
     """Rolling replacement limits."""
     import_: GroupImport | None = Field(default=None, alias="import")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from kumo.api.common import (
+    CLOUD_NAME_MAX,
     MAX_DESCRIPTION,
     ImportableSpec,
     ManagedSpec,
@@ -62,14 +63,14 @@ class VolumeSpec(ManagedSpec, ImportableSpec):
     size: int = Field(ge=1, le=MAX_VOLUME_GIB)
     """Size in GiB. Growing is done in place (Cinder extend); shrinking is refused
     (admission, and `ShrinkRefused` for a volume already bigger than the spec)."""
-    volume_type: str | None = Field(default=None, min_length=1)
+    volume_type: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """Cinder volume type by name or ID; unset: the cloud's default. Cannot change later."""
-    availability_zone: str | None = Field(default=None, min_length=1)
+    availability_zone: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """Cinder availability zone; unset: the cloud's default. Cannot change later."""
-    image: str | None = Field(default=None, min_length=1)
+    image: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """Source: a Glance image (name or ID) written onto the new volume. At most one of
     `image` and `snapshot`; neither: an empty volume."""
-    snapshot: str | None = Field(default=None, min_length=1)
+    snapshot: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """Source: a Cinder volume snapshot ID the new volume is made from."""
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     """Volume description."""
