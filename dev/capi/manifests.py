@@ -19,6 +19,9 @@ import sys
 
 import yaml
 
+# libyaml when PyYAML has it: the core CRDs alone are over 1 MB of YAML.
+Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 DROPPED_KINDS = {"Deployment", "Service", "Certificate", "Issuer"}
 INJECT = "cert-manager.io/inject-ca-from"
 
@@ -49,9 +52,9 @@ def main() -> None:
     with open(ca_file, "rb") as f:
         ca_bundle = base64.b64encode(f.read()).decode()
     with open(source) as f:
-        docs = [d for d in yaml.safe_load_all(f) if d]
+        docs = [d for d in yaml.load_all(f, Loader=Loader) if d]
     kept = [r for d in docs if (r := rewrite(d, port, ca_bundle)) is not None]
-    yaml.safe_dump_all(kept, sys.stdout, sort_keys=False)
+    yaml.dump_all(kept, sys.stdout, Dumper=Dumper, sort_keys=False)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ source "$HERE/../kube/env.sh"
 BUILD="$(bash "$HERE/build.sh")"
 CAPI_KUBECONFIG="$(bash "$HERE/cluster.sh" start)"
 CAPI_STATE="$KUMO_STATE/capi"
-PKI="$KUMO_STATE/kube/pki"
+# shellcheck source=dev/kube/control-plane.sh
+source "$HERE/../kube/control-plane.sh"   # PKI, kube_kubeconfig
 k() { "$KUBECTL" --kubeconfig "$CAPI_KUBECONFIG" "$@"; }
 
 # component -> binary, namespace, ServiceAccount, webhook port, health port, extra flags
@@ -68,27 +69,12 @@ crds=$(k get crd -o name | grep -E 'x-k8s\.io$' || true)
 k wait --for=condition=Established --timeout=60s $crds >/dev/null
 
 # --- the managers -------------------------------------------------------------------
+# A manager's kubeconfig: the lab's (dev/kube/control-plane.sh), with a token of the
+# manager's ServiceAccount in place of the admin's (its user name is only a label).
 manager_kubeconfig() {
-  local c="$1" file="$CAPI_STATE/$1.kubeconfig" token
-  token="$(k create token "${SA[$c]}" -n "${NS[$c]}" --duration=8760h)"
-  cat >"$file.tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: capi-lab
-  cluster:
-    server: https://127.0.0.1:6445
-    certificate-authority-data: $(base64 -w0 <"$PKI/ca.crt")
-users:
-- name: ${SA[$c]}
-  user:
-    token: $token
-contexts:
-- name: ${SA[$c]}
-  context: {cluster: capi-lab, user: ${SA[$c]}, namespace: ${NS[$c]}}
-current-context: ${SA[$c]}
-EOF
-  chmod 600 "$file.tmp" && mv "$file.tmp" "$file"
+  local token
+  token="$(k create token "${SA[$1]}" -n "${NS[$1]}" --duration=8760h)"
+  TOKEN="$token" kube_kubeconfig "$CAPI_STATE/$1.kubeconfig" https://127.0.0.1:6445
 }
 for c in "${COMPONENTS[@]}"; do
   name="capi-$c-manager"
@@ -103,11 +89,12 @@ for c in "${COMPONENTS[@]}"; do
   is_running "$name" || manager_kubeconfig "$c"
   start_daemon "$name" "${cmd[@]}"
 done
-webhook_serves() { curl -s -o /dev/null --cacert "$PKI/ca.crt" "https://127.0.0.1:$1/convert"; }
+webhook_serves() { curl -s -o /dev/null --cacert "$PKI/ca.crt" "https://127.0.0.1:$1/"; }
 for c in "${COMPONENTS[@]}"; do
   wait_for "capi-$c-manager ready (log: $KUMO_STATE/logs/capi-$c-manager.log)" 120 \
     curl -sf "http://127.0.0.1:${HEALTH_PORT[$c]}/readyz"
   wait_for "capi-$c-manager's webhooks on 127.0.0.1:${WEBHOOK_PORT[$c]}" 60 webhook_serves "${WEBHOOK_PORT[$c]}"
 done
-log "Cluster API $("$BUILD/bin/capi-manager" --version 2>/dev/null | head -n1 || true) running on https://127.0.0.1:6445 (KUBECONFIG=$CAPI_KUBECONFIG)"
+version="$(basename "$BUILD")"
+log "Cluster API ${version%-*} running on https://127.0.0.1:6445 (KUBECONFIG=$CAPI_KUBECONFIG)"
 echo "$CAPI_KUBECONFIG"

@@ -69,7 +69,9 @@ def namespace(capi: KubeEnv) -> Iterator[str]:
     name = f"capi-{uuid.uuid4().hex[:8]}"
     capi.kubectl("create", "namespace", name)
     yield name
-    capi.kubectl("delete", "namespace", name, "--wait=false")
+    # Waits until the namespace is gone: the core controller has removed its Clusters'
+    # finalizers, so nothing of a test is left behind.
+    capi.kubectl("delete", "namespace", name, "--timeout=90s", timeout=120)
 
 
 def apply(capi: KubeEnv, obj: dict[str, Any], *extra: str) -> subprocess.CompletedProcess:
@@ -102,7 +104,15 @@ def test_core_controller_reconciles_a_cluster(capi: KubeEnv, namespace: str) -> 
             "apiVersion": f"{CORE}/v1beta2",
             "kind": "Cluster",
             "metadata": {"name": "plain", "namespace": namespace},
-            "spec": {"clusterNetwork": {"pods": {"cidrBlocks": ["192.168.0.0/16"]}}},
+            "spec": {
+                "clusterNetwork": {"pods": {"cidrBlocks": ["192.168.0.0/16"]}},
+                # The webhook wants a reference; one to an object not made yet.
+                "controlPlaneRef": {
+                    "apiGroup": CONTROL_PLANE,
+                    "kind": "KubeadmControlPlane",
+                    "name": "plain-cp",
+                },
+            },
         },
     )
 
@@ -129,7 +139,6 @@ def test_conversion_v1beta1_to_v1beta2_and_back(capi: KubeEnv, namespace: str) -
             "kind": "Cluster",
             "metadata": {"name": "old", "namespace": namespace},
             "spec": {
-                "paused": True,
                 "controlPlaneRef": {
                     "apiVersion": f"{CONTROL_PLANE}/v1beta2",
                     "kind": "KubeadmControlPlane",
@@ -193,7 +202,7 @@ def kcp(namespace: str, replicas: int) -> dict[str, Any]:
                     }
                 }
             },
-            "kubeadmConfigSpec": {},
+            "kubeadmConfigSpec": {"format": "cloud-config"},
         },
     }
 
