@@ -215,3 +215,36 @@ def test_kcp_webhook_refuses_an_even_number_of_stacked_etcd_replicas(
     assert "cannot be an even number when etcd is stacked" in refused.value.stderr
     # The same object with 3 replicas passes the webhook (it is not refusing everything).
     apply(capi, kcp(namespace, 3), "--dry-run=server")
+
+
+def test_cluster_topology_feature_gate_is_on(capi: KubeEnv, namespace: str) -> None:
+    # With the gate off, the core and control-plane webhooks refuse these ("can be set
+    # only if the ClusterTopology feature flag is enabled").
+    created = apply(
+        capi,
+        {
+            "apiVersion": f"{CORE}/v1beta2",
+            "kind": "Cluster",
+            "metadata": {"name": "topology", "namespace": namespace},
+            "spec": {
+                "topology": {
+                    "classRef": {"name": "kumo-kubeadm"},
+                    "version": "v1.37.2",
+                    "controlPlane": {"replicas": 1},
+                }
+            },
+        },
+        "--dry-run=server",
+    )
+    # The webhook ran: it validated the topology as far as it could without the class.
+    assert "ClusterClass" in created.stderr and "does not exist" in created.stderr
+    apply(
+        capi,
+        {
+            "apiVersion": f"{CONTROL_PLANE}/v1beta2",
+            "kind": "KubeadmControlPlaneTemplate",
+            "metadata": {"name": "cp", "namespace": namespace},
+            "spec": {"template": {"spec": {"kubeadmConfigSpec": {"format": "cloud-config"}}}},
+        },
+        "--dry-run=server",
+    )
