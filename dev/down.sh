@@ -3,5 +3,6 @@
 source "$(dirname "$0")/lib.sh"
 cd "$KUMO_ROOT"
 bash dev/operator.sh stop
+bash dev/capi/down.sh || true
 bash dev/openstack/lab.sh down || true
 bash dev/kube/down.sh || true
