@@ -126,6 +126,9 @@ class Controller:
             kube, INFO_BY_KIND.values(), self.live_uids, sweep or SweepOptions(), namespace
         )
         self._sweeping: asyncio.Task[None] | None = None
+        metrics.QUEUE_DUE.set_function(lambda: self.queue.backlog()[0])
+        metrics.QUEUE_OLDEST_DUE.set_function(lambda: self.queue.backlog()[1])
+        metrics.OBJECTS.source = self._objects
 
     # -- input ---------------------------------------------------------------------------
 
@@ -229,6 +232,7 @@ class Controller:
                 await self.process(key)  # type: ignore[arg-type]
             except Exception:
                 log.exception("worker failed on %s", key)
+                metrics.RECONCILES.labels(key.kind, "error").inc()  # type: ignore[attr-defined]
                 self.queue.done(key)
                 self.queue.add(key, 5.0)
                 continue
@@ -273,9 +277,16 @@ class Controller:
         if still_cached and not gone:  # a DELETED event may have arrived meanwhile
             self.store.put(key.kind, obj.body)  # our own writes, before the watch echoes them
         metrics.RECONCILE_SECONDS.labels(key.kind).observe(time.monotonic() - started)
-        outcome = "requeue" if delay is not None else "done"
+        if obj.status.get("phase") == "Error":  # the engine reported a failed pass
+            outcome = "error"
+        else:
+            outcome = "requeue" if delay is not None else "done"
         metrics.RECONCILES.labels(key.kind, outcome).inc()
         self._enqueue(key, delay if delay is not None else self.resync_seconds, obj.body)
+
+    def _objects(self) -> list[tuple[str, list[Body]]]:
+        """The cached objects of each kind this controller reconciles (kumo_objects)."""
+        return [(kind, self.store.list(kind)) for kind in self.actuators]
 
     def _poll_delay(
         self, key: Key, asked: float | None, wrote: bool, cap: float = POLL_CAP_SECONDS
