@@ -22,7 +22,7 @@ import openstack.connection
 import requests.adapters
 from openstack import exceptions as os_exc
 
-from kumo.cloud import pages
+from kumo.cloud import pages, telemetry
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.cache import ResourceCache
 from kumo.cloud.errors import classify, missing_ids
@@ -61,6 +61,7 @@ class CloudBase:
             concurrency + WATCH_SLOTS, thread_name_prefix="kumo-cloud"
         )
         _size_connection_pools(conn, concurrency + WATCH_SLOTS)
+        self._recorder = telemetry.instrument(conn)
         self._bucket = TokenBucket(rate, burst=max(concurrency, int(rate)))
         self._names = NameCache()
         #: The cloud-side cache; reads use it once the controller has synced it.
@@ -86,13 +87,26 @@ class CloudBase:
     async def _call(
         self, action: str, fn: Callable[..., T], *args: Any, field: str | None = None, **kw: Any
     ) -> T:
-        await self._bucket.acquire()
+        if await self._bucket.acquire():
+            telemetry.WAITS.labels("any", "throttled").inc()
         async with self._watch_slots if WATCH_LANE.get() else self._slots:
             try:
                 call = functools.partial(fn, *args, **kw)
                 return await asyncio.get_running_loop().run_in_executor(self._threads, call)
             except Exception as error:
-                raise classify(error, action, field) from error
+                classified = classify(error, action, field)
+                self._count_failure(error, classified)
+                raise classified from error
+
+    def _count_failure(self, error: Exception, classified: ReconcileError) -> None:
+        """``kumo_cloud_errors_total`` by category, and the wait a 409/413/429 asks for."""
+        service = self._recorder.service_of(error)
+        telemetry.ERRORS.labels(service, classified.reason).inc()
+        status = getattr(error, "status_code", None)
+        if classified.reason == "CloudBusy":
+            telemetry.WAITS.labels(service, "busy").inc()
+        elif status in (413, 429) and classified.reason == "CloudUnavailable":
+            telemetry.WAITS.labels(service, "rate_limited").inc()
 
     def _neutron(self, method: str, path: str, **kw: Any) -> Any:
         """One Neutron request (shared by the security-group and floating-IP calls); errors raised as the SDK's HttpExceptions (so ``_call``

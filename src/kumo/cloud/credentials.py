@@ -34,7 +34,7 @@ import openstack.config
 import openstack.connection
 import yaml
 
-from kumo.cloud import tenancy
+from kumo.cloud import telemetry, tenancy
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.watch import SKEW_SECONDS
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
@@ -174,6 +174,7 @@ def _connection(source: CloudSource, entry: dict[str, Any]) -> openstack.connect
                 source, f"cloud {source.cloud!r} is incomplete ({type(error).__name__})"
             ) from None
     conn = openstack.connection.Connection(config=region)
+    telemetry.instrument(conn)  # before the token: it is a request too
     try:
         _authorize(conn)
     except Exception as error:

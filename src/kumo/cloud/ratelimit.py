@@ -32,8 +32,9 @@ class TokenBucket:
         self.stamp = clock()
         self._lock = asyncio.Lock()
 
-    async def acquire(self) -> None:
-        """Take one token, waiting until one has accrued."""
+    async def acquire(self) -> bool:
+        """Take one token, waiting until one has accrued; whether it had to wait."""
+        waited = self._lock.locked()
         async with self._lock:
             while True:
                 now = self._clock()
@@ -41,5 +42,6 @@ class TokenBucket:
                 self.stamp = now
                 if self.tokens >= 1 - SLACK:
                     self.tokens -= 1
-                    return
+                    return waited
+                waited = True
                 await self._sleep((1 - self.tokens) / self.rate)

@@ -68,13 +68,14 @@ import contextvars
 import dataclasses
 import logging
 import random
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, TypeVar
 
-from kumo.cloud import model
+from kumo.cloud import model, telemetry
 from kumo.cloud.budget import MAX_QUEUED_BUILDS, BuildBudget
 from kumo.cloud.cache import Change, ResourceCache
 from kumo.engine import sweep
@@ -1280,10 +1281,14 @@ class CloudWatch:
         service.started = started = self._now()
         service.poked = False
         lane = WATCH_LANE.set(True)
+        api, resource = telemetry.WATCHED.get(watcher.service, (telemetry.OTHER, watcher.service))
+        clock = time.monotonic()
+        outcome = "error"
         try:
             changes = await watcher.refresh(full)
             busy = watcher.transitional()
             service.failures = 0
+            outcome = "ok"
         except ReconcileError as error:
             service.failures += 1
             changes = []
@@ -1295,6 +1300,8 @@ class CloudWatch:
             log.exception("listing %s failed unexpectedly", service.name)
         finally:
             WATCH_LANE.reset(lane)
+            telemetry.WATCH_LISTINGS.labels(api, resource, outcome).inc()
+            telemetry.WATCH_LISTING_SECONDS.labels(api, resource).observe(time.monotonic() - clock)
         now = self._now()
         if full:
             service.tried_full = started

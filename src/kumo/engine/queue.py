@@ -73,6 +73,13 @@ class WorkQueue:
                 tops.append(heap[0][0])
         return min(tops, default=None)
 
+    def backlog(self, now: float | None = None) -> tuple[int, float]:
+        """How many keys are due (waiting for a worker, or to go again once their pass
+        ends) and how long the earliest of them has been due, in seconds (0: none)."""
+        now = self.clock() if now is None else now
+        due = [when for when, _ in (*self._due.values(), *self._again.values()) if when <= now]
+        return len(due), (now - min(due)) if due else 0.0
+
     async def get(self) -> Hashable:
         """Wait for the next due key and mark it as processing."""
         while True:

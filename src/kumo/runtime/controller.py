@@ -137,6 +137,9 @@ class Controller:
         #: Who may import or observe unmarked resources on the default cloud (None: all).
         self.imports = imports
         self._following: list[asyncio.Task[None]] = []
+        metrics.QUEUE_DUE.set_function(lambda: self.queue.backlog()[0])
+        metrics.QUEUE_OLDEST_DUE.set_function(lambda: self.queue.backlog()[1])
+        metrics.OBJECTS.source = self._objects
 
     # -- input ---------------------------------------------------------------------------
 
@@ -243,6 +246,7 @@ class Controller:
                 await self.process(key)  # type: ignore[arg-type]
             except Exception:
                 log.exception("worker failed on %s", key)
+                metrics.RECONCILES.labels(key.kind, "error").inc()  # type: ignore[attr-defined]
                 self.queue.done(key)
                 self.queue.add(key, 5.0)
                 continue
@@ -288,9 +292,16 @@ class Controller:
         if still_cached and not gone:  # a DELETED event may have arrived meanwhile
             self.store.put(key.kind, obj.body)  # our own writes, before the watch echoes them
         metrics.RECONCILE_SECONDS.labels(key.kind).observe(time.monotonic() - started)
-        outcome = "requeue" if delay is not None else "done"
+        if obj.status.get("phase") == "Error":  # the engine reported a failed pass
+            outcome = "error"
+        else:
+            outcome = "requeue" if delay is not None else "done"
         metrics.RECONCILES.labels(key.kind, outcome).inc()
         self._enqueue(key, delay if delay is not None else self.resync_seconds, obj.body)
+
+    def _objects(self) -> list[tuple[str, list[Body]]]:
+        """The cached objects of each kind this controller reconciles (kumo_objects)."""
+        return [(kind, self.store.list(kind)) for kind in self.actuators]
 
     def _poll_delay(
         self, key: Key, asked: float | None, wrote: bool, cap: float = POLL_CAP_SECONDS

@@ -105,6 +105,7 @@ class Lifecycle:
         self.cluster_id = ""
         self._election: asyncio.Task[None] | None = None
         self._listener: asyncio.Task[None] | None = None
+        metrics.LEADER.set_function(lambda: float(self.health().role == "leader"))
 
     def health(self) -> Health:
         elector = self.elector

@@ -16,6 +16,7 @@ from email.utils import format_datetime
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from kumo.cloud import model
 from kumo.cloud.cache import GONE
@@ -706,3 +707,26 @@ def test_a_service_whose_listing_hangs_does_not_hold_the_others_back() -> None:
         await asyncio.wait_for(task, timeout=5)
 
     asyncio.run(main())
+
+
+# -- metrics -------------------------------------------------------------------------------------
+
+
+def test_each_listing_is_counted_with_its_outcome_and_timed() -> None:
+    def value(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    ok = {"service": "compute", "resource": "servers", "outcome": "ok"}
+    failed = {"service": "load-balancer", "resource": "loadbalancers", "outcome": "error"}
+    timed = {"service": "compute", "resource": "servers"}
+    before = (
+        value("kumo_watch_listings_total", **ok),
+        value("kumo_watch_listings_total", **failed),
+        value("kumo_watch_listing_seconds_count", **timed),
+    )
+    nova = FakeNova()
+    watch, _ = synced(Lists(nova))  # one listing per service; Octavia's fails here
+    refresh(watch, "nova")
+    assert value("kumo_watch_listings_total", **ok) == before[0] + 2
+    assert value("kumo_watch_listings_total", **failed) >= before[1] + 1
+    assert value("kumo_watch_listing_seconds_count", **timed) == before[2] + 2

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from kumo.api.kinds import VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.engine.errors import TerminalError
@@ -632,3 +633,55 @@ def member_of_g(name: str) -> dict[str, Any]:
         SPEC,
         ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
     )
+
+
+# -- metrics -------------------------------------------------------------------------------------
+
+
+def _value(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_a_failed_pass_counts_as_an_error_outcome() -> None:
+    ctl = controller()
+    key = Key("VirtualMachine", "default", "vm")
+    spec = {**SPEC, "initScript": {"configMapRef": {"name": "missing", "key": "s"}}}
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", spec))
+    before = _value("kumo_reconciles_total", kind="VirtualMachine", outcome="error")
+    asyncio.run(ctl.process(key))
+    assert _value("kumo_reconciles_total", kind="VirtualMachine", outcome="error") == before + 1
+
+
+def test_the_backlog_is_the_objects_due_now_and_the_age_of_the_oldest() -> None:
+    now = [1000.0]
+    queue = WorkQueue(clock=lambda: now[0])
+    queue.add("first", after=0.0)
+    queue.add("second", after=20.0)
+    queue.add("later", after=300.0)
+    now[0] += 30
+    assert queue.backlog() == (2, 30.0)
+    assert WorkQueue().backlog() == (0, 0.0)
+
+    ctl = controller()
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm2", SPEC))
+    assert _value("kumo_queue_due") == 2
+    assert _value("kumo_queue_oldest_due_seconds") >= 0
+
+
+def test_objects_are_counted_per_kind_by_their_true_conditions() -> None:
+    ctl = controller()
+    key = Key("VirtualMachine", "default", "vm")
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", SPEC))
+    bad = {**SPEC, "initScript": {"configMapRef": {"name": "missing", "key": "s"}}}
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "stuck", bad))
+    asyncio.run(ctl.process(key))
+    ctl.clouds.cloud.settle()
+    asyncio.run(ctl.process(key))
+    asyncio.run(ctl.process(Key("VirtualMachine", "default", "stuck")))
+
+    def count(condition: str) -> float:
+        return _value("kumo_objects", kind="VirtualMachine", condition=condition)
+
+    assert (count("Ready"), count("Stalled")) == (1, 1)
+    assert _value("kumo_objects", kind="KeyPair", condition="Ready") == 0

@@ -5,10 +5,12 @@ from __future__ import annotations
 import inspect
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import kopf
 import pytest
 import yaml
+from prometheus_client import REGISTRY
 
 from kumo import __version__
 from kumo.api.kinds import KINDS
@@ -55,3 +57,19 @@ def test_kopfs_login_names_the_process_as_its_lease_does(
     info = login.fn(settings=kopf.OperatorSettings())
     assert info.server == "https://127.0.0.1:6443"
     assert info.as_http_headers()["User-Agent"] == f"kumo/{__version__} ({lifecycle.identity})"
+
+
+def test_the_leader_gauge_follows_the_role_and_the_build_is_named() -> None:
+    def leader() -> float | None:
+        return REGISTRY.get_sample_value("kumo_leader")
+
+    lifecycle = Lifecycle(OperatorOptions(identity="me"))
+    assert leader() == 0, "starting: not leading"
+    lifecycle.controller = object()  # type: ignore[assignment]
+    lifecycle.synced = True
+    assert leader() == 1, "no election: leading once synced"
+    lifecycle.elector = SimpleNamespace(leading=False, identity="me", healthy=True)  # type: ignore[assignment]
+    assert leader() == 0, "standby"
+    lifecycle.elector.leading = True
+    assert leader() == 1
+    assert REGISTRY.get_sample_value("kumo_build_info", {"version": __version__}) == 1
