@@ -13,7 +13,9 @@ snapshotted costs no listing.
 
 from __future__ import annotations
 
-from kumo.cloud.model import (
+from kumo.engine import ownership
+from kumo.engine.objects import Body, Context, Obj
+from kumo.ports.model import (
     SHARE_OWNER_KEY,
     SNAPSHOT_GROUP_KEY,
     SNAPSHOT_MEMBER_KEY,
@@ -23,8 +25,6 @@ from kumo.cloud.model import (
     metadata_owner,
     released_metadata,
 )
-from kumo.engine import ownership
-from kumo.engine.objects import Body, Context, Obj
 
 #: On a Volume object: Kumo may have snapshotted its volume (its deletion looks for them).
 SNAPSHOTS_ANNOTATION = "kumo.dev/snapshots"

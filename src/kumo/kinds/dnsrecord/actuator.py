@@ -19,7 +19,6 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.dnsrecord import DNSRecordSpec
-from kumo.cloud.model import Recordset, released_words
 from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
@@ -28,6 +27,7 @@ from kumo.engine.result import Result
 from kumo.kinds import ordering, references
 from kumo.kinds.dnsrecord import plan
 from kumo.kinds.labels import GROUP_LABEL
+from kumo.ports.model import Recordset, released_words
 
 #: Seconds between passes while Designate pushes a change (about a second in the lab).
 PENDING_SECONDS = 1.0

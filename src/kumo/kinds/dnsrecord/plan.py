@@ -13,13 +13,13 @@ import ipaddress
 from dataclasses import dataclass
 
 from kumo.api.dnsrecord import DNSRecordSpec
-from kumo.cloud.model import Recordset, is_legacy, owner_word, text_marker, text_owner
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
 from kumo.kinds import references
 from kumo.kinds.derived import Derived, PerBody
 from kumo.kinds.labels import GROUP_LABEL
+from kumo.ports.model import Recordset, is_legacy, owner_word, text_marker, text_owner
 
 ACTIVE = "ACTIVE"
 ERROR = "ERROR"

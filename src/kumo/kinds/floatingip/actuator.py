@@ -24,7 +24,6 @@ import dataclasses
 
 from kumo.api import kinds
 from kumo.api.floatingip import FloatingIPSpec
-from kumo.cloud.model import FloatingIP, marker_tags
 from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
@@ -32,6 +31,7 @@ from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import described, ordering, references
 from kumo.kinds.floatingip import plan
+from kumo.ports.model import FloatingIP, marker_tags
 
 #: While the target's server has no port yet (it is being built): look again this soon
 #: (one port listing per look), so the address follows within seconds of the port.

@@ -15,10 +15,10 @@ import ipaddress
 from dataclasses import dataclass
 
 from kumo.api.floatingip import FloatingIPSpec
-from kumo.cloud.model import FloatingIP, Port
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
+from kumo.ports.model import FloatingIP, Port
 
 TARGETS = (
     ("virtualMachineRef", "virtual_machine_ref", "VirtualMachine"),

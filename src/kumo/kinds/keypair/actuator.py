@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from kumo.api import kinds
 from kumo.api.keypair import KeyPairSpec
-from kumo.cloud.model import KeyPair
 from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
@@ -25,6 +24,7 @@ from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import sources
 from kumo.kinds.keypair import plan
+from kumo.ports.model import KeyPair
 
 #: Nova makes a keypair within its create call: the next pass (from the cache) reports it.
 CREATED_SECONDS = 0.5

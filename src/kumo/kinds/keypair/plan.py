@@ -19,7 +19,9 @@ import struct
 from dataclasses import dataclass
 
 from kumo.api.keypair import KEY_TYPES, KeyPairSpec
-from kumo.cloud.model import (
+from kumo.engine.dryrun import Change
+from kumo.engine.errors import TerminalError
+from kumo.ports.model import (
     ORPHAN_PREFIX,
     OWNER_PREFIX,
     KeyPair,
@@ -27,8 +29,6 @@ from kumo.cloud.model import (
     owner_word,
     released_words,
 )
-from kumo.engine.dryrun import Change
-from kumo.engine.errors import TerminalError
 
 #: Kumo's own words in a comment: never taken from the user's key, never compared.
 KUMO_WORDS = (OWNER_PREFIX, ORPHAN_PREFIX)

@@ -20,7 +20,6 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.loadbalancer import LoadBalancerSpec
-from kumo.cloud.model import LoadBalancer, marker_tags, owner_of, released_tags
 from kumo.engine import orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError, TransientError
@@ -31,6 +30,7 @@ from kumo.kinds.derived import Derived
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.loadbalancer import members, plan
 from kumo.ports import markers
+from kumo.ports.model import LoadBalancer, marker_tags, owner_of, released_tags
 
 #: Seconds between passes while Octavia works: a step takes it about a second.
 STEP_SECONDS = 1.0

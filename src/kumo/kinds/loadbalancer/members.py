@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kumo.api.loadbalancer import Port
-from kumo.cloud.model import Member, MemberSpec, marker_tags, owner_of
 from kumo.engine.conditions import RFC3339
 from kumo.engine.objects import Body
+from kumo.ports.model import Member, MemberSpec, marker_tags, owner_of
 
 
 @dataclass(frozen=True, order=True)

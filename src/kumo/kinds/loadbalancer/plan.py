@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kumo.api.loadbalancer import LoadBalancerSpec, Monitor, Port
-from kumo.cloud.model import (
+from kumo.engine.dryrun import Change
+from kumo.engine.errors import TerminalError
+from kumo.engine.objects import Body
+from kumo.kinds import ordering
+from kumo.kinds.labels import GROUP_LABEL
+from kumo.kinds.loadbalancer import members
+from kumo.ports.model import (
     HealthMonitor,
     Listener,
     LoadBalancer,
@@ -33,12 +39,6 @@ from kumo.cloud.model import (
     marker_tags,
     owner_of,
 )
-from kumo.engine.dryrun import Change
-from kumo.engine.errors import TerminalError
-from kumo.engine.objects import Body
-from kumo.kinds import ordering
-from kumo.kinds.labels import GROUP_LABEL
-from kumo.kinds.loadbalancer import members
 
 ACTIVE = "ACTIVE"
 ERROR = "ERROR"

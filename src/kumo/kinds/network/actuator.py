@@ -35,7 +35,6 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.network import NetworkSpec
-from kumo.cloud.model import Network, Router, marker_tags
 from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -43,6 +42,7 @@ from kumo.engine.result import Result
 from kumo.kinds import described
 from kumo.kinds.network import plan
 from kumo.kinds.references import deleting_targets, users_of
+from kumo.ports.model import Network, Router, marker_tags
 
 #: Between finalize passes while objects or ports still use the network.
 DELETE_SECONDS = 3.0

@@ -30,7 +30,6 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.securitygroup import SecurityGroupSpec
-from kumo.cloud.model import SecurityGroup, SecurityGroupRule, marker_tags, rule_label
 from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -39,6 +38,7 @@ from kumo.kinds import described
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.references import referenced_names
 from kumo.kinds.securitygroup import plan
+from kumo.ports.model import SecurityGroup, SecurityGroupRule, marker_tags, rule_label
 
 #: Safety net while waiting for a target (its events enqueue the group anyway).
 TARGET_SECONDS = 10.0

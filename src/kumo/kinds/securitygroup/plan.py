@@ -21,10 +21,10 @@ import ipaddress
 from dataclasses import dataclass, field
 
 from kumo.api.securitygroup import PORT_PROTOCOLS, SecurityGroupRuleSpec, SecurityGroupSpec
-from kumo.cloud.model import SecurityGroupRule, rule_label
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
 from kumo.kinds.labels import GROUP_LABEL
+from kumo.ports.model import SecurityGroupRule, rule_label
 
 #: The description of the rules Kumo creates (rules have no tags).
 RULE_DESCRIPTION = "kumo"

@@ -20,15 +20,6 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.share import ShareSpec
-from kumo.cloud.model import (
-    AccessRule,
-    Share,
-    legacy_metadata,
-    marked_metadata,
-    marker_metadata,
-    metadata_owner,
-    released_metadata,
-)
 from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -37,6 +28,15 @@ from kumo.kinds import duplicates
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.references import referenced_names
 from kumo.kinds.share import plan
+from kumo.ports.model import (
+    AccessRule,
+    Share,
+    legacy_metadata,
+    marked_metadata,
+    marker_metadata,
+    metadata_owner,
+    released_metadata,
+)
 
 #: Seconds between passes while Manila works (a share or a rule takes about a second).
 STEP_SECONDS = 1.0

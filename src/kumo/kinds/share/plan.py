@@ -13,11 +13,11 @@ import ipaddress
 from dataclasses import dataclass, field
 
 from kumo.api.share import ShareSpec
-from kumo.cloud.model import RULE_VM_KEY, AccessRule, Share, metadata_owner
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Store
 from kumo.kinds import ordering
 from kumo.kinds.labels import GROUP_LABEL
+from kumo.ports.model import RULE_VM_KEY, AccessRule, Share, metadata_owner
 
 AVAILABLE = "available"
 #: Share states in which Manila is still working (no change is accepted meanwhile).

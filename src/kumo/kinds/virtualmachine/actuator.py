@@ -22,7 +22,6 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.virtualmachine import VirtualMachineSpec
-from kumo.cloud.model import Server, marker_tags, owner_of, released_tags
 from kumo.engine import conditions, lifecycle, orphan, ownership
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
@@ -31,6 +30,7 @@ from kumo.engine.result import Result
 from kumo.kinds import ordering, references, sources
 from kumo.kinds.virtualmachine import plan
 from kumo.ports import markers
+from kumo.ports.model import Server, marker_tags, owner_of, released_tags
 
 #: How long deletion waits for LoadBalancers to drop the VM before deleting anyway,
 #: beyond the longest ``drainSeconds`` of the LoadBalancers holding it.

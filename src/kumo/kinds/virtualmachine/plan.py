@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass, field
 
 from kumo.api.virtualmachine import INIT_SCRIPT_MAX_BYTES, USER_DATA_MAX_BASE64, VirtualMachineSpec
-from kumo.cloud.model import Server, marker_tags
 from kumo.engine import conditions
 from kumo.engine.dryrun import Change
 from kumo.engine.objects import Body, Store
+from kumo.ports.model import Server, marker_tags
 
 HASH_KEY = "kumo:spec-hash"  # Nova metadata keys allow [a-zA-Z0-9-_:. ] only
 NAME_KEY = "kumo:object"

@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 from kumo.api import kinds
 from kumo.api.common import API_VERSION, import_key
 from kumo.api.virtualmachinegroup import SERVER_GROUP_POLICY, VirtualMachineGroupSpec
-from kumo.cloud.model import ServerGroup, owner_word, text_owner, with_word
 from kumo.engine import conditions, orphan, ownership
 from kumo.engine.errors import ObjectGone, TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
@@ -35,6 +34,7 @@ from kumo.kinds.labels import (
     VOLUME_TEMPLATE_LABEL,
 )
 from kumo.kinds.virtualmachinegroup import plan, snapshots
+from kumo.ports.model import ServerGroup, owner_word, text_owner, with_word
 
 EXPECTATION_TTL = 60.0
 #: Nova's limit on a server group's name: the ``<namespace>-<name>-<policy>`` part is cut

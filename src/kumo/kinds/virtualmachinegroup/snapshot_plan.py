@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kumo.cloud.model import SNAPSHOT_MEMBER_KEY, Snapshot, metadata_owner
 from kumo.kinds.snapshots import SNAPSHOT_BUSY
+from kumo.ports.model import SNAPSHOT_MEMBER_KEY, Snapshot, metadata_owner
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 from kumo.api import kinds
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
-from kumo.cloud.model import SNAPSHOT_GROUP_KEY
 from kumo.engine.errors import TerminalError
 from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Obj
 from kumo.kinds import snapshots
 from kumo.kinds.labels import VOLUME_TEMPLATE_LABEL
 from kumo.kinds.virtualmachinegroup import plan, snapshot_plan
+from kumo.ports.model import SNAPSHOT_GROUP_KEY
 
 STEP_SECONDS = 2.0
 #: Volume states (the Volume object's ``status.volumeStatus``) Cinder snapshots from.

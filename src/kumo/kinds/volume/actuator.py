@@ -24,7 +24,14 @@ from typing import Any
 
 from kumo.api import kinds
 from kumo.api.volume import VolumeSpec
-from kumo.cloud.model import (
+from kumo.engine import lifecycle, orphan, ownership
+from kumo.engine.dryrun import Change
+from kumo.engine.errors import TerminalError
+from kumo.engine.objects import Body, Context, Key, Obj, Store
+from kumo.engine.result import Result
+from kumo.kinds import duplicates, references, snapshots
+from kumo.kinds.volume import plan
+from kumo.ports.model import (
     Volume,
     legacy_metadata,
     marked_metadata,
@@ -34,13 +41,6 @@ from kumo.cloud.model import (
     owner_of,
     released_metadata,
 )
-from kumo.engine import lifecycle, orphan, ownership
-from kumo.engine.dryrun import Change
-from kumo.engine.errors import TerminalError
-from kumo.engine.objects import Body, Context, Key, Obj, Store
-from kumo.engine.result import Result
-from kumo.kinds import duplicates, references, snapshots
-from kumo.kinds.volume import plan
 
 #: Seconds between passes while Cinder works (an empty volume takes a second or two).
 STEP_SECONDS = 1.0

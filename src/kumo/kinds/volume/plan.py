@@ -2,15 +2,15 @@
 must match, and which attachments block a delete.
 
 Ownership: Cinder volumes have metadata, no tags; Kumo writes ``kumo: managed`` and
-``kumo-owner: <uid>`` there (:func:`kumo.cloud.model.marker_metadata`). A volume without
+``kumo-owner: <uid>`` there (:func:`kumo.ports.markers.marker_metadata`). A volume without
 the marker is never changed, attached, detached or deleted by Kumo.
 """
 
 from __future__ import annotations
 
 from kumo.api.volume import VolumeSpec
-from kumo.cloud.model import Volume
 from kumo.engine.dryrun import Change
+from kumo.ports.model import Volume
 
 AVAILABLE = "available"
 IN_USE = "in-use"
