@@ -25,12 +25,12 @@ from openstack import exceptions as os_exc
 from kumo.cloud import pages
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.cache import ResourceCache
-from kumo.cloud.errors import classify, missing_ids, refused
+from kumo.cloud.errors import classify, missing_ids
 from kumo.cloud.model import MANAGED_TAG
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
 from kumo.cloud.watch import SKEW_SECONDS, WATCH_LANE, CloudWatch
-from kumo.engine.errors import ReconcileError, TerminalError, TransientError
+from kumo.engine.errors import ReconcileError, TerminalError, TransientError, refused
 from kumo.ports import Cloud
 
 T = TypeVar("T")

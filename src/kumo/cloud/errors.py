@@ -31,9 +31,19 @@ def retry_after(error: Any) -> float | None:
 
 
 def classify(error: Exception, action: str, field: str | None = None) -> ReconcileError:
-    """Map an exception raised while doing ``action`` to a ReconcileError."""
+    """Map an exception raised while doing ``action`` to a ReconcileError, marked
+    ``refused`` when the cloud answered with a 4xx (it did not carry the call out)."""
     if isinstance(error, ReconcileError):
         return error
+    classified = _classify(error, action, field)
+    status = getattr(error, "status_code", None)
+    classified.refused = (
+        isinstance(error, os_exc.HttpException) and status is not None and 400 <= status < 500
+    )
+    return classified
+
+
+def _classify(error: Exception, action: str, field: str | None) -> ReconcileError:
     if isinstance(error, os_exc.DuplicateResource):
         return TerminalError("AmbiguousName", f"{action}: {_detail(error)}", field=field)
     status = getattr(error, "status_code", None)
@@ -62,14 +72,6 @@ def _over_quota(detail: str) -> bool:
     ("Maximum number of snapshots allowed (0) exceeded")."""
     text = detail.lower()
     return "quota" in text or ("maximum number of" in text and "exceeded" in text)
-
-
-def refused(error: BaseException) -> bool:
-    """The cloud answered a write with a 4xx: it did not carry it out. Anything else —
-    a 5xx, a reset, a timeout, a cancelled call — leaves open whether it did."""
-    cause = error.__cause__ if isinstance(error, ReconcileError) else error
-    status = getattr(cause, "status_code", None)
-    return isinstance(cause, os_exc.HttpException) and status is not None and 400 <= status < 500
 
 
 def missing_ids(error: BaseException | None, ids: Iterable[str]) -> list[str]:

@@ -91,6 +91,7 @@ from kumo.ports import (
     SharesPort,
     VolumesPort,
 )
+from kumo.ports.times import parse_updated
 
 log = logging.getLogger("kumo.cloud.watch")
 
@@ -138,16 +139,6 @@ def server_time(date_header: str | None) -> datetime | None:
         return parsedate_to_datetime(date_header).astimezone(UTC)
     except (TypeError, ValueError):
         return None
-
-
-def parse_updated(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def next_since(

@@ -8,6 +8,11 @@
 
 Waiting for the cloud (BUILD, PENDING_*) is not an error: a kind returns a
 :class:`kumo.engine.result.Result` with ``requeue_after`` instead.
+
+Either may be a *refusal* (:func:`refused`): the cloud answered that it did not do
+what it was asked (a 4xx), as opposed to a failure that leaves open whether it did (a
+5xx, a reset, a timeout). The adapter's classifier sets it; a kind reads it here, never
+from the SDK's exceptions.
 """
 
 from __future__ import annotations
@@ -16,12 +21,16 @@ from typing import Any
 
 
 class ReconcileError(Exception):
-    """Base: carries a CamelCase ``reason`` and a message naming the field at fault."""
+    """Base: carries a CamelCase ``reason`` and a message naming the field at fault;
+    ``refused``: the cloud answered that it did not carry the call out (a 4xx)."""
 
-    def __init__(self, reason: str, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self, reason: str, message: str, *, field: str | None = None, refused: bool = False
+    ) -> None:
         self.reason = reason
         self.field = field
         self.detail = message
+        self.refused = refused
         super().__init__(f"{field}: {message}" if field else message)
 
     @property
@@ -39,8 +48,9 @@ class TransientError(ReconcileError):
         *,
         field: str | None = None,
         retry_after: float | None = None,
+        refused: bool = False,
     ) -> None:
-        super().__init__(reason, message, field=field)
+        super().__init__(reason, message, field=field, refused=refused)
         self.retry_after = retry_after
 
 
@@ -67,8 +77,9 @@ class TerminalError(ReconcileError):
         field: str | None = None,
         recheck: float | None = None,
         status: dict[str, Any] | None = None,
+        refused: bool = False,
     ) -> None:
-        super().__init__(reason, message, field=field)
+        super().__init__(reason, message, field=field, refused=refused)
         self.recheck = recheck
         self.status = status or {}
 
@@ -90,3 +101,10 @@ class ObjectGone(TransientError):
 
     def names(self, kind: str, namespace: str, name: str) -> bool:
         return (self.kind, self.namespace, self.name) == (kind, namespace, name)
+
+
+def refused(error: BaseException) -> bool:
+    """The cloud answered a call with a refusal (a 4xx): it did not carry it out.
+    Anything else — a 5xx, a reset, a timeout, a cancelled call, an error that is not
+    the cloud's answer — leaves open whether it did."""
+    return isinstance(error, ReconcileError) and error.refused

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from kumo.cloud.errors import refused
-from kumo.cloud.watch import parse_updated
+from kumo.engine.errors import refused
 from kumo.ports import SharesPort
 from kumo.ports.model import Share, Volume
+from kumo.ports.times import parse_updated
 
 R = TypeVar("R")
 

@@ -9,7 +9,7 @@ import requests
 from openstack import exceptions as os_exc
 
 from kumo.cloud import errors
-from kumo.engine.errors import ReconcileError, TerminalError, TransientError
+from kumo.engine.errors import ReconcileError, TerminalError, TransientError, refused
 
 
 def http_error(status: int, details: str = "", **headers: str) -> os_exc.HttpException:
@@ -111,6 +111,42 @@ def test_ambiguous_name_is_terminal() -> None:
         "AmbiguousName",
         "spec.image",
     )
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 413, 429])
+def test_a_4xx_is_a_refusal(status: int) -> None:
+    """The cloud answered that it did not do it: a create refused leaves nothing in
+    doubt, whatever the error's class (a 409 and a 429 are retried, still refused)."""
+    error = errors.classify(http_error(status, "Quota exceeded" if status == 413 else ""), "x")
+    assert error.refused and refused(error)
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        http_error(500, "Unexpected API Error."),
+        http_error(502, "Bad Gateway"),
+        http_error(503, "Service Unavailable"),
+        ka_exc.ConnectFailure("connection reset"),
+        ka_exc.ConnectTimeout("timed out"),
+        requests.exceptions.ReadTimeout("read timed out"),
+        os_exc.DuplicateResource("More than one Image exists with the name 'centos79'."),
+        RuntimeError("something else"),
+    ],
+)
+def test_a_5xx_or_a_lost_answer_is_no_refusal(raised: Exception) -> None:
+    """Whether the cloud did it is open: the answer was an error or never came."""
+    error = errors.classify(raised, "create server")
+    assert not error.refused and not refused(error)
+
+
+def test_only_a_classified_refusal_counts() -> None:
+    """The kinds never see the SDK's exceptions: ``refused`` reads Kumo's flag only."""
+    assert not refused(http_error(400, "raw, unclassified"))
+    assert not refused(TimeoutError())
+    assert not refused(TerminalError("ImageNotFound", "image 'x' not found"))
+    assert refused(TerminalError("CloudRejected", "bad", refused=True))
+    assert refused(TransientError("CloudBusy", "busy", refused=True))
 
 
 def test_reconcile_errors_pass_through_unchanged() -> None:

@@ -19,8 +19,9 @@ import pytest
 
 from kumo.cloud import model
 from kumo.cloud.cache import GONE
-from kumo.cloud.watch import CloudWatch, format_since, next_since, parse_updated, server_time
+from kumo.cloud.watch import CloudWatch, format_since, next_since, server_time
 from kumo.engine.errors import TransientError
+from kumo.ports.times import parse_updated
 from tests.unit.fakes import FakeNova
 from tests.unit.kinds.dnsrecord.fake_designate import ZONE_ID, FakeDesignate
 from tests.unit.kinds.keypair.fake_keypairs import KEY, OTHER_KEY, FakeKeyPairs

@@ -10,10 +10,10 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from openstack import exceptions as os_exc
 
-from kumo.cloud import model
+from kumo.engine.errors import TerminalError, TransientError
 from kumo.kinds import duplicates
+from kumo.ports import model
 from tests.unit.kinds.share.fake_manila import FakeManila
 
 UID = "uid-data"
@@ -44,15 +44,22 @@ def test_the_window_is_the_create_s_own_give_or_take_the_clock_margin() -> None:
     assert creates.made("uid-other", NAME, "2026-11-28T10:00:03") is None
 
 
-def test_a_refused_create_is_no_window() -> None:
-    creates = duplicates.Creates()
+def test_a_refused_create_is_no_window_and_a_failed_one_is() -> None:
+    """Refused (the adapter's classifier marks a 4xx): nothing was made. A 5xx: maybe."""
 
-    async def refused() -> None:
-        raise os_exc.HttpException("quota", http_status=413)
+    def window_after(error: Exception) -> duplicates.Window | None:
+        creates = duplicates.Creates()
 
-    with contextlib.suppress(os_exc.HttpException):
-        asyncio.run(creates.run(UID, NAME, refused))
-    assert creates.made(UID, NAME, datetime.now(UTC).isoformat()) is None
+        async def create() -> None:
+            raise error
+
+        with contextlib.suppress(type(error)):
+            asyncio.run(creates.run(UID, NAME, create))
+        return creates.made(UID, NAME, datetime.now(UTC).isoformat())
+
+    quota = TerminalError("QuotaExceeded", "create volume: quota", refused=True)
+    assert window_after(quota) is None
+    assert window_after(TransientError("CloudUnavailable", "create volume: 503")) is not None
 
 
 def test_a_volume_is_disposable_only_when_made_then_and_never_used(
