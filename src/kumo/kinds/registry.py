@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from kumo.api import kinds
 from kumo.api.kinds import KindInfo
+from kumo.engine.objects import Actuator
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.floatingip.actuator import FloatingIPActuator
 from kumo.kinds.keypair.actuator import KeyPairActuator
@@ -33,7 +33,7 @@ from kumo.kinds.volume.actuator import VolumeActuator
 class KindRecord:
     info: KindInfo
     #: Builds a fresh actuator (each caller gets its own: actuators may hold state).
-    actuator: Callable[[], Any]
+    actuator: Callable[[], Actuator]
     #: The cloud services its actuator calls, by their names in
     #: :data:`kumo.ports.SERVICES` (a unit test checks them against the calls it makes).
     services: tuple[str, ...]
@@ -69,7 +69,7 @@ RECORDS: tuple[KindRecord, ...] = (
 )
 
 
-def actuators() -> list[Any]:
+def actuators() -> list[Actuator]:
     """A new actuator for every kind, in the order of :data:`RECORDS`."""
     return [record.actuator() for record in RECORDS]
 

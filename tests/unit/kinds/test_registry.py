@@ -3,6 +3,7 @@ are the ports each kind calls, and its deletion order follows the declared refer
 
 from __future__ import annotations
 
+import configparser
 import inspect
 import re
 from pathlib import Path
@@ -88,3 +89,26 @@ def test_deletion_order_refuses_a_cycle(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(registry, "REFERENCES", REFERENCES + cycle)
     with pytest.raises(ValueError, match="cycle"):
         registry.deletion_order()
+
+
+# -- the import contracts ----------------------------------------------------------------------
+
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def contract_modules(name: str) -> set[str]:
+    """The ``modules`` of ``.importlinter``'s contract ``name``."""
+    config = configparser.ConfigParser()
+    config.read(REPO / ".importlinter")
+    return set(config[f"importlinter:contract:{name}"]["modules"].split())
+
+
+def test_every_kind_package_is_in_the_independence_contract() -> None:
+    """A kind's package missing from the list may import another kind's unnoticed
+    (``kumo.kinds.network`` was); one listed that is no package checks nothing."""
+    kinds_dir = REPO / "src" / "kumo" / "kinds"
+    packages = {f"kumo.kinds.{p.parent.name}" for p in kinds_dir.glob("*/__init__.py")}
+    assert contract_modules("kind-independence") == packages
+    recorded = {record.actuator.__module__.rpartition(".")[0] for record in registry.RECORDS}
+    assert recorded == packages, "every kind's package has its record, and no other"
