@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kumo.api.kinds import KINDS, KindInfo
@@ -169,6 +169,17 @@ class Controller:
             for body in self.store.list(ref.referrer, namespace):
                 if references.referenced_name(body.get("spec") or {}, ref.field) == name:
                     self.queue.add(Key(ref.referrer, namespace, body["metadata"]["name"]))
+
+    def enqueue_namespaces(self, selected: Callable[[str], bool]) -> None:
+        """Look at once at every object of the namespaces ``selected`` picks: their cloud
+        changed (the default cloud's Secret rotated), and an object held on its old
+        credentials' error must not wait out the hold."""
+        for kind in self.actuators:
+            for body in self.store.list(kind):
+                key = key_of(kind, body)
+                if selected(key.namespace):
+                    self._enqueue(key, body=body)
+        metrics.QUEUE_DEPTH.set(len(self.queue))
 
     async def prime(self, namespace: str | None = None) -> None:
         """List every kind into the cache before any reconcile runs (the startup barrier).
