@@ -158,6 +158,8 @@ class Lifecycle:
             sweep=options.orphan_sweep,
             namespace=options.namespace,
         )
+        await controller.prime(options.namespace)  # the startup barrier: all kinds listed
+        self.synced = True
         follower = defaultcloud.DefaultCloudFollower(
             self._read_default,
             clouds,
@@ -165,8 +167,6 @@ class Lifecycle:
             given=options.credentials_secret,
         )
         self._following = asyncio.create_task(follower.run())
-        await controller.prime(options.namespace)  # the startup barrier: all kinds listed
-        self.synced = True
         log.info("caches synced (default cloud: %s)", default.cloud if default else "none")
         if not options.leader_election:
             controller.start()
