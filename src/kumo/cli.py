@@ -1,6 +1,10 @@
 """The `kumo` command: print CRDs, print RBAC, run the operator, plan, list orphans.
 
-Only argument parsing lives here; each subcommand calls into the package.
+Only argument parsing lives here; each subcommand calls into the package
+(`plan` and `orphans`: :mod:`kumo.runtime.commands`). Exit codes, for every command:
+0 done (no changes), 2 changes (`plan`), 1 an error, 64 a usage error (sysexits.h's
+EX_USAGE; argparse's own 2 would read as "changes"). Every option's ``--help`` shows
+its default.
 """
 
 from __future__ import annotations
@@ -8,11 +12,54 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any, NoReturn
 
 import yaml
 
+from kumo import __version__
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.engine.sweep import DATA_KINDS, MAX_ORPHANS
+
+#: A usage error's exit code (kumo.runtime.commands.EXIT_USAGE; sysexits.h EX_USAGE).
+EXIT_USAGE = 64
+
+
+def shown_default(value: Any) -> str:
+    """An option's default as ``--help`` says it."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, frozenset | set | list | tuple):
+        return ",".join(sorted(map(str, value))) or "none"
+    return str(value)
+
+
+def help_with_default(action: argparse.Action) -> str:
+    """An option's help with ``(default: …)`` appended, unless it says its default
+    itself (it names where the default comes from: ``$KUBECONFIG``, the manifests')."""
+    text = action.help or ""
+    if not action.option_strings or action.default is argparse.SUPPRESS or "(default" in text:
+        return text
+    default = shown_default(action.default).replace("%", "%%")  # help is a %-template
+    return f"{text} (default: {default})"
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    def _get_help_string(self, action: argparse.Action) -> str:
+        return help_with_default(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every parser of `kumo`: defaults in ``--help``, usage errors exit 64."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
 def _crds(_: argparse.Namespace) -> int:
@@ -80,13 +127,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    import asyncio
+    from kumo.runtime import commands
 
-    if args.kubeconfig:
-        os.environ["KUBECONFIG"] = args.kubeconfig
-    from kumo.runtime.operator import plan_command
-
-    return asyncio.run(plan_command(args))
+    return commands.run("plan", commands.plan, args)
 
 
 def _cluster_id_argument(parser: argparse.ArgumentParser) -> None:
@@ -100,13 +143,29 @@ def _cluster_id_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _orphans(args: argparse.Namespace) -> int:
-    import asyncio
+    from kumo.runtime import commands
 
-    if args.kubeconfig:
-        os.environ["KUBECONFIG"] = args.kubeconfig
-    from kumo.runtime.operator import orphans_command
+    return commands.run("orphans", commands.orphans, args)
 
-    return asyncio.run(orphans_command(args))
+
+def _cloud_choice(parser: argparse.ArgumentParser) -> None:
+    """`plan`'s and `orphans`' cloud, chosen as the openstack CLI chooses it
+    (kumo.runtime.cloudchoice); `run` keeps its own flags."""
+    parser.add_argument(
+        "--clouds-yaml",
+        help="clouds.yaml with the default cloud (default: $OS_CLIENT_CONFIG_FILE, else the "
+        "first of ./clouds.yaml, ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml)",
+    )
+    parser.add_argument(
+        "--cloud",
+        help="cloud name inside clouds.yaml (default: $OS_CLOUD, else the file's only cloud)",
+    )
+    parser.add_argument(
+        "--credentials-secret",
+        help="NAMESPACE/NAME of a Secret holding clouds.yaml (keys `clouds.yaml`, `cloud`), "
+        "used instead of a file, as for `run`",
+    )
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)")
 
 
 def _data_kinds(text: str) -> frozenset[str]:
@@ -173,7 +232,8 @@ def _import_unmarked_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kumo", description=__doc__)
+    parser = _Parser(prog="kumo", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"kumo {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     crds = sub.add_parser("crds", help="print the CustomResourceDefinitions (YAML)")
@@ -191,23 +251,19 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser(
         "plan",
         help="print what the next reconcile of each object would do; change nothing "
-        "(exit code 0: no changes, 1: error, 2: changes)",
+        "(exit code 0: no changes, 2: changes, 1: error, 64: usage)",
     )
     plan.add_argument(
         "-f",
         "--filename",
         action="append",
         default=[],
-        help="manifest file or folder (repeatable); without it, the objects in the cluster",
+        help="manifest file, folder (a kustomization is built with `kubectl kustomize`) or - "
+        "for standard input; repeatable (default: none: the objects in the cluster)",
     )
     plan.add_argument("-n", "--namespace", help="namespace (default: the manifests' or all)")
-    plan.add_argument("-o", "--output", choices=["text", "json"], default="text")
-    plan.add_argument("--clouds-yaml", help="clouds.yaml with the default cloud, as for `run`")
-    plan.add_argument("--cloud", default="kumo", help="cloud name inside clouds.yaml")
-    plan.add_argument(
-        "--credentials-secret", help="NAMESPACE/NAME of the default cloud's Secret, as for `run`"
-    )
-    plan.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)")
+    plan.add_argument("-o", "--output", choices=["text", "json"], default="text", help="format")
+    _cloud_choice(plan)
     _cluster_id_argument(plan)
     plan.set_defaults(func=_plan)
 
@@ -216,13 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="list a cloud's orphaned resources (marked by Kumo, no object has them): "
         "owner, what the orphan sweep does with each, how to import or delete it",
     )
-    orphans.add_argument("--clouds-yaml", help="clouds.yaml with the cloud, as for `run`")
-    orphans.add_argument("--cloud", default="kumo", help="cloud name inside clouds.yaml")
-    orphans.add_argument(
-        "--credentials-secret", help="NAMESPACE/NAME of a Secret holding clouds.yaml, as for `run`"
-    )
-    orphans.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)")
-    orphans.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    _cloud_choice(orphans)
+    orphans.add_argument("-o", "--output", choices=["text", "json"], default="text", help="format")
     _cluster_id_argument(orphans)
     _sweep_policy(orphans)
     orphans.set_defaults(func=_orphans)
@@ -343,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code (usage errors exit 64 from the parser)."""
     args = build_parser().parse_args(argv)
     return int(args.func(args))
 

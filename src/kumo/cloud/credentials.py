@@ -77,6 +77,10 @@ class CloudSource:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _fingerprint(source: CloudSource | None) -> str | None:
+    return source.fingerprint if source is not None else None
+
+
 def _invalid(source: CloudSource, problem: str) -> TerminalError:
     return TerminalError(REASON, f"{source.origin}: {problem}")
 
@@ -93,8 +97,9 @@ def cloud_entry(source: CloudSource) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("clouds"), dict):
         raise _invalid(source, "clouds.yaml is not a mapping with a 'clouds' mapping")
     entry = doc["clouds"].get(source.cloud)
-    if entry is None:
-        raise _invalid(source, f"clouds.yaml has no cloud {source.cloud!r}")
+    if entry is None:  # cloud names are no secret: say which there are
+        found = ", ".join(map(str, doc["clouds"])) or "none"
+        raise _invalid(source, f"clouds.yaml has no cloud {source.cloud!r} (clouds: {found})")
     if not isinstance(entry, dict):
         raise _invalid(source, f"cloud {source.cloud!r} in clouds.yaml is not a mapping")
     for key in REFUSED_KEYS:
@@ -233,6 +238,21 @@ class CloudRegistry:
             **self._watch,
         )
 
+    def set_default(self, source: CloudSource | None) -> bool:
+        """Use ``source`` as the default cloud from now on (a rotated Secret, an edited
+        file); True when it differs from the one in use. Namespaces on the old default
+        take the new one at their next pass; the old connection is closed once no
+        namespace uses it, and a failed connect of the old content does not hold the new."""
+        if _fingerprint(source) == _fingerprint(self.default):
+            return False
+        self.default = source
+        return True
+
+    def uses_default(self, namespace: str) -> bool:
+        """Does ``namespace`` use the default cloud (no Secret of its own when last read)?"""
+        cached = self._namespace_sources.get(namespace)
+        return cached is None or cached[1] is None
+
     async def source_for(self, namespace: str) -> CloudSource:
         cached = self._namespace_sources.get(namespace)
         if cached is None or self._clock() - cached[0] > SECRET_TTL:
@@ -245,12 +265,6 @@ class CloudRegistry:
                 f"no Secret {NAMESPACE_SECRET!r} in namespace {namespace!r} and no default cloud",
             )
         return source
-
-    def uses_default(self, namespace: str) -> bool:
-        """Does ``namespace`` use the default cloud (no Secret of its own, as last read
-        by :meth:`source_for`)? A namespace not read yet is taken as using it."""
-        cached = self._namespace_sources.get(namespace)
-        return cached is None or cached[1] is None
 
     async def _read_source(
         self, namespace: str, cached: tuple[float, CloudSource | None] | None

@@ -175,6 +175,17 @@ class Controller:
         deleting = bool(body and (body.get("metadata") or {}).get("deletionTimestamp"))
         self.queue.add(key, after, urgent=deleting, within=within)
 
+    def enqueue_namespaces(self, selected: Callable[[str], bool]) -> None:
+        """Look at once at every object of the namespaces ``selected`` picks: their cloud
+        changed (the default cloud's Secret rotated), and an object held on its old
+        credentials' error must not wait out the hold."""
+        for kind in self.actuators:
+            for body in self.store.list(kind):
+                key = key_of(kind, body)
+                if selected(key.namespace):
+                    self._enqueue(key, body=body)
+        metrics.QUEUE_DEPTH.set(len(self.queue))
+
     async def prime(self, namespace: str | None = None) -> None:
         """List every kind into the cache before any reconcile runs (the startup barrier).
 

@@ -37,7 +37,7 @@ from kumo.cloud.notifications import (
 )
 from kumo.cloud.watch import SKEW_SECONDS
 from kumo.kinds import registry
-from kumo.runtime import cluster, metrics
+from kumo.runtime import cluster, commands, defaultcloud, metrics
 from kumo.runtime.controller import Controller
 from kumo.runtime.health import Health, start_server
 from kumo.runtime.imports import ImportGate
@@ -106,6 +106,15 @@ class Lifecycle:
         self._election: asyncio.Task[None] | None = None
         self._listener: asyncio.Task[None] | None = None
         metrics.LEADER.set_function(lambda: float(self.health().role == "leader"))
+        self._following: asyncio.Task[None] | None = None
+
+    async def _read_default(self) -> CloudSource | None:
+        """The default cloud as its Secret or file holds it now (runtime/defaultcloud.py)."""
+        options, kube = self.options, self.kube
+        assert kube is not None
+        return await defaultcloud.read(
+            options.credentials_secret, options.clouds_yaml, options.cloud, kube.get_secret_data
+        )
 
     def health(self) -> Health:
         elector = self.elector
@@ -129,7 +138,13 @@ class Lifecycle:
         except cluster.ClusterIdentityError as error:
             log.error("%s", error)
             raise kopf.PermanentError(str(error)) from None
-        default = await _default_source(options, kube)
+        default = await self._read_default()
+        if default is None and options.credentials_secret:
+            # deploy/ ships the Secret empty: run, and say why objects get NoCloudCredentials.
+            log.warning(
+                "Secret %s has no key clouds.yaml: no default cloud until it has one",
+                options.credentials_secret,
+            )
         clouds = CloudRegistry(
             default,
             kube.get_secret_data,
@@ -155,6 +170,13 @@ class Lifecycle:
         )
         await controller.prime(options.namespace)  # the startup barrier: all kinds listed
         self.synced = True
+        follower = defaultcloud.DefaultCloudFollower(
+            self._read_default,
+            clouds,
+            lambda: controller.enqueue_namespaces(clouds.uses_default),
+            given=options.credentials_secret,
+        )
+        self._following = asyncio.create_task(follower.run())
         log.info("caches synced (default cloud: %s)", default.cloud if default else "none")
         if not options.leader_election:
             controller.start()
@@ -214,9 +236,10 @@ class Lifecycle:
         self.stopping = True
         if self.controller is not None:
             await self.controller.stop(grace=self.options.shutdown_grace)
-        if self._listener is not None:
-            self._listener.cancel()
-            await asyncio.gather(self._listener, return_exceptions=True)
+        for task in (self._listener, self._following):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if self._election is not None:
             self._election.cancel()
             await asyncio.gather(self._election, return_exceptions=True)
@@ -268,83 +291,6 @@ def _watch(
             controller.observe(kind, event.get("type"), event["object"])
 
 
-async def _default_source(options: OperatorOptions, kube: KubeClient) -> CloudSource | None:
-    if options.credentials_secret:
-        namespace, _, name = options.credentials_secret.partition("/")
-        data = await kube.get_secret_data(namespace, name)
-        if not data or "clouds.yaml" not in data:
-            # deploy/ ships the Secret empty: run, and say why objects get NoCloudCredentials.
-            log.warning(
-                "Secret %s has no key clouds.yaml: no default cloud (restart after filling it)",
-                options.credentials_secret,
-            )
-            return None
-        return CloudSource(
-            data["clouds.yaml"],
-            data.get("cloud", options.cloud),
-            f"default Secret {options.credentials_secret}",
-            cacert=data.get(tenancy.CACERT_KEY),
-            rules=None,  # the operator's own: not held to the namespaces' rules
-        )
-    if options.clouds_yaml:
-        return CloudSource(
-            Path(options.clouds_yaml).read_text(),
-            options.cloud,
-            f"--clouds-yaml {options.clouds_yaml}",
-            rules=None,
-        )
-    return None
-
-
-async def plan_command(args: Any) -> int:
-    """`kumo plan`: the default cloud exactly as `kumo run` would resolve it."""
-    from kumo.runtime import plan
-
-    options = OperatorOptions(
-        clouds_yaml=args.clouds_yaml, cloud=args.cloud, credentials_secret=args.credentials_secret
-    )
-    kube = KubeClient.from_environment()
-    try:
-        await cluster.establish(kube, getattr(args, "cluster_id", None))
-        default = await _default_source(options, kube)
-        plans = await plan.run_plan(args.filename, args.namespace, default, kube)
-    except Exception as error:  # no cluster, unreadable manifests: say so, exit 1
-        sys.stderr.write(f"kumo plan: {type(error).__name__}: {error}\n")
-        return 1
-    finally:
-        await kube.close()
-    return plan.write(plans, args.output)
-
-
-async def orphans_command(args: Any) -> int:
-    """`kumo orphans`: the cloud's marked resources no object of the cluster has."""
-    from kumo.engine.sweep import OrphanSweep
-    from kumo.runtime import orphans
-
-    options = OperatorOptions(
-        clouds_yaml=args.clouds_yaml, cloud=args.cloud, credentials_secret=args.credentials_secret
-    )
-    kube = KubeClient.from_environment()
-    clouds: CloudRegistry | None = None
-    try:
-        await cluster.establish(kube, args.cluster_id)  # whose markers are this cluster's
-        source = await _default_source(options, kube)
-        if source is None:
-            raise ValueError("no cloud: give --clouds-yaml or --credentials-secret")
-        clouds = CloudRegistry(source, kube.get_secret_data)
-        policy = OrphanSweep(delete_data=args.orphan_sweep_data, max_orphans=args.orphan_sweep_max)
-        rows = await orphans.find_orphans(await clouds.for_source(source), kube, policy)
-    except Exception as error:  # no cluster, no cloud: say so, exit 1
-        sys.stderr.write(f"kumo orphans: {type(error).__name__}: {error}\n")
-        return 1
-    finally:
-        if clouds is not None:
-            await clouds.close_all()
-        await kube.close()
-    sys.stdout.write(orphans.render(rows, args.output))
-    return 0
-
-
 def run_operator(options: OperatorOptions) -> int:
     logging.basicConfig(
         level=logging.DEBUG if options.verbose else logging.INFO,
@@ -357,7 +303,18 @@ def run_operator(options: OperatorOptions) -> int:
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     if options.kubeconfig:
         os.environ["KUBECONFIG"] = options.kubeconfig
+    problem = startup_problem(options)
+    if problem:  # kopf would retry its startup for ever: say it once and exit 1
+        sys.stderr.write(f"kumo run: {problem}\n")
+        return commands.EXIT_ERROR
     return asyncio.run(_serve(options))
+
+
+def startup_problem(options: OperatorOptions) -> str | None:
+    """What keeps ``kumo run`` from starting at all (no kubeconfig, no clouds.yaml)."""
+    if options.clouds_yaml and not os.access(options.clouds_yaml, os.R_OK):
+        return f"--clouds-yaml {options.clouds_yaml} cannot be read"
+    return commands.kubeconfig_problem(os.environ, Path.home())
 
 
 async def _serve(options: OperatorOptions) -> int:

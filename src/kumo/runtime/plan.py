@@ -1,6 +1,7 @@
 """`kumo plan`: what the next reconcile of each object would do, changing nothing.
 
-Each object — from manifests (``-f``, files or folders) laid over what the cluster
+Each object — from manifests (``-f``: files, folders, kustomizations, ``-`` for
+standard input; read by :mod:`kumo.runtime.manifests`) laid over what the cluster
 holds, or the cluster's objects themselves — goes through the engine's dry pass
 (:meth:`kumo.engine.reconciler.Engine.preview`): the kind's real actuator, with the
 namespace's cloud resolved exactly as the operator resolves it (its
@@ -18,13 +19,10 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pydantic
-import yaml
 
-from kumo.api.common import GROUP
 from kumo.api.kinds import KINDS
 from kumo.cloud.credentials import CloudRegistry
 from kumo.cloud.dryrun import DryRunCloud
@@ -65,26 +63,6 @@ class ObjectPlan:
 
 
 # -- input ---------------------------------------------------------------------------------
-
-
-def load_manifests(paths: list[str], namespace: str) -> list[Body]:
-    """Kumo's objects in the YAML files (and folders, recursively) ``paths``."""
-    files: list[Path] = []
-    for path in map(Path, paths):
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
-        else:
-            files.append(path)
-    found = []
-    for file in files:
-        for doc in yaml.safe_load_all(file.read_text()):
-            if not isinstance(doc, dict) or not str(doc.get("apiVersion", "")).startswith(GROUP):
-                continue
-            if doc.get("kind") not in INFO_BY_KIND:
-                continue
-            doc.setdefault("metadata", {}).setdefault("namespace", namespace)
-            found.append(doc)
-    return found
 
 
 def overlay(store: MemoryStore, manifest: Body) -> tuple[Body, bool]:
@@ -142,12 +120,11 @@ ACTUATORS = _actuators()
 
 
 async def run_plan(
-    files: list[str], namespace: str | None, default: Any, kube: Any
+    manifests: list[Body], namespace: str | None, default: Any, kube: Any
 ) -> list[ObjectPlan]:
     """Plans for the CLI: credentials resolved like the operator's (``default`` is its
     default cloud source); the registry's connections are closed afterwards."""
     clouds = CloudRegistry(default, kube.get_secret_data)
-    manifests = load_manifests(files, namespace or "default") if files else []
     try:
         return await plan_all(kube, clouds, manifests, namespace)
     finally:

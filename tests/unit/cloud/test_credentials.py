@@ -385,3 +385,12 @@ def test_a_namespace_secret_becomes_a_working_cloud(requests_mock: rm.Mocker) ->
 
     assert asyncio.run(scenario()) == []
     assert requests_mock.last_request.headers["X-Auth-Token"] == "gAAAAAB-token"
+
+
+def test_no_such_cloud_names_the_clouds_there_are() -> None:
+    both = {name: yaml.safe_load(clouds_yaml(name))["clouds"][name] for name in ("prod", "lab")}
+    source = CloudSource(yaml.safe_dump({"clouds": both}, sort_keys=False), "kumo")
+    with pytest.raises(TerminalError) as caught:
+        credentials.cloud_entry(source)
+    assert caught.value.message.endswith("clouds.yaml has no cloud 'kumo' (clouds: prod, lab)")
+    assert PASSWORD not in caught.value.message

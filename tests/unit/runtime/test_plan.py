@@ -13,7 +13,7 @@ from kumo.engine.dryrun import Action, Change, MutedEvents
 from kumo.engine.objects import Context, Obj
 from kumo.engine.reconciler import Engine
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
-from kumo.runtime import plan
+from kumo.runtime import manifests, plan
 from kumo.runtime.store import MemoryStore
 from tests.unit.fakes import World, make_body
 
@@ -83,7 +83,7 @@ def test_manifests_are_laid_over_the_cluster_objects(tmp_path: Path) -> None:
         f"spec: {json.dumps({**SPEC, 'description': 'v2'})}\n---\n"
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n"
     )
-    (manifest,) = plan.load_manifests([str(tmp_path)], "team-a")
+    (manifest,) = manifests.load([str(tmp_path)], "team-a")
     assert manifest["metadata"]["namespace"] == "team-a"
     store = MemoryStore()
     body, new = plan.overlay(store, manifest)
