@@ -85,3 +85,42 @@ def test_kstatus_in_progress_current_failed(
 
     kubectl("delete", "vmg/web", "vm/bad", "-n", namespace, "--wait=false")
     wait_gone("vmg", "web", namespace, 300)
+
+
+def test_kstatus_reads_a_paused_object_as_current(
+    kstatus_binary: str, crds: KubeEnv, namespace: str, kumo_operator: Any
+) -> None:
+    """kstatus has no "suspended": a paused object reads Current (Reconciling and Stalled
+    False, reason Paused; observedGeneration followed), never InProgress for ever; a
+    Stalled object paused is Current too, and Failed again once unpaused."""
+    new = vm("paused-new")
+    new["metadata"]["annotations"] = {"kumo.dev/paused": "true"}
+    apply(namespace, new)
+    wait_until(
+        "Paused on the new VM",
+        lambda: condition(get_obj("vm", "paused-new", namespace), "Paused").get("status"),
+        60,
+    )
+    assert kstatus(kstatus_binary, crds, namespace, "virtualmachines/paused-new")["status"] == (
+        "Current"
+    )
+
+    bad = vm("paused-bad")
+    bad["spec"]["flavor"] = "no-such-flavor"
+    apply(namespace, bad)
+
+    def reads(status: str) -> bool:
+        return (
+            kstatus(kstatus_binary, crds, namespace, "virtualmachines/paused-bad")["status"]
+            == status
+        )
+
+    wait_until("kstatus Failed for the unknown flavor", lambda: reads("Failed"), 120)
+    kubectl("annotate", "vm/paused-bad", "-n", namespace, "kumo.dev/paused=true")
+    wait_until("kstatus Current once paused", lambda: reads("Current"), 60)
+    kubectl("annotate", "vm/paused-bad", "-n", namespace, "kumo.dev/paused-")
+    wait_until("kstatus Failed again once unpaused", lambda: reads("Failed"), 60)
+
+    kubectl("delete", "vm/paused-new", "vm/paused-bad", "-n", namespace, "--wait=false")
+    wait_gone("vm", "paused-bad", namespace, 120)
+    wait_gone("vm", "paused-new", namespace, 120)

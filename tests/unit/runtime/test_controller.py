@@ -660,3 +660,24 @@ def member_of_g(name: str) -> dict[str, Any]:
         SPEC,
         ownerReferences=[{"kind": "VirtualMachineGroup", "name": "g", "uid": "uid-g"}],
     )
+
+
+def test_a_reconcile_request_runs_a_held_object_now_and_is_recorded() -> None:
+    """``kumo.dev/reconcile-requested-at`` wakes an object whose permanent error is held
+    (a cloud change would not), and its pass says it served the request."""
+    ctl = controller()
+    key = Key("VirtualMachine", "default", "vm")
+    spec = {**SPEC, "initScript": {"configMapRef": {"name": "boot", "key": "s"}}}
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", spec))
+    asyncio.run(ctl.process(key))  # ConfigMapNotFound: held for a minute
+    ctl.queue = WorkQueue()
+    ctl.queue.add(key, 60.0)
+    ctl.store.put("ConfigMap", _config_map({"s": "echo hi"}))  # fixed by hand
+    body = copy.deepcopy(ctl.store.get("VirtualMachine", "default", "vm"))
+    body["metadata"]["annotations"] = {"kumo.dev/reconcile-requested-at": "now-1"}
+    ctl.observe("VirtualMachine", "MODIFIED", body)
+    assert ctl.queue._due[key][0] <= time.monotonic(), "due now, not after the hold"
+    asyncio.run(ctl.process(key))
+    status = ctl.store.get("VirtualMachine", "default", "vm")["status"]
+    assert status["lastHandledReconcileAt"] == "now-1"
+    assert status["phase"] == "Building"
