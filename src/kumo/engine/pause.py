@@ -7,9 +7,10 @@
   finalizer) for it, but still reports what it sees: ``status.drift`` lists what a pass
   would change, and a ``Paused`` condition (True, reason ``Paused``) says it is held and
   what it would do. ``Ready`` keeps its last truth (status, reason, message, generation);
-  ``Reconciling`` and ``Stalled`` are False with reason ``Paused``, so kstatus reads a
-  paused object as ``Current`` (it has no "suspended" state) rather than ``InProgress``
-  for ever; Argo CD's health script (``deploy/argocd/health.lua``) reads ``Suspended``.
+  ``Reconciling`` is False and ``Stalled`` True only while not Ready (reason ``Paused``
+  both), so kstatus, which has no "suspended" state, reads a paused object as
+  ``Current`` or ``Failed`` (paused), never ``InProgress`` for ever; Argo CD's health
+  script (``deploy/argocd/health.lua``) reads ``Suspended``.
   A paused object being deleted keeps its finalizer: its cloud resources are neither
   deleted nor released until the annotation goes (as Crossplane does). Removing the
   annotation (or any other value) resumes at once, and the ``Paused`` condition goes.
@@ -83,16 +84,25 @@ def held(obj: Obj, preview: Preview | None, invalid: ReconcileError | None) -> R
 
 
 def set_conditions(old: list[Condition], message: str, generation: int | None) -> list[Condition]:
-    """The conditions of a paused pass: ``Paused`` True, ``Reconciling`` and ``Stalled``
-    False (reason ``Paused``), ``Ready`` as it was (Unknown for an object paused before
-    its first pass)."""
+    """The conditions of a paused pass: ``Paused`` True; ``Ready`` as it was (Unknown for
+    an object paused before its first pass); ``Reconciling`` False; ``Stalled`` True
+    while not Ready — Kumo will not get it Ready until its user removes the annotation,
+    which is what ``Stalled`` means — else False (all with reason ``Paused``). kstatus
+    then reads a paused object as ``Current`` when it was Ready and ``Failed`` (saying
+    it is paused) when not: never ``InProgress`` for as long as the pause lasts."""
     new = list(old)
     if conditions.get_condition(new, conditions.READY) is None:
         new = conditions.set_condition(
             new, conditions.READY, None, PAUSED, "paused before its first pass", generation=None
         )
-    for type_ in (conditions.RECONCILING, conditions.STALLED):
-        new = conditions.set_condition(new, type_, False, PAUSED, "", generation=generation)
+    ready = conditions.is_true(new, conditions.READY)
+    waits = "" if ready else f"not Ready, and Kumo gets no further until {PAUSED_ANNOTATION} goes"
+    new = conditions.set_condition(
+        new, conditions.RECONCILING, False, PAUSED, "", generation=generation
+    )
+    new = conditions.set_condition(
+        new, conditions.STALLED, not ready, PAUSED, waits, generation=generation
+    )
     return conditions.set_condition(new, PAUSED, True, PAUSED, message, generation=generation)
 
 

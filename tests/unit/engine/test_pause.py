@@ -77,7 +77,7 @@ def test_a_paused_vm_whose_server_went_stays_without_one_and_says_so() -> None:
     assert (paused["status"], paused["reason"]) == ("True", "Paused")
     assert "would create server" in paused["message"]
     assert condition(world, "Ready") == conditions.get_condition(before["conditions"], "Ready")
-    for type_ in ("Reconciling", "Stalled"):
+    for type_ in ("Reconciling", "Stalled"):  # Ready when paused: kstatus reads Current
         assert (condition(world, type_)["status"], condition(world, type_)["reason"]) == (
             "False",
             "Paused",
@@ -102,6 +102,28 @@ def test_a_paused_new_object_gets_no_finalizer_and_no_server() -> None:
     assert obj.finalizers == [] and world.cloud.servers == {}
     assert condition(world, "Ready")["status"] == "Unknown"
     assert condition(world, "Paused")["status"] == "True"
+    stalled = condition(world, "Stalled")  # not Ready: kstatus reads Failed, not InProgress
+    assert (stalled["status"], stalled["reason"]) == ("True", "Paused")
+    assert "kumo.dev/paused" in stalled["message"]
+    assert condition(world, "Reconciling")["status"] == "False"
+
+
+def test_a_paused_object_that_was_stalled_stays_stalled_for_its_pause_then_for_its_error() -> None:
+    world = World()
+    world.add(VIRTUAL_MACHINE, "vm", SPEC)
+    world.run(ScriptedActuator(TerminalError("FlavorNotFound", "no such flavor")), "vm")
+    assert condition(world, "Stalled")["reason"] == "FlavorNotFound"
+    annotate(world, "VirtualMachine", "vm", **PAUSED)
+    world.run(ScriptedActuator(TerminalError("FlavorNotFound", "no such flavor")), "vm")
+    assert "a pass would fail: FlavorNotFound" in condition(world, "Paused")["message"]
+    assert (condition(world, "Stalled")["status"], condition(world, "Stalled")["reason"]) == (
+        "True",
+        "Paused",
+    )
+    assert condition(world, "Ready")["reason"] == "FlavorNotFound", "Ready's last truth"
+    annotate(world, "VirtualMachine", "vm", **{"kumo.dev/paused": None})
+    world.run(ScriptedActuator(TerminalError("FlavorNotFound", "no such flavor")), "vm")
+    assert condition(world, "Stalled")["reason"] == "FlavorNotFound"
 
 
 def test_deleting_a_paused_object_keeps_its_finalizer_and_its_server() -> None:
