@@ -8,25 +8,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import gobuild
 from tests.integration.helpers import apply, condition, vm, wait_gone
 from tests.integration.kube_fixtures import KubeEnv, kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
-PROGRAM = Path(__file__).resolve().parents[1] / "kstatus"
-
 
 @pytest.fixture(scope="module")
 def kstatus_binary() -> str:
-    built = subprocess.run(
-        ["bash", str(PROGRAM / "build.sh")], capture_output=True, text=True, timeout=900
-    )
-    assert built.returncode == 0, f"tests/kstatus/build.sh: {built.stderr[-3000:]}"
-    return built.stdout.strip()
+    return gobuild.build("kstatus")
 
 
 def kstatus(binary: str, env: KubeEnv, namespace: str, obj: str) -> dict[str, Any]:
@@ -85,3 +79,53 @@ def test_kstatus_in_progress_current_failed(
 
     kubectl("delete", "vmg/web", "vm/bad", "-n", namespace, "--wait=false")
     wait_gone("vmg", "web", namespace, 300)
+
+
+def test_kstatus_never_reads_a_paused_object_in_progress(
+    kstatus_binary: str, crds: KubeEnv, namespace: str, kumo_operator: Any
+) -> None:
+    """kstatus has no "suspended": a paused object that was Ready reads Current, one that
+    was not (here: paused before its first pass) Failed, its message naming the pause
+    (Stalled=True, reason Paused) — never InProgress for as long as the pause lasts."""
+    ready = vm("paused-ready")
+    apply(namespace, ready)
+    wait_until(
+        "the VM Ready",
+        lambda: condition(get_obj("vm", "paused-ready", namespace)).get("status") == "True",
+        240,
+    )
+    kubectl("annotate", "vm/paused-ready", "-n", namespace, "kumo.dev/paused=true")
+    wait_until(
+        "Paused on the Ready VM",
+        lambda: condition(get_obj("vm", "paused-ready", namespace), "Paused").get("status"),
+        60,
+    )
+    result = kstatus(kstatus_binary, crds, namespace, "virtualmachines/paused-ready")
+    assert result["status"] == "Current", result
+
+    new = vm("paused-new")
+    new["metadata"]["annotations"] = {"kumo.dev/paused": "true"}
+    apply(namespace, new)
+    wait_until(
+        "Paused on the new VM",
+        lambda: condition(get_obj("vm", "paused-new", namespace), "Paused").get("status"),
+        60,
+    )
+    result = kstatus(kstatus_binary, crds, namespace, "virtualmachines/paused-new")
+    assert result["status"] == "Failed", result
+    assert "kumo.dev/paused" in result["message"], result
+
+    kubectl("annotate", "vm/paused-new", "-n", namespace, "kumo.dev/paused-")
+    wait_until(
+        "kstatus Current once unpaused and built",
+        lambda: (
+            kstatus(kstatus_binary, crds, namespace, "virtualmachines/paused-new")["status"]
+            == "Current"
+        ),
+        240,
+    )
+
+    kubectl("delete", "vm/paused-new", "vm/paused-ready", "-n", namespace, "--wait=false")
+    kubectl("annotate", "vm/paused-ready", "-n", namespace, "kumo.dev/paused-")
+    wait_gone("vm", "paused-ready", namespace, 180)
+    wait_gone("vm", "paused-new", namespace, 180)

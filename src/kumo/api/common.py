@@ -23,6 +23,12 @@ API_VERSION = f"{GROUP}/{VERSION}"
 #: so objects created from Verda manifests are never stuck in deletion.
 LEGACY_FINALIZER_GROUP = "verda.linecorp.com"
 
+#: ``"true"`` holds the object: Kumo writes nothing to the cloud for it, still reads and
+#: reports (``kumo.engine.pause``).
+PAUSED_ANNOTATION = f"{GROUP}/paused"
+#: Any new value asks for a pass now; ``status.lastHandledReconcileAt`` echoes it once done.
+RECONCILE_REQUEST_ANNOTATION = f"{GROUP}/reconcile-requested-at"
+
 
 class Rule(NamedTuple):
     """A CEL validation rule the API server checks at admission (``x-kubernetes-validations``).
@@ -252,7 +258,7 @@ class Condition(KumoModel):
     """A Kubernetes-style condition."""
 
     type: str
-    """Condition type: `Ready` or `Stalled`."""
+    """Condition type: `Ready`, `Reconciling`, `Stalled`, `Drifted` or `Paused`."""
     status: Literal["True", "False", "Unknown"]
     """`True`, `False` or `Unknown`."""
     reason: str = ""
@@ -295,3 +301,6 @@ class ManagedStatus(KumoModel):
     applied_generation: int | None = None
     """With `driftPolicy: Report`: the metadata.generation whose spec Kumo last applied
     in full; later drift at this generation is reported, not corrected."""
+    last_handled_reconcile_at: str | None = None
+    """The value of the `kumo.dev/reconcile-requested-at` annotation the last pass served
+    (set it to anything new, e.g. the time, to ask for a pass now)."""

@@ -73,6 +73,10 @@ class Obj:
         return dict(self.meta.get("labels") or {})
 
     @property
+    def annotations(self) -> dict[str, str]:
+        return dict(self.meta.get("annotations") or {})
+
+    @property
     def finalizers(self) -> list[str]:
         return list(self.meta.get("finalizers") or [])
 

@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 import pydantic
 
-from kumo.engine import conditions, failpoints
+from kumo.engine import conditions, failpoints, pause
 from kumo.engine.dryrun import Action, Change, MutedEvents, RecordingKube, drift_entries
 from kumo.engine.errors import ObjectGone, ReconcileError, TerminalError, TransientError
-from kumo.engine.objects import Actuator, Context, Key, Obj
+from kumo.engine.objects import Actuator, Body, Context, Key, Obj
 from kumo.engine.result import Result
 
 log = logging.getLogger("kumo.engine")
@@ -183,13 +183,15 @@ class Engine:
     async def run(self, actuator: Actuator, ctx: Context, obj: Obj) -> float | None:
         """Reconcile or finalize ``obj`` once; return the requeue delay."""
         spec: Any = None
+        invalid: TerminalError | None = None
         try:
             spec = actuator.info.spec_model.model_validate(obj.spec)
         except pydantic.ValidationError as error:
-            if not obj.deleting:
-                return await self._report_error(
-                    ctx, obj, TerminalError("InvalidSpec", field_path(error))
-                )
+            invalid = TerminalError("InvalidSpec", field_path(error))
+        if pause.is_paused(obj):
+            return await self._paused(actuator, ctx, obj, spec, invalid)
+        if invalid is not None and not obj.deleting:
+            return await self._report_error(ctx, obj, invalid)
         try:
             if obj.deleting:
                 return await self._finalize(actuator, ctx, obj, spec)
@@ -256,6 +258,22 @@ class Engine:
         await self._write_status(ctx, obj, result)
         return result.requeue_after
 
+    async def _paused(
+        self, actuator: Actuator, ctx: Context, obj: Obj, spec: Any, invalid: TerminalError | None
+    ) -> float | None:
+        """A pass of a paused object (:mod:`kumo.engine.pause`): the actuator runs dry, as
+        for Observe, and only status is written; a deletion keeps the finalizer. The
+        object is looked at again on its next change, cloud change or resync."""
+        self.backoff.reset(obj.key)
+        if obj.deleting and not obj.owned_finalizers():
+            return None
+        preview = None
+        if not obj.deleting and invalid is None:
+            observe = mode(obj) == "observe"
+            preview = await self.preview(actuator, ctx, obj, spec, observe=observe)
+        await self._write_status(ctx, obj, pause.held(obj, preview, invalid))
+        return None
+
     async def _finalize(
         self, actuator: Actuator, ctx: Context, obj: Obj, spec: Any
     ) -> float | None:
@@ -309,33 +327,19 @@ class Engine:
         """Write phase, conditions and the kind's status fields in one patch, if any
         changed. After an ``error`` the kind's last status fields are kept."""
         old = obj.status
-        new: dict[str, Any] = (
-            dict(old) if error is not None else {k: v for k, v in old.items() if k in ("id",)}
-        )
+        keep = error is not None or result.paused is not None
+        new: dict[str, Any] = dict(old) if keep else {k: v for k, v in old.items() if k in ("id",)}
         new.update(result.status)
         new["phase"] = result.phase
         new["observedGeneration"] = obj.generation
+        new[pause.HANDLED] = pause.requested(obj)
+        if result.paused is not None:
+            new["conditions"] = pause.set_conditions(
+                list(old.get("conditions") or []), result.paused, obj.generation
+            )
+        else:
+            new["conditions"] = pause.unpaused(new_conditions(old, obj, result, error))
         old_ready = conditions.get_condition(old.get("conditions") or [], conditions.READY)
-        new["conditions"] = conditions.set_condition(
-            list(old.get("conditions") or []),
-            conditions.READY,
-            result.ready,
-            "Ready" if result.ready else result.reason,
-            result.message,
-            generation=obj.generation,
-        )
-        new["conditions"] = conditions.set_condition(
-            new["conditions"],
-            conditions.STALLED,
-            *stalled(result, error),
-            generation=obj.generation,
-        )
-        new["conditions"] = conditions.set_condition(
-            new["conditions"],
-            conditions.RECONCILING,
-            *reconciling(result, error),
-            generation=obj.generation,
-        )
         if result.drift is not None:
             new["drift"] = result.drift
             new["conditions"] = conditions.set_condition(
@@ -360,12 +364,35 @@ class Engine:
             if _gone(gone, obj):
                 return  # deleted meanwhile: no status to write, no event to send
             raise
-        if _transitioned(old_ready, new_ready):
+        paused = pause.transition(old.get("conditions") or [], new["conditions"])
+        if paused is not None:
+            ctx.events.emit(obj, "Normal", *paused)
+        if result.paused is None and _transitioned(old_ready, new_ready):
             assert new_ready is not None
             kind = "Warning" if error is not None else "Normal"  # progress is not a warning
             ctx.events.emit(
                 obj, kind, new_ready["reason"], new_ready["message"] or new_ready["reason"]
             )
+
+
+def new_conditions(
+    old: Body, obj: Obj, result: Result, error: ReconcileError | None
+) -> list[conditions.Condition]:
+    """``Ready``, ``Stalled`` and ``Reconciling`` of a pass (not paused), over ``old``'s."""
+    new = conditions.set_condition(
+        list(old.get("conditions") or []),
+        conditions.READY,
+        result.ready,
+        "Ready" if result.ready else result.reason,
+        result.message,
+        generation=obj.generation,
+    )
+    new = conditions.set_condition(
+        new, conditions.STALLED, *stalled(result, error), generation=obj.generation
+    )
+    return conditions.set_condition(
+        new, conditions.RECONCILING, *reconciling(result, error), generation=obj.generation
+    )
 
 
 def _gone(error: ReconcileError, obj: Obj) -> bool:

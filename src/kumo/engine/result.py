@@ -23,6 +23,9 @@ class Result:
     done: bool = True
     #: Set by the engine on passes that only observe: ``status.drift`` and ``Drifted``.
     drift: list[dict[str, str]] | None = None
+    #: Set by the engine on a paused pass (``kumo.engine.pause``): the ``Paused``
+    #: condition's message; ``Ready`` is then kept as it was.
+    paused: str | None = None
 
     @classmethod
     def waiting(

@@ -685,3 +685,25 @@ def test_objects_are_counted_per_kind_by_their_true_conditions() -> None:
 
     assert (count("Ready"), count("Stalled")) == (1, 1)
     assert _value("kumo_objects", kind="KeyPair", condition="Ready") == 0
+
+
+def test_a_reconcile_request_runs_a_held_object_now_and_is_recorded() -> None:
+    """``kumo.dev/reconcile-requested-at`` wakes an object whose permanent error is held
+    (a cloud change would not), and its pass says it served the request."""
+    ctl = controller()
+    key = Key("VirtualMachine", "default", "vm")
+    spec = {**SPEC, "initScript": {"configMapRef": {"name": "boot", "key": "s"}}}
+    ctl.observe("VirtualMachine", "ADDED", make_body(VIRTUAL_MACHINE, "vm", spec))
+    asyncio.run(ctl.process(key))  # ConfigMapNotFound: held for a minute
+    now = [1000.0]
+    ctl.queue = WorkQueue(clock=lambda: now[0])
+    ctl.queue.add(key, 60.0)
+    ctl.store.put("ConfigMap", _config_map({"s": "echo hi"}))  # fixed by hand
+    body = copy.deepcopy(ctl.store.get("VirtualMachine", "default", "vm"))
+    body["metadata"]["annotations"] = {"kumo.dev/reconcile-requested-at": "now-1"}
+    ctl.observe("VirtualMachine", "MODIFIED", body)
+    assert ctl.queue._due[key][0] <= now[0], "due now, not after the hold"
+    asyncio.run(ctl.process(key))
+    status = ctl.store.get("VirtualMachine", "default", "vm")["status"]
+    assert status["lastHandledReconcileAt"] == "now-1"
+    assert status["phase"] == "Building"
