@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -20,3 +22,16 @@ def test_run_options_have_production_defaults() -> None:
     assert args.drift_seconds < 60, "out-of-band changes must be caught well under a minute"
     assert args.metrics_address == "127.0.0.1"
     assert args.cloud_concurrency > 0 and args.cloud_rate > 0
+
+
+def test_argocd_cm_writes_the_patch_and_component_beside_the_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "health.lua").write_text("return {status = 'Healthy'}\n")
+    assert main(["argocd-cm", "--component", str(tmp_path)]) == 0
+    patch = yaml.safe_load((tmp_path / "argocd-cm.yaml").read_text())
+    assert patch["metadata"]["name"] == "argocd-cm"
+    assert len(patch["data"]) == len(KINDS)
+    assert yaml.safe_load((tmp_path / "kustomization.yaml").read_text())["kind"] == "Component"
+    assert main(["argocd-cm", "--component", str(tmp_path), "--stdout"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == patch
