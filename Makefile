@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: up down test test-clusters chaos unit lint crds rbac venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia clean image
+.PHONY: up down test test-clusters chaos unit lint crds rbac argocd venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia clean image
 
 up: venv
 	bash dev/up.sh
@@ -39,6 +39,11 @@ crds: venv
 
 rbac: venv
 	$(VENV)/bin/kumo rbac > deploy/base/rbac.yaml
+
+# Argo CD health for every kind: deploy/argocd/argocd-cm.yaml and its kustomize Component,
+# from deploy/argocd/health.lua and the kind registry (docs/install.md).
+argocd: venv
+	$(VENV)/bin/kumo argocd-cm --component deploy/argocd
 
 venv:
 	bash dev/venv.sh

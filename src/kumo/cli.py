@@ -1,4 +1,4 @@
-"""The `kumo` command: print CRDs, print RBAC, run the operator, plan, list orphans.
+"""The `kumo` command: print CRDs, RBAC, Argo CD health; run the operator, plan, list orphans.
 
 Only argument parsing lives here; each subcommand calls into the package
 (`plan` and `orphans`: :mod:`kumo.runtime.commands`). Exit codes, for every command:
@@ -73,6 +73,22 @@ def _rbac(_: argparse.Namespace) -> int:
     from kumo.kinds.rbac import render
 
     sys.stdout.write(render())
+    return 0
+
+
+def _argocd_cm(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from kumo.api import argocd
+
+    out = Path(args.component)
+    script = (out / argocd.SCRIPT).read_text()
+    files = argocd.component_files(script)
+    if args.stdout:
+        sys.stdout.write(files[argocd.PATCH])
+        return 0
+    for name, text in files.items():
+        (out / name).write_text(text)
     return 0
 
 
@@ -243,6 +259,22 @@ def build_parser() -> argparse.ArgumentParser:
         "rbac", help="print the ServiceAccount and least-privilege RBAC (deploy/base/rbac.yaml)"
     )
     rbac.set_defaults(func=_rbac)
+
+    argocd_cm = sub.add_parser(
+        "argocd-cm",
+        help="write Argo CD's health customization for every kind (argocd-cm patch and a "
+        "kustomize Component) beside the health script",
+    )
+    argocd_cm.add_argument(
+        "--component",
+        default="deploy/argocd",
+        help="the folder holding health.lua, where argocd-cm.yaml and kustomization.yaml "
+        "are written (default: deploy/argocd)",
+    )
+    argocd_cm.add_argument(
+        "--stdout", action="store_true", help="print the argocd-cm patch instead of writing"
+    )
+    argocd_cm.set_defaults(func=_argocd_cm)
 
     kinds = sub.add_parser("kinds", help="list Kumo's kinds (for scripts: CRDs, RBAC, tests)")
     kinds.add_argument("--plural", action="store_true", help="print plural resource names")

@@ -166,3 +166,16 @@ def test_an_unexpected_failure_is_one_line_and_exit_1(capsys: pytest.CaptureFixt
     assert capsys.readouterr().err == (
         "kumo orphans: ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 6443)\n"
     )
+
+
+def test_argocd_cm_writes_the_patch_and_component_beside_the_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "health.lua").write_text("return {status = 'Healthy'}\n")
+    assert main(["argocd-cm", "--component", str(tmp_path)]) == 0
+    patch = yaml.safe_load((tmp_path / "argocd-cm.yaml").read_text())
+    assert patch["metadata"]["name"] == "argocd-cm"
+    assert len(patch["data"]) == len(KINDS)
+    assert yaml.safe_load((tmp_path / "kustomization.yaml").read_text())["kind"] == "Component"
+    assert main(["argocd-cm", "--component", str(tmp_path), "--stdout"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == patch
