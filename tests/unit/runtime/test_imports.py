@@ -13,6 +13,7 @@ from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.cli import build_parser
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Key
+from kumo.engine.text import public_text
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.runtime.controller import Controller
 from kumo.runtime.imports import LABEL, ImportGate, parse_namespaces, refusal
@@ -190,3 +191,16 @@ def test_without_a_gate_every_namespace_may_import() -> None:
     asyncio.run(ctl.process(KEY))
     body = ctl.store.get("VirtualMachine", "team-a", "vm")
     assert body is not None and body["status"]["id"] == sid
+
+
+def test_the_command_survives_the_condition_limit() -> None:
+    """The refusal is a condition's message after the resource's own words and before the
+    retry hint: with names of a usual length the gate's 300 characters keep the whole
+    command (the longer message it replaced lost it on the lab)."""
+    namespace = "team-payments-production"
+    why = refusal(namespace, {}, ())
+    assert why is not None
+    hint = "(permanent: fix the spec or the cloud; retrying every 60s)"
+    noun = f"spec.import: keypair {namespace}-deploy-key-2026"
+    message = public_text(f"{noun} carries no Kumo marker, and {why} {hint}")
+    assert f"kubectl label namespace {namespace} {LABEL}=true" in message
