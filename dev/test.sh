@@ -20,7 +20,7 @@ bash dev/openstack/lab.sh up
 log "the operator image (make image: cached by a hash of its inputs, rebuilt when they change)"
 bash dev/image/build.sh
 log "integration tests"
-.venv/bin/pytest tests/integration "$@"
+.venv/bin/pytest tests/integration --durations=40 "$@"
 # The short chaos run (the long one: make chaos). Its own pytest session: it brings its
 # own operators, which must not compete with the integration session's for the lease.
 log "chaos (short: 3 kills, a stateful group's life with 6, 30 s of injected faults, nova-api then the Kubernetes API away 15 s each; make chaos runs 100 kills)"
