@@ -425,6 +425,97 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+KUBECTL_DESCRIPTION = """kubectl kumo: see Kumo's objects as a tree, find what keeps one from
+being Ready, list orphans. Reads the cluster with your kubeconfig; reads the cloud only
+with --cloud. Exit codes as kumo's: 0 answered, 1 an error, 64 a usage error."""
+
+
+def _kubectl_command(name: str) -> Any:
+    def command(args: argparse.Namespace) -> int:
+        from kumo.runtime import kubectl
+
+        body = {
+            "tree": kubectl.tree_command,
+            "why": kubectl.why_command,
+            "orphans": kubectl.orphans_command,
+        }[name]
+        return kubectl.run(name, body, args)
+
+    return command
+
+
+def build_kubectl_parser() -> argparse.ArgumentParser:
+    """`kubectl kumo` (the console script kubectl-kumo, which kubectl runs as a plugin)."""
+    parser = _Parser(prog="kubectl kumo", description=KUBECTL_DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"kubectl-kumo {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "-n",
+            "--namespace",
+            help="namespace (default: the kubeconfig context's, else default)",
+        )
+        p.add_argument("-o", "--output", choices=["text", "json"], default="text", help="format")
+        p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)")
+
+    def cloud(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument("--cloud", nargs="?", const="", default=None, metavar="NAME", help=what)
+        p.add_argument(
+            "--clouds-yaml",
+            help="with --cloud: clouds.yaml with the default cloud (default: "
+            "$OS_CLIENT_CONFIG_FILE, else where the openstack CLI looks)",
+        )
+        p.add_argument(
+            "--credentials-secret",
+            help="with --cloud: NAMESPACE/NAME of a Secret holding clouds.yaml, as for `kumo run`",
+        )
+        _cluster_id_argument(p)
+
+    def on_object(name: str, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("target", metavar="KIND/NAME", help="e.g. vmg/web, lb/front, vm/db-0")
+        common(p)
+        p.set_defaults(func=_kubectl_command(name))
+        return p
+
+    tree = on_object(
+        "tree",
+        "an object, what it owns, what it names and what names it, with the cloud "
+        "resources their statuses record (IDs, states), Ready and reason per object",
+    )
+    cloud(
+        tree,
+        "also list the cloud (the cloud NAME in clouds.yaml, else $OS_CLOUD or its only "
+        "one) and mark each ID present or missing",
+    )
+    on_object(
+        "why",
+        "follow WaitingFor* reasons and conditions through references to the first "
+        "thing that keeps an object from being Ready, and say what to do",
+    )
+
+    orphans = sub.add_parser(
+        "orphans",
+        help="the orphan sweep's findings (OrphanFound events); with --cloud, the cloud's "
+        "own listing (as `kumo orphans`)",
+    )
+    common(orphans)
+    orphans.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="events of every namespace"
+    )
+    cloud(orphans, "list the cloud itself (the cloud NAME in clouds.yaml, as `kumo orphans`)")
+    _sweep_policy(orphans)
+    orphans.set_defaults(func=_kubectl_command("orphans"))
+    return parser
+
+
+def kubectl_main(argv: list[str] | None = None) -> int:
+    """`kubectl kumo …`: one command's exit code (usage errors exit 64)."""
+    args = build_kubectl_parser().parse_args(argv)
+    return int(args.func(args))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code (usage errors exit 64 from the parser)."""
     args = build_parser().parse_args(argv)

@@ -33,17 +33,22 @@ class CommandError(Exception):
     """What the user must fix, in one line."""
 
 
-def run(name: str, command: Callable[[Any], Coroutine[Any, Any, int]], args: Any) -> int:
-    """Run ``command(args)``; any failure is one line naming ``kumo NAME`` and exit 1."""
+def run(
+    name: str,
+    command: Callable[[Any], Coroutine[Any, Any, int]],
+    args: Any,
+    prog: str = "kumo",
+) -> int:
+    """Run ``command(args)``; any failure is one line naming ``PROG NAME`` and exit 1."""
     if getattr(args, "kubeconfig", None):
         os.environ["KUBECONFIG"] = args.kubeconfig
     try:
         return asyncio.run(command(args))
     except (CommandError, cloudchoice.CloudChoiceError, manifests.ManifestError) as error:
-        sys.stderr.write(f"kumo {name}: {error}\n")
+        sys.stderr.write(f"{prog} {name}: {error}\n")
     except Exception as error:  # the API server away, a cloud refusing: still one line
         detail = str(error).splitlines()[0] if str(error) else ""
-        sys.stderr.write(f"kumo {name}: {type(error).__name__}: {detail}\n")
+        sys.stderr.write(f"{prog} {name}: {type(error).__name__}: {detail}\n")
     return EXIT_ERROR
 
 

@@ -1,0 +1,51 @@
+"""`kubectl kumo`'s arguments and exit codes (kumo.runtime.kubectl, kumo.cli)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kumo import cli
+from kumo.runtime import kubectl
+
+
+def test_target_takes_any_name_kubectl_knows() -> None:
+    info, name = kubectl.target("vmg/web")
+    assert (info.kind, name) == ("VirtualMachineGroup", "web")
+    assert kubectl.target("loadbalancers.kumo.dev/front")[0].kind == "LoadBalancer"
+    with pytest.raises(kubectl.UsageError, match="KIND/NAME"):
+        kubectl.target("vmg")
+    with pytest.raises(kubectl.UsageError, match="not a kind of Kumo's"):
+        kubectl.target("pod/x")
+
+
+def test_an_unknown_kind_or_flag_exits_64(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.kubectl_main(["tree", "pod/x"]) == 64
+    assert "kubectl kumo tree: 'pod' is not a kind" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        cli.kubectl_main(["tree"])
+    assert exited.value.code == 64
+
+
+def test_no_kubeconfig_is_one_line_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", "")  # restored after: --kubeconfig sets it
+    code = cli.kubectl_main(["why", "vm/x", "--kubeconfig", str(tmp_path / "none")])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kubectl kumo why: kubeconfig ") and err.count("\n") == 1
+
+
+def test_the_namespace_is_the_contexts(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text(
+        "current-context: b\ncontexts:\n- name: a\n  context: {namespace: x}\n"
+        "- name: b\n  context: {namespace: team}\n"
+    )
+    assert kubectl.current_namespace({"KUBECONFIG": str(config)}, tmp_path) == "team"
+    config.write_text("current-context: a\ncontexts:\n- name: a\n  context: {}\n")
+    assert kubectl.current_namespace({"KUBECONFIG": str(config)}, tmp_path) == "default"
+    assert kubectl.current_namespace({}, tmp_path) == "default"
