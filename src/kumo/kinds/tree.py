@@ -28,7 +28,7 @@ Objects = Mapping[ObjectKey, Body]
 #: Status IDs that name no cloud resource of their own.
 NOT_RESOURCES = frozenset({"hostId"})
 #: Fields that label an item of a status list (``ports[80]``, ``members[web-0]``).
-ITEM_LABELS = ("port", "name", "cidr", "accessTo", "id")
+ITEM_LABELS = ("name", "port", "cidr", "accessTo", "id")
 
 KUMO_KINDS = {info.kind: info for info in KINDS}
 
@@ -362,7 +362,7 @@ def rows(node: Node) -> list[tuple[str, str, str, str, str]]:
             last = i == len(items) - 1
             mark = "└─ " if last else "├─ "
             if isinstance(item, CloudResource):
-                state = item.state + (f" ({item.cloud})" if item.cloud else "")
+                state = " ".join(filter(None, (item.state, item.cloud and f"({item.cloud})")))
                 out.append((f"{inner}{mark}{item.path}", "", "", item.id, state))
             else:
                 add(item, inner, mark)

@@ -49,3 +49,11 @@ def test_the_namespace_is_the_contexts(tmp_path: Path) -> None:
     config.write_text("current-context: a\ncontexts:\n- name: a\n  context: {}\n")
     assert kubectl.current_namespace({"KUBECONFIG": str(config)}, tmp_path) == "default"
     assert kubectl.current_namespace({}, tmp_path) == "default"
+
+
+def test_the_package_installs_the_plugin() -> None:
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    scripts = tomllib.loads(pyproject.read_text())["project"]["scripts"]
+    assert scripts["kubectl-kumo"] == "kumo.cli:kubectl_main"
