@@ -161,6 +161,13 @@ async def orphans_command(args: Any) -> int:
         events = await reads.events(ORPHAN_EVENT, namespace)
     finally:
         await reads.close()
+    sys.stdout.write(render_orphan_events(events, args.output))
+    return EXIT_OK
+
+
+def render_orphan_events(events: list[Body], output: str) -> str:
+    """The sweep's ``OrphanFound`` events: when, where, how often, and their message
+    (what the orphan is, what the sweep does, how to keep or delete it)."""
     rows = [
         {
             "namespace": (e.get("metadata") or {}).get("namespace", ""),
@@ -170,18 +177,19 @@ async def orphans_command(args: Any) -> int:
         }
         for e in events
     ]
-    if args.output == "json":
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-    elif not rows:
-        sys.stdout.write(
+    if output == "json":
+        return json.dumps(rows, indent=2) + "\n"
+    if not rows:
+        return (
             "no OrphanFound events (they expire after the API server's event TTL, 1 h by "
             "default; --cloud lists the cloud itself)\n"
         )
-    else:
-        for r in rows:
-            sys.stdout.write(f"{r['last']} {r['namespace']} (x{r['count']}):\n")
-            sys.stdout.write("  " + r["message"].replace("\n", "\n  ") + "\n")
-    return EXIT_OK
+    return "".join(
+        f"{r['last']} {r['namespace']} (x{r['count']}):\n  "
+        + r["message"].replace("\n", "\n  ")
+        + "\n"
+        for r in rows
+    )
 
 
 def run(name: str, command: Any, args: Any) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,19 @@ def test_the_package_installs_the_plugin() -> None:
     pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
     scripts = tomllib.loads(pyproject.read_text())["project"]["scripts"]
     assert scripts["kubectl-kumo"] == "kumo.cli:kubectl_main"
+
+
+def test_orphan_events_are_listed_with_their_advice() -> None:
+    event = {
+        "metadata": {"namespace": "team"},
+        "lastTimestamp": "2026-11-29T06:00:00Z",
+        "count": 3,
+        "message": "server s-1 (x) carries the marker of object uid u: deleted after the grace."
+        "\nTo keep it, remove its marker\nTo delete it: openstack server delete s-1",
+    }
+    text = kubectl.render_orphan_events([event], "text")
+    assert text.startswith("2026-11-29T06:00:00Z team (x3):\n  server s-1")
+    assert "\n  To delete it: openstack server delete s-1\n" in text
+    assert "no OrphanFound events" in kubectl.render_orphan_events([], "text")
+    (row,) = json.loads(kubectl.render_orphan_events([event], "json"))
+    assert (row["namespace"], row["count"]) == ("team", 3)
