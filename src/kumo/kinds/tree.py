@@ -4,8 +4,8 @@ the cloud resources their statuses record, as a tree.
 Pure: it reads a snapshot of the namespace's objects (:data:`Objects`) and returns
 :class:`Node` s; the plugin (:mod:`kumo.runtime.kubectl`) reads the snapshot and prints.
 Who refers to whom comes from the declared references
-(:data:`kumo.kinds.references.REFERENCES`) and ownership from ``ownerReferences`` (a
-group's members and volumes), so a new kind or reference shows without a change here.
+(:data:`kumo.kinds.references.REFERENCES`) and ownership from ``ownerReferences`` of
+the kinds the registry says a kind creates (a group's members and volumes), so a new kind or reference shows without a change here.
 The cloud resources are every ID a status records (``id``, ``serverGroupId``,
 ``ports[80].poolId``…), found by walking the status, not by a list per kind.
 """
@@ -20,6 +20,7 @@ from kumo.api.common import PAUSED_ANNOTATION
 from kumo.api.kinds import KINDS, KindInfo
 from kumo.engine.objects import Body
 from kumo.kinds.references import REFERENCES, readers_of, referenced_names
+from kumo.kinds.registry import RECORDS
 
 #: (kind, namespace, name) → the object's body, as the API server returns it.
 ObjectKey = tuple[str, str, str]
@@ -211,13 +212,16 @@ def _node(objects: Objects, key: ObjectKey, via: str) -> Node:
 
 
 def owned(objects: Objects, body: Body) -> list[ObjectKey]:
-    """The objects whose ``ownerReferences`` name ``body``, by kind then name."""
+    """The objects of the kinds ``body``'s kind creates (the registry's ``creates``: a
+    group's members and Volumes) whose ``ownerReferences`` name it, by kind then name."""
     uid = (body.get("metadata") or {}).get("uid")
     namespace = body["metadata"].get("namespace", "default")
+    made = {i.kind for r in RECORDS if r.info.kind == body["kind"] for i in r.creates}
     keys = [
         key
         for key, other in objects.items()
         if key[1] == namespace
+        and key[0] in made
         and uid
         and any(r.get("uid") == uid for r in other["metadata"].get("ownerReferences") or [])
     ]

@@ -176,3 +176,23 @@ def test_kind_names_as_kubectl_knows_them() -> None:
     for text in (*group.short_names, group.kind, group.plural, f"{group.plural}.kumo.dev"):
         assert tree.kind_info(text) is group
     assert tree.kind_info("pod") is None
+
+
+def test_owned_are_the_kinds_the_registry_says_a_kind_creates() -> None:
+    objects = dict(seed())
+    objects.update(
+        tree.index(
+            [
+                obj("Volume", "data-0", {}, {"id": "v-0", "volumeStatus": "in-use"}, owner="web"),
+                # Another owner's claim on an object of a kind a group does not create.
+                obj("FloatingIP", "odd", {}, {"id": "fip-2"}, owner="web"),
+            ]
+        )
+    )
+    root = tree.build(objects, ("VirtualMachineGroup", "ns", "web"))
+    owned = [(n.kind, n.name, n.state) for n in root.children if n.via == "owns"]
+    assert owned == [
+        ("Volume", "data-0", "in-use"),
+        ("VirtualMachine", "web-0", "Running"),
+        ("VirtualMachine", "web-1", "Running"),
+    ]
