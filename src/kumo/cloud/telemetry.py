@@ -73,8 +73,8 @@ WATCH_LISTING_SECONDS = Histogram(
     buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
 )
 
-#: The header a service takes a global request ID from (oslo.middleware's request_id
-#: filter: Nova, Neutron, Cinder, Glance, Octavia, Designate, Manila, Keystone).
+#: The header oslo.middleware's request_id filter takes a global request ID from (which
+#: services log it: docs/operations.md, "Logs and request IDs").
 REQUEST_ID_HEADER = "X-OpenStack-Request-ID"
 #: The headers a service answers with its own request ID in (Nova sends both).
 RESPONSE_ID_HEADERS = ("x-openstack-request-id", "x-compute-request-id")
