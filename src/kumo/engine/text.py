@@ -51,6 +51,8 @@ _SECRET_PAIR = re.compile(
     r"""(?P<value>\[redacted\]|"(?:[^"\\]|\\.)*"|'[^']*'|(?:(?:Bearer|Basic)\s+)?[^\s,;&"'}\]]+)""",
     re.IGNORECASE,
 )
+#: A word every key of _SECRET_PAIR contains.
+_SECRET_HINT = re.compile(r"passw|secret|token|key|authorization", re.IGNORECASE)
 #: Keystone's Fernet tokens and JWTs, however short a piece of one is.
 _TOKEN = re.compile(r"\bgAAAAA[A-Za-z0-9_=-]+|\beyJ[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_=-]*){1,2}")
 _RUN = re.compile(r"[A-Za-z0-9+/=_-]{32,}")
@@ -72,9 +74,14 @@ def secret_free(text: str) -> str:
     """``text`` without passwords, tokens or a URL's password, otherwise unchanged:
     what a log line passes (kumo.runtime.logs). IDs, queries and lines are kept, so a
     log still says which resource and which request."""
-    text = _URL_PASSWORD.sub(r"\g<head>@", text)
-    text = _SECRET_PAIR.sub(_blank_value, text)
-    return _TOKEN.sub(REDACTED, text)
+    # Each pattern only where its cheap hint is (_SECRET_PAIR costs ~100 µs a line).
+    if "@" in text and "://" in text:
+        text = _URL_PASSWORD.sub(r"\g<head>@", text)
+    if _SECRET_HINT.search(text):
+        text = _SECRET_PAIR.sub(_blank_value, text)
+    if "gAAAAA" in text or "eyJ" in text:
+        text = _TOKEN.sub(REDACTED, text)
+    return text
 
 
 def _strip(text: str) -> str:

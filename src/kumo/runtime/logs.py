@@ -37,6 +37,8 @@ NOISY = ("openstack", "keystoneauth", "urllib3", "stevedore")
 #: Attributes kopf's object loggers add to a record, not for the line.
 _KOPF_EXTRAS = {"k8s_skip", "k8s_ref", "settings"}
 _FIRST = ("time", "level", "logger", "message")
+#: Fields Kumo fills from its own values (names, UIDs, request IDs): not filtered.
+_OWN = frozenset({"time", "level", "logger", "object", "pass", "request_ids"})
 
 
 class TextFormatter(logging.Formatter):
@@ -79,7 +81,7 @@ class KumoJsonFormatter(JsonFormatter):
     def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
         ordered = {k: log_data[k] for k in _FIRST if k in log_data}
         ordered.update(log_data)
-        return {k: _clean(v) for k, v in ordered.items()}
+        return {k: v if k in _OWN else _clean(v) for k, v in ordered.items()}
 
 
 def _clean(value: Any) -> Any:

@@ -87,6 +87,9 @@ LEAKS = [
     ("listening on amqp://kumo:%s@127.0.0.1:5672/", (PASSWORD,)),
     ("%s", ('{"auth": {"passwordCredentials": {"password": "' + PASSWORD + '"}}}',)),
     ("token %s", (TOKEN,)),
+    ("env OS_PASSWORD=%s", (PASSWORD,)),
+    ("kube request Authorization: Bearer %s", (PASSWORD,)),
+    ("secret data {'api_key': '%s'}", (PASSWORD,)),
 ]
 
 
