@@ -122,6 +122,7 @@ def _run(args: argparse.Namespace) -> int:
         metrics_address=args.metrics_address,
         kubeconfig=args.kubeconfig,
         verbose=args.verbose,
+        log_format=args.log_format,
         leader_election=args.leader_election,
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,
@@ -421,6 +422,13 @@ def build_parser() -> argparse.ArgumentParser:
     _tenancy_flags(run)
     _import_unmarked_argument(run)
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    run.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="json: one object per line with the object, the pass's global request ID "
+        "(X-OpenStack-Request-ID) and the cloud's request IDs (docs/operations.md)",
+    )
     run.set_defaults(func=_run)
     return parser
 

@@ -89,3 +89,12 @@ def test_kumo_system_enforces_restricted_and_the_lab_only_lifts_enforce() -> Non
     patch = load("overlays/lab/namespace.yaml")
     assert patch["metadata"]["labels"] == {"pod-security.kubernetes.io/enforce": "privileged"}
     assert load("overlays/lab/deployment.yaml")["spec"]["template"]["spec"]["hostNetwork"]
+
+
+def test_the_json_logs_overlay_passes_a_log_format_kumo_run_takes() -> None:
+    overlay = load("overlays/json-logs/kustomization.yaml")
+    assert "../../base" in overlay["resources"]
+    patch = yaml.safe_load((DEPLOY / "overlays/json-logs/log-format.yaml").read_text())
+    flag = patch[0]["value"]
+    assert flag == "--log-format=json"
+    assert build_parser().parse_args(["run", flag]).log_format == "json"

@@ -13,6 +13,7 @@ shares.py and neutron.py.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -91,7 +92,8 @@ class CloudBase:
             telemetry.WAITS.labels("any", "throttled").inc()
         async with self._watch_slots if WATCH_LANE.get() else self._slots:
             try:
-                call = functools.partial(fn, *args, **kw)
+                # In the caller's context: its pass (engine/trace.py) tags the requests.
+                call = functools.partial(contextvars.copy_context().run, fn, *args, **kw)
                 return await asyncio.get_running_loop().run_in_executor(self._threads, call)
             except Exception as error:
                 classified = classify(error, action, field)

@@ -17,6 +17,12 @@ it. Its labels are bounded:
 ``elapsed`` is requests' own: from sending the request to parsing the response's
 headers (the body's download is not in it).
 
+The same path carries the pass's global request ID (:mod:`kumo.engine.trace`): a
+wrapper of the session's ``send`` (:class:`Sender`) adds ``X-OpenStack-Request-ID``
+to every request made while a pass is current, and the hook hands each response's own
+``x-openstack-request-id`` to that pass. Both read the context of the calling thread:
+the cloud adapter runs each call with a copy of its pass's context (cloud/base.py).
+
 Failures are counted by the classifier's category (cloud/errors.py) where ``_call``
 classifies them, and the waits they cause (409 busy, 413/429 rate limits) beside them;
 Kumo's own token bucket counts its waits as ``service="any"`` (it is per cloud).
@@ -30,6 +36,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from prometheus_client import Counter, Histogram
+
+from kumo.engine import trace
 
 REQUESTS = Counter(
     "kumo_cloud_requests_total",
@@ -64,6 +72,12 @@ WATCH_LISTING_SECONDS = Histogram(
     ["service", "resource"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
 )
+
+#: The header oslo.middleware's request_id filter takes a global request ID from (which
+#: services log it: docs/operations.md, "Logs and request IDs").
+REQUEST_ID_HEADER = "X-OpenStack-Request-ID"
+#: The headers a service answers with its own request ID in (Nova sends both).
+RESPONSE_ID_HEADERS = ("x-openstack-request-id", "x-compute-request-id")
 
 #: Operations per service at most; any more are counted as ``other``.
 MAX_OPERATIONS = 64
@@ -159,6 +173,9 @@ class Recorder:
             REQUEST_SECONDS.labels(service, name).observe(response.elapsed.total_seconds())
         except Exception:  # pragma: no cover - defensive
             pass
+        opened = trace.current()
+        if opened is not None:
+            opened.saw(response_request_id(response))
 
     def operation(self, service: str, method: str, url: str) -> str:
         name = operation(method, url)
@@ -211,12 +228,41 @@ class Recorder:
         self._catalog_of = auth_ref
 
 
+def response_request_id(response: Any) -> str | None:
+    """The service's own ID of the request ``response`` answers, if it says one."""
+    headers = getattr(response, "headers", None) or {}
+    for name in RESPONSE_ID_HEADERS:
+        value = headers.get(name)
+        if value:
+            return str(value)
+    return None
+
+
+class Sender:
+    """Stands in for a ``requests.Session``'s ``send``: adds the current pass's global
+    request ID to each request that carries none yet (a caller's own is kept)."""
+
+    def __init__(self, send: Any) -> None:
+        self.send = send
+
+    def __call__(self, request: Any, **kwargs: Any) -> Any:
+        opened = trace.current()
+        if opened is not None and REQUEST_ID_HEADER not in request.headers:
+            request.headers[REQUEST_ID_HEADER] = opened.request_id
+        return self.send(request, **kwargs)
+
+
 def instrument(conn: Any) -> Recorder:
-    """Count every HTTP request of this openstacksdk connection (idempotent)."""
+    """Count every HTTP request of this openstacksdk connection, and tag it with the
+    current pass's global request ID (idempotent)."""
     session = getattr(conn, "session", None)
-    hooks = getattr(getattr(session, "session", None), "hooks", {}).setdefault("response", [])
+    http: Any = getattr(session, "session", None)
+    hooks = getattr(http, "hooks", {}).setdefault("response", [])
     if not isinstance(hooks, list):  # not a requests.Session (a test's stand-in)
         return Recorder(session)
+    send = getattr(http, "send", None)
+    if send is not None and not isinstance(send, Sender):
+        http.send = Sender(send)
     for hook in hooks:
         recorder = getattr(hook, "__self__", None)
         if isinstance(recorder, Recorder):

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import pydantic
 
-from kumo.engine import conditions, failpoints, pause
+from kumo.engine import conditions, failpoints, pause, trace
 from kumo.engine.dryrun import Action, Change, MutedEvents, RecordingKube, drift_entries
 from kumo.engine.errors import ObjectGone, ReconcileError, TerminalError, TransientError
 from kumo.engine.objects import Actuator, Body, Context, Key, Obj
@@ -181,7 +181,23 @@ class Engine:
         return self.backoff.held(obj.key, obj.generation)
 
     async def run(self, actuator: Actuator, ctx: Context, obj: Obj) -> float | None:
-        """Reconcile or finalize ``obj`` once; return the requeue delay."""
+        """Reconcile or finalize ``obj`` once; return the requeue delay.
+
+        The pass is current (:mod:`kumo.engine.trace`) while it runs: its cloud calls
+        carry one global request ID, and its log lines and events name it."""
+        with trace.running(obj.info.kind, obj.namespace, obj.name, obj.uid) as opened:
+            delay = await self._run(actuator, ctx, obj)
+            if opened.requests:  # a pass that read only caches is not worth a line
+                log.info(
+                    "%s: pass %s made %d cloud request(s); next in %s",
+                    obj.key,
+                    opened.request_id,
+                    opened.requests,
+                    "-" if delay is None else f"{delay:.1f}s",
+                )
+            return delay
+
+    async def _run(self, actuator: Actuator, ctx: Context, obj: Obj) -> float | None:
         spec: Any = None
         invalid: TerminalError | None = None
         try:

@@ -26,11 +26,12 @@ from typing import Any
 from kumo.api.kinds import KINDS, KindInfo
 from kumo.cloud.dryrun import DryRunCloud
 from kumo.cloud.notifications import NoticeBoard
-from kumo.engine import conditions
+from kumo.engine import conditions, trace
 from kumo.engine.errors import ReconcileError, TransientError
 from kumo.engine.objects import Actuator, Body, Context, Key, Obj, copy_body
 from kumo.engine.queue import WorkQueue
 from kumo.engine.reconciler import Engine
+from kumo.engine.text import EVENT_LIMIT, public_text
 from kumo.ports import Cloud
 from kumo.runtime import metrics
 from kumo.runtime.config_maps import ConfigMapFollower, FollowingKube
@@ -67,7 +68,11 @@ WATCHED_POLL_CAP_SECONDS = 60.0
 
 
 class EventRecorder:
-    """Posts Kubernetes events without blocking reconciles; drops repeats for a minute."""
+    """Posts Kubernetes events without blocking reconciles; drops repeats for a minute.
+
+    An event of a pass ends with that pass's global request ID (``(request req-…)``,
+    :func:`kumo.engine.trace.event_tail`): what the cloud services' logs name the
+    pass's calls by. Repeats are judged without it."""
 
     def __init__(self, kube: Any) -> None:
         self._kube = kube
@@ -83,6 +88,9 @@ class EventRecorder:
         if len(self._recent) > 10_000:  # forget what is past the dedup window
             self._recent = {k: t for k, t in self._recent.items() if now - t < EVENT_DEDUP_SECONDS}
         log.info("event %s %s: %s %s", obj.key, type_, reason, message)
+        tail = trace.event_tail()
+        if tail:
+            message = public_text(message, EVENT_LIMIT - len(tail)) + tail
         task = asyncio.ensure_future(self._post(obj, type_, reason, message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

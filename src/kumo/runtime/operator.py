@@ -37,7 +37,7 @@ from kumo.cloud.notifications import (
 )
 from kumo.cloud.watch import SKEW_SECONDS
 from kumo.kinds import registry
-from kumo.runtime import cluster, commands, defaultcloud, metrics
+from kumo.runtime import cluster, commands, defaultcloud, logs, metrics
 from kumo.runtime.controller import Controller
 from kumo.runtime.health import Health, start_server
 from kumo.runtime.imports import ImportGate
@@ -67,6 +67,8 @@ class OperatorOptions:
     metrics_address: str = "127.0.0.1"
     kubeconfig: str | None = None
     verbose: bool = False
+    #: ``text`` or ``json`` (runtime/logs.py).
+    log_format: str = "text"
     leader_election: bool = True
     lease_namespace: str = "kumo-system"
     lease_name: str = "kumo"
@@ -292,15 +294,7 @@ def _watch(
 
 
 def run_operator(options: OperatorOptions) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if options.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-    for noisy in ("openstack", "keystoneauth", "urllib3", "stevedore"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    if not options.verbose:  # "Handler 'watch-…' succeeded" for every watch event: at
-        # 1,000 VMs two thirds of the log. Kumo logs what it does itself (kumo.controller).
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    logs.configure(options.log_format, options.verbose)
     if options.kubeconfig:
         os.environ["KUBECONFIG"] = options.kubeconfig
     problem = startup_problem(options)
