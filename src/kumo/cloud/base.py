@@ -6,8 +6,7 @@ which capped every cloud together) — bounded by a semaphore and a token bucket
 the event loop never blocks and one cloud is never flooded. The cloud watch's listings
 have two slots of their own: a burst of slow creates never delays noticing changes. ``_call``
 classifies failures into transient/terminal ReconcileErrors; ``_get`` turns 404
-into ``None``. The per-service calls live in compute.py, octavia.py, designate.py,
-shares.py and neutron.py.
+into ``None``. Each service's calls live in its package, ``kumo.cloud.services.<service>``.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import openstack.connection
 import requests.adapters
@@ -30,6 +29,7 @@ from kumo.cloud.model import MANAGED_TAG
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
 from kumo.cloud.watch import SKEW_SECONDS, WATCH_LANE, CloudWatch
+from kumo.cloud.watcher import WatchEnv, Watcher
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError, refused
 from kumo.ports import Cloud
 
@@ -42,6 +42,9 @@ WATCH_SLOTS = 2
 
 
 class CloudBase:
+    #: The watchers its watch schedules: every service's (adapter.py sets them).
+    WATCHERS: ClassVar[tuple[Callable[[Cloud, WatchEnv], Watcher], ...]] = ()
+
     def __init__(
         self,
         conn: openstack.connection.Connection,
@@ -71,6 +74,7 @@ class CloudBase:
             relist=relist_seconds,
             skew=skew_seconds,
             max_queued_builds=max_queued_builds,
+            watchers=self.WATCHERS,
         )
 
     async def project_id(self) -> str | None:

@@ -23,12 +23,12 @@ from openstack import exceptions as os_exc
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
-from kumo.cloud.watch import FloatingIPWatcher
+from kumo.cloud.services.networking.watch import FloatingIPWatcher
 from kumo.engine.errors import TerminalError
 from kumo.engine.failpoints import failpoint
 
 
-class FloatingIPCalls(CloudBase):
+class FloatingIPsCalls(CloudBase):
     # -- the external network ----------------------------------------------------------------
 
     async def floating_ip_network_id(self, ref: str | None, field: str = "spec.network") -> str:
@@ -52,7 +52,7 @@ class FloatingIPCalls(CloudBase):
     # -- floating IPs ----------------------------------------------------------------------
 
     async def get_floating_ip(self, fip_id: str) -> model.FloatingIP | None:
-        hit = self.watch.floating_ips.lookup(fip_id)
+        hit = self.watch.of(FloatingIPWatcher).floating_ips.lookup(fip_id)
         if isinstance(hit, model.FloatingIP):
             return hit
         if hit is GONE:
@@ -62,7 +62,7 @@ class FloatingIPCalls(CloudBase):
 
     async def list_owned_floating_ips(self, uid: str) -> list[model.FloatingIP]:
         """Floating IPs carrying ``uid``'s marker (tags, or the description's word)."""
-        cache = self.watch.floating_ips
+        cache = self.watch.of(FloatingIPWatcher).floating_ips
         if not cache.answers_for(uid):
             await self._relist(cache, uid, self.fetch_floating_ips)
         return cache.owned_by(uid)
@@ -114,12 +114,12 @@ class FloatingIPCalls(CloudBase):
             "post",
             "/floatingips",
             resolved=[network_id],
-            in_doubt=(self.watch.floating_ips, model.owner_of(tags) or ""),
+            in_doubt=(self.watch.of(FloatingIPWatcher).floating_ips, model.owner_of(tags) or ""),
             json={"floatingip": body},
             field="spec.address" if address else "spec.network",
         )
         fip = _floating_ip(created["floatingip"])
-        self.watch.floating_ips.put(fip)  # marked by its description already
+        self.watch.of(FloatingIPWatcher).floating_ips.put(fip)  # marked by its description already
         failpoint("after-floating-ip-create")  # crash tests: adopted by its description
         await self.set_floating_ip_tags(fip.id, tags)
         return dataclasses.replace(fip, tags=list(tags))
@@ -158,7 +158,9 @@ class FloatingIPCalls(CloudBase):
             f"/floatingips/{fip_id}/tags",
             json={"tags": list(tags)},
         )
-        self.watch.floating_ips.update(fip_id, lambda f: dataclasses.replace(f, tags=list(tags)))
+        self.watch.of(FloatingIPWatcher).floating_ips.update(
+            fip_id, lambda f: dataclasses.replace(f, tags=list(tags))
+        )
         self.watch.nudge(FloatingIPWatcher.service)
 
     async def delete_floating_ip(self, fip_id: str) -> None:
@@ -170,12 +172,12 @@ class FloatingIPCalls(CloudBase):
         except TerminalError as error:
             if not isinstance(error.__cause__, os_exc.NotFoundException):
                 raise
-        self.watch.floating_ips.forget(fip_id)
+        self.watch.of(FloatingIPWatcher).floating_ips.forget(fip_id)
         self.watch.nudge(FloatingIPWatcher.service)
 
     def _fip_changed(self, fip: model.FloatingIP) -> model.FloatingIP:
         """Kumo's write returned it: the freshest view until the next listing."""
-        self.watch.floating_ips.put(fip)
+        self.watch.of(FloatingIPWatcher).floating_ips.put(fip)
         self.watch.nudge(FloatingIPWatcher.service)
         return fip
 

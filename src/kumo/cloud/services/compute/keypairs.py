@@ -15,10 +15,10 @@ from typing import Any
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
-from kumo.cloud.watch import KeyPairWatcher
+from kumo.cloud.services.compute.watch import KeyPairWatcher
 
 
-class KeyPairCalls(CloudBase):
+class KeyPairsCalls(CloudBase):
     async def fetch_keypairs(self) -> list[model.KeyPair]:
         """Every keypair of the credentials' user, with its public key (one call)."""
         found = await self._call("list keypairs", lambda: list(self.conn.compute.keypairs()))
@@ -26,7 +26,7 @@ class KeyPairCalls(CloudBase):
 
     async def get_keypair(self, name: str) -> model.KeyPair | None:
         """The keypair of that name, or None."""
-        hit = self.watch.keypairs.lookup(name)
+        hit = self.watch.of(KeyPairWatcher).keypairs.lookup(name)
         if isinstance(hit, model.KeyPair):
             return hit
         if hit is GONE:
@@ -36,7 +36,7 @@ class KeyPairCalls(CloudBase):
 
     async def list_owned_keypairs(self, uid: str) -> list[model.KeyPair]:
         """Keypairs whose public key carries the ownership marker of ``uid``."""
-        cache = self.watch.keypairs
+        cache = self.watch.of(KeyPairWatcher).keypairs
         if cache.answers_for(uid):
             return cache.owned_by(uid)
         listed = await self._relist(cache, uid, self.fetch_keypairs)
@@ -48,7 +48,7 @@ class KeyPairCalls(CloudBase):
             "create keypair",
             self.conn.compute.create_keypair,
             resolved=[],
-            in_doubt=(self.watch.keypairs, owner),
+            in_doubt=(self.watch.of(KeyPairWatcher).keypairs, owner),
             name=name,
             public_key=public_key,
             field="spec.publicKey",
@@ -56,7 +56,7 @@ class KeyPairCalls(CloudBase):
         keypair = _keypair(created)
         if not keypair.public_key:  # Nova answers an import with the key; be sure anyway
             keypair = model.KeyPair(name, public_key, keypair.fingerprint, keypair.type)
-        self.watch.keypairs.put(keypair)
+        self.watch.of(KeyPairWatcher).keypairs.put(keypair)
         return keypair
 
     async def delete_keypair(self, name: str) -> None:
@@ -64,7 +64,7 @@ class KeyPairCalls(CloudBase):
         await self._call(
             "delete keypair", self.conn.compute.delete_keypair, name, ignore_missing=True
         )
-        self.watch.keypairs.forget(name)
+        self.watch.of(KeyPairWatcher).keypairs.forget(name)
         self.watch.nudge(KeyPairWatcher.service)
 
 

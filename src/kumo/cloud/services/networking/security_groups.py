@@ -29,7 +29,7 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
-from kumo.cloud.watch import SecurityGroupWatcher
+from kumo.cloud.services.networking.watch import SecurityGroupWatcher
 from kumo.engine.errors import TerminalError
 from kumo.engine.failpoints import failpoint
 
@@ -41,13 +41,13 @@ PROBE_FIELDS = ["id", "name", "description", "tags", "revision_number"]
 STALE = -1
 
 
-class NeutronCalls(CloudBase):
+class SecurityGroupsCalls(CloudBase):
     # -- plumbing --------------------------------------------------------------------------
 
     def _group_changed(self, group_id: str, change: Any = None) -> None:
         """Kumo changed the group: apply ``change`` to the cached one, mark its rules to
         be read again, and look again soon."""
-        cache = self.watch.security_groups
+        cache = self.watch.of(SecurityGroupWatcher).security_groups
 
         def stale(group: model.SecurityGroup) -> model.SecurityGroup:
             group = change(group) if change is not None else group
@@ -59,7 +59,7 @@ class NeutronCalls(CloudBase):
     # -- groups ----------------------------------------------------------------------------
 
     async def get_security_group(self, group_id: str) -> model.SecurityGroup | None:
-        hit = self.watch.security_groups.lookup(group_id)
+        hit = self.watch.of(SecurityGroupWatcher).security_groups.lookup(group_id)
         if isinstance(hit, model.SecurityGroup):
             return hit
         # GONE too: the watch lists Kumo's marked ones only, so one dropped from its
@@ -73,7 +73,7 @@ class NeutronCalls(CloudBase):
         return _group(found["security_group"]) if found is not None else None
 
     async def list_owned_security_groups(self, uid: str) -> list[model.SecurityGroup]:
-        cache = self.watch.security_groups
+        cache = self.watch.of(SecurityGroupWatcher).security_groups
         if cache.answers_for(uid):
             return cache.owned_by(uid)
 
@@ -141,16 +141,21 @@ class NeutronCalls(CloudBase):
             "post",
             "/security-groups",
             resolved=[],
-            in_doubt=(self.watch.security_groups, model.owner_of(tags) or ""),
+            in_doubt=(
+                self.watch.of(SecurityGroupWatcher).security_groups,
+                model.owner_of(tags) or "",
+            ),
             json={"security_group": body},
             field="spec",
         )
         group = _group(created["security_group"])
-        self.watch.security_groups.put(group)  # marked by its description already
+        self.watch.of(SecurityGroupWatcher).security_groups.put(
+            group
+        )  # marked by its description already
         failpoint("after-security-group-create")  # crash tests: adopted by its description
         await self._put_tags(group.id, tags)
         group = dataclasses.replace(group, tags=list(tags))
-        self.watch.security_groups.put(group)
+        self.watch.of(SecurityGroupWatcher).security_groups.put(group)
         self.watch.nudge(SecurityGroupWatcher.service)
         return group
 
@@ -190,7 +195,7 @@ class NeutronCalls(CloudBase):
         except TerminalError as error:
             if not isinstance(error.__cause__, os_exc.NotFoundException):
                 raise
-        self.watch.security_groups.forget(group_id)
+        self.watch.of(SecurityGroupWatcher).security_groups.forget(group_id)
         self.watch.nudge(SecurityGroupWatcher.service)
 
     # -- rules -----------------------------------------------------------------------------

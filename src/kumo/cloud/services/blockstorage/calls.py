@@ -29,7 +29,8 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import model, pages
 from kumo.cloud.base import CloudBase
-from kumo.cloud.watch import VolumeWatcher
+from kumo.cloud.services.blockstorage.watch import VolumeWatcher
+from kumo.cloud.services.compute.watch import ServerWatcher
 from kumo.engine.errors import TerminalError
 
 MICROVERSION = "3.0"
@@ -41,7 +42,7 @@ LIST_MICROVERSION = "3.45"
 SNAPSHOT_MICROVERSION = "3.22"
 
 
-class CinderCalls(CloudBase):
+class BlockStorageCalls(CloudBase):
     def _cinder(self, method: str, path: str, microversion: str = MICROVERSION, **kw: Any) -> Any:
         """One request at ``microversion``; errors raised as the SDK's HttpExceptions;
         the JSON body or None."""
@@ -87,7 +88,7 @@ class CinderCalls(CloudBase):
         return await self._names.resolve(("volume type", ref), load, field)
 
     async def get_volume(self, volume_id: str) -> model.Volume | None:
-        hit = self.watch.volumes.lookup(volume_id)
+        hit = self.watch.of(VolumeWatcher).volumes.lookup(volume_id)
         if isinstance(hit, model.Volume):
             return hit
         # GONE too: the watch lists Kumo's marked ones only, so one dropped from its
@@ -100,7 +101,7 @@ class CinderCalls(CloudBase):
         return volume_from(found["volume"]) if found is not None else None
 
     async def list_owned_volumes(self, uid: str) -> list[model.Volume]:
-        cache = self.watch.volumes
+        cache = self.watch.of(VolumeWatcher).volumes
         if cache.answers_for(uid):
             return cache.owned_by(uid)
         return await self._relist(
@@ -160,12 +161,12 @@ class CinderCalls(CloudBase):
             "post",
             "/volumes",
             resolved=[volume_type, image_id, snapshot_id],
-            in_doubt=(self.watch.volumes, model.metadata_owner(metadata) or ""),
+            in_doubt=(self.watch.of(VolumeWatcher).volumes, model.metadata_owner(metadata) or ""),
             json={"volume": body},
             field="spec",
         )
         volume = volume_from(created["volume"])
-        self.watch.volumes.put(volume)
+        self.watch.of(VolumeWatcher).volumes.put(volume)
         self.watch.nudge(VolumeWatcher.service)
         return volume
 
@@ -189,7 +190,7 @@ class CinderCalls(CloudBase):
             json={"volume": {"description": description}},
             field="spec.description",
         )
-        self.watch.volumes.update(
+        self.watch.of(VolumeWatcher).volumes.update(
             volume_id, lambda v: dataclasses.replace(v, description=description)
         )
 
@@ -202,7 +203,9 @@ class CinderCalls(CloudBase):
             f"/volumes/{volume_id}/metadata",
             json={"metadata": metadata},
         )
-        self.watch.volumes.update(volume_id, lambda v: dataclasses.replace(v, metadata=metadata))
+        self.watch.of(VolumeWatcher).volumes.update(
+            volume_id, lambda v: dataclasses.replace(v, metadata=metadata)
+        )
         self.watch.nudge(VolumeWatcher.service)
 
     async def delete_volume(self, volume_id: str) -> None:
@@ -231,7 +234,7 @@ class CinderCalls(CloudBase):
             self._volume_changing(volume_id, "attaching")
         # Nova records the attachment before it answers; attaching does not move the
         # server's updated_at, so the watch's changes-since would not show it.
-        self.watch.servers.update(
+        self.watch.of(ServerWatcher).servers.update(
             server_id,
             lambda s: dataclasses.replace(s, volumes=tuple(sorted({*s.volumes, volume_id}))),
         )
@@ -249,7 +252,7 @@ class CinderCalls(CloudBase):
             if not isinstance(error.__cause__, os_exc.NotFoundException):
                 raise
         self._volume_changing(volume_id, "detaching")
-        self.watch.servers.update(
+        self.watch.of(ServerWatcher).servers.update(
             server_id,
             lambda s: dataclasses.replace(s, volumes=tuple(v for v in s.volumes if v != volume_id)),
         )
@@ -313,7 +316,9 @@ class CinderCalls(CloudBase):
                 raise
 
     def _volume_changing(self, volume_id: str, status: str) -> None:
-        self.watch.volumes.update(volume_id, lambda v: dataclasses.replace(v, status=status))
+        self.watch.of(VolumeWatcher).volumes.update(
+            volume_id, lambda v: dataclasses.replace(v, status=status)
+        )
         self.watch.nudge(VolumeWatcher.service)
 
 

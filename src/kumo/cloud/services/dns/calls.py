@@ -10,11 +10,11 @@ from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
 from kumo.cloud.errors import missing_ids
-from kumo.cloud.watch import ZoneWatcher
+from kumo.cloud.services.dns.watch import ZoneWatcher
 from kumo.engine.errors import ReconcileError, TerminalError
 
 
-class DesignateCalls(CloudBase):
+class DnsCalls(CloudBase):
     # -- Designate (no tags: the owner marker is in the recordset description) ----------
     #
     # Recordsets are asynchronous: created or updated ones are PENDING until Designate has
@@ -50,7 +50,7 @@ class DesignateCalls(CloudBase):
 
     async def get_recordset(self, zone_id: str, rs_id: str) -> model.Recordset | None:
         """The recordset, or None when it (or its zone) is gone."""
-        hit = self.watch.recordsets.lookup(rs_id)
+        hit = self.watch.of(ZoneWatcher).recordsets.lookup(rs_id)
         if isinstance(hit, model.Recordset):
             return hit
         if hit is GONE:
@@ -60,8 +60,8 @@ class DesignateCalls(CloudBase):
 
     async def list_zone_recordsets(self, zone_id: str) -> list[model.Recordset]:
         """Every recordset of the zone (from the watch once it has listed the zone)."""
-        cache = self.watch.recordsets
-        if self.watch.watches_zone(zone_id) and not cache.in_doubt(zone_id):
+        cache = self.watch.of(ZoneWatcher).recordsets
+        if self.watch.of(ZoneWatcher).watches_zone(zone_id) and not cache.in_doubt(zone_id):
             return [rs for rs in cache.items() if rs.zone_id == zone_id]
         return await self._relist(cache, zone_id, lambda: self.fetch_zone_recordsets(zone_id))
 
@@ -104,7 +104,7 @@ class DesignateCalls(CloudBase):
             self.conn.dns.create_recordset,
             zone_id,
             resolved=[zone_id],
-            in_doubt=(self.watch.recordsets, zone_id),
+            in_doubt=(self.watch.of(ZoneWatcher).recordsets, zone_id),
             name=name,
             type=type,
             records=records,
@@ -113,7 +113,7 @@ class DesignateCalls(CloudBase):
             field="spec",
         )
         rs = _recordset(created, zone_id)
-        self.watch.recordsets.put(rs)
+        self.watch.of(ZoneWatcher).recordsets.put(rs)
         self.watch.nudge(ZoneWatcher.service)
         return rs
 
@@ -133,7 +133,7 @@ class DesignateCalls(CloudBase):
             field="spec",
         )
         rs = _recordset(updated, zone_id)
-        self.watch.recordsets.put(rs)
+        self.watch.of(ZoneWatcher).recordsets.put(rs)
         self.watch.nudge(ZoneWatcher.service)
         return rs
 
@@ -144,7 +144,7 @@ class DesignateCalls(CloudBase):
         await self._call(
             "delete recordset", self.conn.dns.delete_recordset, stub, ignore_missing=True
         )
-        self.watch.recordsets.forget(rs_id)
+        self.watch.of(ZoneWatcher).recordsets.forget(rs_id)
         self.watch.nudge(ZoneWatcher.service)
 
     # -- end of Designate ---------------------------------------------------------------

@@ -24,13 +24,13 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import model, pages
 from kumo.cloud.base import CloudBase
-from kumo.cloud.watch import ShareWatcher
+from kumo.cloud.services.sharedfs.watch import ShareWatcher
 from kumo.engine.errors import TerminalError
 
 MICROVERSION = "2.45"
 
 
-class ManilaCalls(CloudBase):
+class SharedFSCalls(CloudBase):
     # -- plumbing --------------------------------------------------------------------------
 
     def _manila(self, method: str, path: str, **kw: Any) -> Any:
@@ -70,7 +70,7 @@ class ManilaCalls(CloudBase):
         return await self._names.resolve(("share type", ref), load, field)
 
     async def get_share(self, share_id: str) -> model.Share | None:
-        hit = self.watch.shares.lookup(share_id)
+        hit = self.watch.of(ShareWatcher).shares.lookup(share_id)
         if isinstance(hit, model.Share):
             return hit
         # GONE too: the watch lists Kumo's marked ones only, so one dropped from its
@@ -84,7 +84,7 @@ class ManilaCalls(CloudBase):
 
     async def list_owned_shares(self, uid: str) -> list[model.Share]:
         """Shares whose metadata carries the ownership marker of ``uid``."""
-        cache = self.watch.shares
+        cache = self.watch.of(ShareWatcher).shares
         if cache.answers_for(uid):
             return cache.owned_by(uid)
         return await self._relist(
@@ -129,12 +129,12 @@ class ManilaCalls(CloudBase):
             "post",
             "/shares",
             resolved=[share_type_id],
-            in_doubt=(self.watch.shares, model.metadata_owner(metadata) or ""),
+            in_doubt=(self.watch.of(ShareWatcher).shares, model.metadata_owner(metadata) or ""),
             json={"share": body},
             field="spec",
         )
         share = _share(created["share"])
-        self.watch.shares.put(share)
+        self.watch.of(ShareWatcher).shares.put(share)
         self.watch.nudge(ShareWatcher.service)
         return share
 
@@ -158,7 +158,7 @@ class ManilaCalls(CloudBase):
             json={"share": {"display_description": description}},
             field="spec.description",
         )
-        self.watch.shares.update(
+        self.watch.of(ShareWatcher).shares.update(
             share_id, lambda s: dataclasses.replace(s, description=description)
         )
 
@@ -170,8 +170,10 @@ class ManilaCalls(CloudBase):
             f"/shares/{share_id}/metadata",
             json={"metadata": metadata},
         )
-        self.watch.shares.update(share_id, lambda s: dataclasses.replace(s, metadata=metadata))
-        self.watch.nudge("manila")
+        self.watch.of(ShareWatcher).shares.update(
+            share_id, lambda s: dataclasses.replace(s, metadata=metadata)
+        )
+        self.watch.nudge(ShareWatcher.service)
 
     async def delete_share(self, share_id: str) -> None:
         """Delete; a share already gone is fine (Manila removes its access rules with it)."""
@@ -185,14 +187,16 @@ class ManilaCalls(CloudBase):
     def _share_changing(self, share_id: str, status: str | None = None) -> None:
         """Kumo changed the share or its rules: what the cache holds is stale."""
         if status:
-            self.watch.shares.update(share_id, lambda s: dataclasses.replace(s, status=status))
-        self.watch.share_rules.pop(share_id, None)
+            self.watch.of(ShareWatcher).shares.update(
+                share_id, lambda s: dataclasses.replace(s, status=status)
+            )
+        self.watch.of(ShareWatcher).share_rules.pop(share_id, None)
         self.watch.nudge(ShareWatcher.service)
 
     # -- access rules and export locations --------------------------------------------------
 
     async def list_access_rules(self, share_id: str) -> list[model.AccessRule]:
-        cached = self.watch.share_rules.get(share_id)
+        cached = self.watch.of(ShareWatcher).share_rules.get(share_id)
         if cached is not None:
             return cached
         return await self.fetch_access_rules(share_id)
@@ -246,7 +250,7 @@ class ManilaCalls(CloudBase):
 
     async def list_export_locations(self, share_id: str) -> list[model.ExportLocation]:
         """Read once per share (they do not move while it is available)."""
-        cached = self.watch.export_locations.get(share_id)
+        cached = self.watch.of(ShareWatcher).export_locations.get(share_id)
         if cached is not None:
             return cached
         found = await self._call(
@@ -256,9 +260,9 @@ class ManilaCalls(CloudBase):
             model.ExportLocation(path=x["path"], preferred=bool(x.get("preferred")))
             for x in found["export_locations"]
         ]
-        share = self.watch.shares.lookup(share_id)
+        share = self.watch.of(ShareWatcher).shares.lookup(share_id)
         if locations and isinstance(share, model.Share) and share.status == "available":
-            self.watch.export_locations[share_id] = locations
+            self.watch.of(ShareWatcher).export_locations[share_id] = locations
         return locations
 
 

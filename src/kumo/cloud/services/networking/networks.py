@@ -27,9 +27,9 @@ from openstack import exceptions as os_exc
 
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
-from kumo.cloud.floatingips import port_from
-from kumo.cloud.neutron import marked
-from kumo.cloud.watch import NetworkWatcher
+from kumo.cloud.services.networking.floating_ips import port_from
+from kumo.cloud.services.networking.security_groups import marked
+from kumo.cloud.services.networking.watch import NetworkWatcher
 from kumo.engine.errors import TerminalError
 from kumo.engine.failpoints import failpoint
 
@@ -37,11 +37,11 @@ NETWORK_FIELDS = ["id", "name", "status", "mtu", "port_security_enabled", "descr
 INTERFACE_OWNER = "network:router_interface"
 
 
-class NetworkCalls(CloudBase):
+class NetworksCalls(CloudBase):
     # -- networks --------------------------------------------------------------------------
 
     async def get_network(self, network_id: str) -> model.Network | None:
-        hit = self.watch.networks.lookup(network_id)
+        hit = self.watch.of(NetworkWatcher).networks.lookup(network_id)
         if isinstance(hit, model.Network):
             return hit
         # Not in the cache, or dropped from it (GONE): the watch keeps Kumo's marked
@@ -58,7 +58,7 @@ class NetworkCalls(CloudBase):
         return network
 
     async def list_owned_networks(self, uid: str) -> list[model.Network]:
-        cache = self.watch.networks
+        cache = self.watch.of(NetworkWatcher).networks
         if cache.answers_for(uid):
             return cache.owned_by(uid)
 
@@ -148,12 +148,12 @@ class NetworkCalls(CloudBase):
             "post",
             "/networks",
             resolved=[],
-            in_doubt=(self.watch.networks, model.owner_of(tags) or ""),
+            in_doubt=(self.watch.of(NetworkWatcher).networks, model.owner_of(tags) or ""),
             json={"network": body},
             field="spec",
         )
         network = _network(created["network"])
-        self.watch.networks.put(network)  # marked by its description already
+        self.watch.of(NetworkWatcher).networks.put(network)  # marked by its description already
         failpoint("after-network-create")  # crash tests: adopted by its description
         await self.set_network_tags(network.id, tags)
         return dataclasses.replace(network, tags=list(tags))
@@ -167,7 +167,7 @@ class NetworkCalls(CloudBase):
             json={"network": changes},
             field=_spec_field(changes),
         )
-        self.watch.networks.update(
+        self.watch.of(NetworkWatcher).networks.update(
             network_id,
             lambda n: dataclasses.replace(
                 n,
@@ -180,14 +180,16 @@ class NetworkCalls(CloudBase):
 
     async def set_network_tags(self, network_id: str, tags: list[str]) -> None:
         await self._put_neutron_tags(f"/networks/{network_id}", tags)
-        self.watch.networks.update(network_id, lambda n: dataclasses.replace(n, tags=list(tags)))
+        self.watch.of(NetworkWatcher).networks.update(
+            network_id, lambda n: dataclasses.replace(n, tags=list(tags))
+        )
         self.watch.nudge(NetworkWatcher.service)
 
     async def delete_network(self, network_id: str) -> None:
         """Delete (Neutron deletes its subnets with it); one already gone is fine.
         Neutron answers 409 while ports use it (raised as CloudBusy: the caller waits)."""
         await self._delete("delete network", f"/networks/{network_id}")
-        self.watch.networks.forget(network_id)
+        self.watch.of(NetworkWatcher).networks.forget(network_id)
         self.watch.nudge(NetworkWatcher.service)
 
     # -- subnets ---------------------------------------------------------------------------
@@ -228,7 +230,7 @@ class NetworkCalls(CloudBase):
             field="spec.subnets",
         )
         subnet = _subnet(created["subnet"])
-        self.watch.networks.update(
+        self.watch.of(NetworkWatcher).networks.update(
             network_id,
             lambda n: dataclasses.replace(
                 n, subnets=tuple(sorted((*n.subnets, subnet), key=_cidr))
@@ -250,7 +252,7 @@ class NetworkCalls(CloudBase):
 
     async def delete_subnet(self, network_id: str, subnet_id: str) -> None:
         await self._delete("delete subnet", f"/subnets/{subnet_id}")
-        self.watch.networks.update(
+        self.watch.of(NetworkWatcher).networks.update(
             network_id,
             lambda n: dataclasses.replace(
                 n, subnets=tuple(s for s in n.subnets if s.id != subnet_id)
@@ -261,7 +263,7 @@ class NetworkCalls(CloudBase):
     # -- routers ---------------------------------------------------------------------------
 
     async def get_router(self, router_id: str) -> model.Router | None:
-        hit = self.watch.routers.lookup(router_id)
+        hit = self.watch.of(NetworkWatcher).routers.lookup(router_id)
         if isinstance(hit, model.Router):
             return hit
         return await self.fetch_router(router_id)
@@ -275,7 +277,7 @@ class NetworkCalls(CloudBase):
         return router
 
     async def list_owned_routers(self, uid: str) -> list[model.Router]:
-        cache = self.watch.routers
+        cache = self.watch.of(NetworkWatcher).routers
         if cache.answers_for(uid):
             return cache.owned_by(uid)
 
@@ -336,7 +338,7 @@ class NetworkCalls(CloudBase):
             "post",
             "/routers",
             resolved=[],
-            in_doubt=(self.watch.routers, model.owner_of(tags) or ""),
+            in_doubt=(self.watch.of(NetworkWatcher).routers, model.owner_of(tags) or ""),
             json={
                 "router": {
                     "name": name,
@@ -347,7 +349,7 @@ class NetworkCalls(CloudBase):
             field="spec.router",
         )
         router = _router(created["router"])
-        self.watch.routers.put(router)  # marked by its description already
+        self.watch.of(NetworkWatcher).routers.put(router)  # marked by its description already
         failpoint("after-router-create")  # crash tests: adopted by its description
         await self.set_router_tags(router.id, tags)
         return dataclasses.replace(router, tags=list(tags))
@@ -360,7 +362,7 @@ class NetworkCalls(CloudBase):
             f"/routers/{router_id}",
             json={"router": {"description": description}},
         )
-        self.watch.routers.update(
+        self.watch.of(NetworkWatcher).routers.update(
             router_id, lambda r: dataclasses.replace(r, description=description)
         )
         self.watch.nudge(NetworkWatcher.service)
@@ -380,7 +382,9 @@ class NetworkCalls(CloudBase):
 
     async def set_router_tags(self, router_id: str, tags: list[str]) -> None:
         await self._put_neutron_tags(f"/routers/{router_id}", tags)
-        self.watch.routers.update(router_id, lambda r: dataclasses.replace(r, tags=list(tags)))
+        self.watch.of(NetworkWatcher).routers.update(
+            router_id, lambda r: dataclasses.replace(r, tags=list(tags))
+        )
         self.watch.nudge(NetworkWatcher.service)
 
     async def add_router_interface(self, router_id: str, subnet_id: str) -> None:
@@ -392,7 +396,7 @@ class NetworkCalls(CloudBase):
             json={"subnet_id": subnet_id},
             field="spec.router",
         )
-        self.watch.routers.update(
+        self.watch.of(NetworkWatcher).routers.update(
             router_id,
             lambda r: dataclasses.replace(r, interfaces=tuple(sorted({*r.interfaces, subnet_id}))),
         )
@@ -411,7 +415,7 @@ class NetworkCalls(CloudBase):
         except TerminalError as error:
             if not isinstance(error.__cause__, os_exc.NotFoundException):
                 raise
-        self.watch.routers.update(
+        self.watch.of(NetworkWatcher).routers.update(
             router_id,
             lambda r: dataclasses.replace(
                 r, interfaces=tuple(s for s in r.interfaces if s != subnet_id)
@@ -421,7 +425,7 @@ class NetworkCalls(CloudBase):
 
     async def delete_router(self, router_id: str) -> None:
         await self._delete("delete router", f"/routers/{router_id}")
-        self.watch.routers.forget(router_id)
+        self.watch.of(NetworkWatcher).routers.forget(router_id)
         self.watch.nudge(NetworkWatcher.service)
 
     # -- plumbing --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from openstack import exceptions as os_exc
 from kumo.cloud import model, pages
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
-from kumo.cloud.watch import LoadBalancerWatcher
+from kumo.cloud.services.loadbalancing.watch import LoadBalancerWatcher
 from kumo.engine.errors import TerminalError, TransientError
 
 #: A pool's members oldest first (Octavia's own default is newest first), ties by ID: the
@@ -37,15 +37,21 @@ MONITOR_TYPE = {
 }
 
 
-class OctaviaCalls(CloudBase):
+class LoadBalancingCalls(CloudBase):
     # -- Octavia ------------------------------------------------------------------------
+
+    def _lb_changing(self, lb_id: str | None, status: str = "PENDING_UPDATE") -> None:
+        """Kumo asked Octavia for a change under ``lb_id``: Octavia now holds it pending
+        (in the cache), and the watch looks again soon."""
+        self.watch.of(LoadBalancerWatcher).changing(lb_id, status)
+        self.watch.nudge(LoadBalancerWatcher.service)
 
     async def get_load_balancer(self, lb_id: str) -> model.LoadBalancer | None:
         """The load balancer, or None when it is gone. One the cache cannot answer for
         (without Kumo's marker: what an import or an Observe names) is read once and then
         watched like Kumo's own (see :meth:`load_balancer_versions`); its listeners and
         pools are read from the API until the watch has listed them."""
-        cache = self.watch.load_balancers
+        cache = self.watch.of(LoadBalancerWatcher).load_balancers
         hit = cache.lookup(lb_id)
         if isinstance(hit, model.LoadBalancer):
             return hit if hit.provisioning_status != "DELETED" else None
@@ -59,7 +65,7 @@ class OctaviaCalls(CloudBase):
         if cache.synced:  # else the watch's first listing is still to come
             cache.apply(token, [lb] if lb else [], [] if lb else [lb_id])
             if lb is not None:
-                self.watch.watch_load_balancer(lb_id)
+                self.watch.of(LoadBalancerWatcher).watch(lb_id)
         return lb
 
     async def fetch_load_balancer(self, lb_id: str) -> model.LoadBalancer | None:
@@ -71,7 +77,7 @@ class OctaviaCalls(CloudBase):
         return None if found is None or found.provisioning_status == "DELETED" else _lb(found)
 
     async def list_owned_load_balancers(self, uid: str) -> list[model.LoadBalancer]:
-        cache = self.watch.load_balancers
+        cache = self.watch.of(LoadBalancerWatcher).load_balancers
         if cache.answers_for(uid):
             owned = cache.owned_by(uid)
         else:
@@ -99,8 +105,10 @@ class OctaviaCalls(CloudBase):
         await self._call(
             "tag load balancer", self.conn.load_balancer.update_load_balancer, lb_id, tags=tags
         )
-        self.watch.load_balancers.update(lb_id, lambda lb: dataclasses.replace(lb, tags=list(tags)))
-        self.watch.lb_changing(lb_id)
+        self.watch.of(LoadBalancerWatcher).load_balancers.update(
+            lb_id, lambda lb: dataclasses.replace(lb, tags=list(tags))
+        )
+        self._lb_changing(lb_id)
 
     async def load_balancer_versions(self, also: frozenset[str] = frozenset()) -> dict[str, str]:
         """``{id: "updated_at status"}`` of Kumo's load balancers and of those in ``also``
@@ -191,11 +199,14 @@ class OctaviaCalls(CloudBase):
             "create load balancer",
             self.conn.load_balancer.create_load_balancer,
             resolved=[vip_network_id, flavor_id],
-            in_doubt=(self.watch.load_balancers, model.owner_of(tags) or ""),
+            in_doubt=(
+                self.watch.of(LoadBalancerWatcher).load_balancers,
+                model.owner_of(tags) or "",
+            ),
             **attrs,
         )
         lb = _lb(created)
-        self.watch.load_balancers.put(lb)
+        self.watch.of(LoadBalancerWatcher).load_balancers.put(lb)
         self.watch.nudge(LoadBalancerWatcher.service)
         return lb
 
@@ -206,10 +217,10 @@ class OctaviaCalls(CloudBase):
             lb_id,
             description=description or "",
         )
-        self.watch.load_balancers.update(
+        self.watch.of(LoadBalancerWatcher).load_balancers.update(
             lb_id, lambda lb: dataclasses.replace(lb, description=description or "")
         )
-        self.watch.lb_changing(lb_id)
+        self._lb_changing(lb_id)
 
     async def delete_load_balancer(self, lb_id: str) -> None:
         await self._call(
@@ -219,10 +230,10 @@ class OctaviaCalls(CloudBase):
             ignore_missing=True,
             cascade=True,
         )
-        self.watch.lb_changing(lb_id, "PENDING_DELETE")
+        self._lb_changing(lb_id, "PENDING_DELETE")
 
     async def list_listeners(self, lb_id: str) -> list[model.Listener]:
-        cache = self.watch.listeners
+        cache = self.watch.of(LoadBalancerWatcher).listeners
         if cache.answers_for(lb_id):
             return [x for x in cache.items() if x.lb_id == lb_id]
 
@@ -242,19 +253,21 @@ class OctaviaCalls(CloudBase):
             "create listener",
             self.conn.load_balancer.create_listener,
             resolved=[],
-            in_doubt=(self.watch.listeners, lb_id),
+            in_doubt=(self.watch.of(LoadBalancerWatcher).listeners, lb_id),
             name=name,
             loadbalancer_id=lb_id,
             protocol=LISTENER_PROTOCOL[protocol],
             protocol_port=port,
             tags=tags,
         )
-        self.watch.listeners.put(dataclasses.replace(_listener(created), lb_id=lb_id))
-        self.watch.lb_changing(lb_id)
+        self.watch.of(LoadBalancerWatcher).listeners.put(
+            dataclasses.replace(_listener(created), lb_id=lb_id)
+        )
+        self._lb_changing(lb_id)
         return str(created.id)
 
     async def list_pools(self, lb_id: str) -> list[model.Pool]:
-        cache = self.watch.pools
+        cache = self.watch.of(LoadBalancerWatcher).pools
         if cache.answers_for(lb_id):
             return [p for p in cache.items() if p.lb_id == lb_id]
 
@@ -274,7 +287,7 @@ class OctaviaCalls(CloudBase):
             "create pool",
             self.conn.load_balancer.create_pool,
             resolved=[],
-            in_doubt=(self.watch.pools, lb_id or ""),
+            in_doubt=(self.watch.of(LoadBalancerWatcher).pools, lb_id or ""),
             name=name,
             listener_id=listener_id,
             protocol=LISTENER_PROTOCOL[protocol],
@@ -282,23 +295,25 @@ class OctaviaCalls(CloudBase):
             tags=tags,
         )
         pool = _pool(created)
-        self.watch.pools.put(dataclasses.replace(pool, lb_id=pool.lb_id or lb_id))
-        self.watch.listeners.update(
+        self.watch.of(LoadBalancerWatcher).pools.put(
+            dataclasses.replace(pool, lb_id=pool.lb_id or lb_id)
+        )
+        self.watch.of(LoadBalancerWatcher).listeners.update(
             listener_id, lambda x: dataclasses.replace(x, default_pool_id=pool.id)
         )
-        self.watch.lb_changing(lb_id)
+        self._lb_changing(lb_id)
         return pool.id
 
     def _lb_of_listener(self, listener_id: str) -> str | None:
-        listener = self.watch.listeners.lookup(listener_id)
+        listener = self.watch.of(LoadBalancerWatcher).listeners.lookup(listener_id)
         return listener.lb_id if isinstance(listener, model.Listener) else None
 
     async def list_members(self, pool_id: str) -> list[model.Member]:
         """A pool's members: read again only when the pool lists other member IDs than
         last time (or Kumo changed them); when it only gained members, only those are
         read (:meth:`_members_added`)."""
-        pool = self.watch.pools.lookup(pool_id)
-        cached = self.watch.members.get(pool_id)
+        pool = self.watch.of(LoadBalancerWatcher).pools.lookup(pool_id)
+        cached = self.watch.of(LoadBalancerWatcher).members.get(pool_id)
         if isinstance(pool, model.Pool) and cached and cached[0] == frozenset(pool.member_ids):
             return cached[1]
         members = None
@@ -307,7 +322,10 @@ class OctaviaCalls(CloudBase):
         if members is None:
             members = await self.fetch_members(pool_id)
         if isinstance(pool, model.Pool):
-            self.watch.members[pool_id] = (frozenset(m.id for m in members), members)
+            self.watch.of(LoadBalancerWatcher).members[pool_id] = (
+                frozenset(m.id for m in members),
+                members,
+            )
         return members
 
     async def _members_added(
@@ -323,7 +341,7 @@ class OctaviaCalls(CloudBase):
         members on the lab): a fill was quadratic in reads. Members are compared by ID
         only, as a whole read is: the cache never notices an edit in place until the
         watch's periodic full relist."""
-        newest = self.watch.newest_members.get(pool.id)
+        newest = self.watch.of(LoadBalancerWatcher).newest_members.get(pool.id)
         listed = frozenset(pool.member_ids)
         if newest not in listed or not {m.id for m in known} <= listed:
             return None
@@ -340,7 +358,7 @@ class OctaviaCalls(CloudBase):
         if {m.id for m in members} != listed:
             return None
         if found:
-            self.watch.newest_members[pool.id] = found[-1]["id"]
+            self.watch.of(LoadBalancerWatcher).newest_members[pool.id] = found[-1]["id"]
         return members
 
     async def list_known_members(self, pool_id: str) -> list[model.Member]:
@@ -349,7 +367,7 @@ class OctaviaCalls(CloudBase):
         members again on every pass until the change is applied (at 100 members a read
         takes Octavia 0.5 s, and each VM turning Ready while a fleet builds is a pass).
         Read from Octavia only if never read."""
-        cached = self.watch.members.get(pool_id)
+        cached = self.watch.of(LoadBalancerWatcher).members.get(pool_id)
         return cached[1] if cached else await self.list_members(pool_id)
 
     async def fetch_members(self, pool_id: str) -> list[model.Member]:
@@ -359,9 +377,9 @@ class OctaviaCalls(CloudBase):
             "list members", lambda: self._raw_members(pool_id, MEMBERS_IN_ORDER)
         )
         if found:
-            self.watch.newest_members[pool_id] = found[-1]["id"]
+            self.watch.of(LoadBalancerWatcher).newest_members[pool_id] = found[-1]["id"]
         else:
-            self.watch.newest_members.pop(pool_id, None)
+            self.watch.of(LoadBalancerWatcher).newest_members.pop(pool_id, None)
         return [_member(x) for x in found]
 
     def _raw_members(
@@ -378,12 +396,12 @@ class OctaviaCalls(CloudBase):
         (``add_members``) leaves the cached members right as far as they go, so a read of
         the new ones alone may complete them; after any other change (a weight, a
         removal, a replace, a write whose outcome is unknown) the pool is read whole."""
-        cached = self.watch.members.get(pool_id)
+        cached = self.watch.of(LoadBalancerWatcher).members.get(pool_id)
         if cached:
-            self.watch.members[pool_id] = (None, cached[1])
+            self.watch.of(LoadBalancerWatcher).members[pool_id] = (None, cached[1])
         if not additions_only:
-            self.watch.newest_members.pop(pool_id, None)
-        self.watch.lb_changing(self.watch.pool_lb(pool_id))
+            self.watch.of(LoadBalancerWatcher).newest_members.pop(pool_id, None)
+        self._lb_changing(self.watch.of(LoadBalancerWatcher).pool_lb(pool_id))
 
     async def replace_owned_members(
         self, pool_id: str, uid: str, members: list[model.MemberSpec]
@@ -430,7 +448,7 @@ class OctaviaCalls(CloudBase):
         adds at a new VM's address + port after that listing, before the PUT, would take
         this member's name, weight and tags: the same kind of window the replace's
         read-then-PUT leaves, as long as the listing is old."""
-        cached = self.watch.members.get(pool_id)
+        cached = self.watch.of(LoadBalancerWatcher).members.get(pool_id)
         held = cached[1] if cached else await self.list_members(pool_id)  # never read yet
         taken = {(m.address, m.port) for m in held}
         body = [_member_body(m) for m in members if (m.address, m.port) not in taken]
@@ -507,7 +525,7 @@ class OctaviaCalls(CloudBase):
         answer may still have changed them); once the write succeeded, ``written`` (its
         answer → the member ID and the member as it is now, None: gone) is applied to
         them if they were up to date before it (:meth:`_member_written`)."""
-        cached = self.watch.members.get(pool_id)
+        cached = self.watch.of(LoadBalancerWatcher).members.get(pool_id)
         known = cached is not None and cached[0] is not None
         self._members_changing(pool_id)
         answer = await self._call(action, write)
@@ -521,15 +539,15 @@ class OctaviaCalls(CloudBase):
         Octavia O(pool size) per member (0.5 s of its API at 100 members) — most of its
         load while a fleet built. Only for members read before the write and not made
         stale since (a batch update's, which Octavia answers without them)."""
-        cached = self.watch.members.get(pool_id)
+        cached = self.watch.of(LoadBalancerWatcher).members.get(pool_id)
         if not cached:
             return
         members = [m for m in cached[1] if m.id != member_id]
         if member is not None:
             members.append(member)
         ids = frozenset(m.id for m in members)
-        self.watch.members[pool_id] = (ids, members)
-        self.watch.pools.update(
+        self.watch.of(LoadBalancerWatcher).members[pool_id] = (ids, members)
+        self.watch.of(LoadBalancerWatcher).pools.update(
             pool_id,
             lambda p: dataclasses.replace(
                 p,
@@ -559,7 +577,7 @@ class OctaviaCalls(CloudBase):
         return found
 
     async def get_health_monitor(self, hm_id: str) -> model.HealthMonitor | None:
-        hit = self.watch.monitors.lookup(hm_id)
+        hit = self.watch.of(LoadBalancerWatcher).monitors.lookup(hm_id)
         if isinstance(hit, model.HealthMonitor):
             return hit
         if hit is GONE:
@@ -587,19 +605,22 @@ class OctaviaCalls(CloudBase):
             "create health monitor",
             self.conn.load_balancer.create_health_monitor,
             resolved=[],
-            in_doubt=(self.watch.pools, self.watch.pool_lb(pool_id) or ""),
+            in_doubt=(
+                self.watch.of(LoadBalancerWatcher).pools,
+                self.watch.of(LoadBalancerWatcher).pool_lb(pool_id) or "",
+            ),
             **attrs,
         )
         monitor = dataclasses.replace(_monitor(created), pool_id=pool_id)
-        self.watch.monitors.put(monitor)
-        self.watch.pools.update(
+        self.watch.of(LoadBalancerWatcher).monitors.put(monitor)
+        self.watch.of(LoadBalancerWatcher).pools.update(
             pool_id, lambda p: dataclasses.replace(p, health_monitor_id=monitor.id)
         )
-        self.watch.lb_changing(self.watch.pool_lb(pool_id))
+        self._lb_changing(self.watch.of(LoadBalancerWatcher).pool_lb(pool_id))
         return monitor.id
 
     async def delete_health_monitor(self, hm_id: str) -> None:
-        monitor = self.watch.monitors.lookup(hm_id)
+        monitor = self.watch.of(LoadBalancerWatcher).monitors.lookup(hm_id)
         pool_id = monitor.pool_id if isinstance(monitor, model.HealthMonitor) else None
         await self._call(
             "delete health monitor",
@@ -607,7 +628,7 @@ class OctaviaCalls(CloudBase):
             hm_id,
             ignore_missing=True,
         )
-        self.watch.lb_changing(self.watch.pool_lb(pool_id) if pool_id else None)
+        self._lb_changing(self.watch.of(LoadBalancerWatcher).pool_lb(pool_id) if pool_id else None)
 
     async def delete_listener(self, listener_id: str) -> None:
         lb_id = self._lb_of_listener(listener_id)
@@ -617,14 +638,14 @@ class OctaviaCalls(CloudBase):
             listener_id,
             ignore_missing=True,
         )
-        self.watch.lb_changing(lb_id)
+        self._lb_changing(lb_id)
 
     async def delete_pool(self, pool_id: str) -> None:
-        lb_id = self.watch.pool_lb(pool_id)
+        lb_id = self.watch.of(LoadBalancerWatcher).pool_lb(pool_id)
         await self._call(
             "delete pool", self.conn.load_balancer.delete_pool, pool_id, ignore_missing=True
         )
-        self.watch.lb_changing(lb_id)
+        self._lb_changing(lb_id)
 
 
 def _written_member(member_id: str, m: model.MemberSpec) -> model.Member:

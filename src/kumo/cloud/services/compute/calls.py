@@ -12,10 +12,10 @@ from openstack import exceptions
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
-from kumo.cloud.watch import ServerWatcher
+from kumo.cloud.services.compute.watch import ServerGroupWatcher, ServerWatcher
 
 
-class ComputeCalls(CloudBase):
+class ServersCalls(CloudBase):
     # -- Nova servers (reads from the watch's cache once synced; see watch.py) -----------
 
     async def get_server(self, server_id: str) -> model.Server | None:
@@ -26,7 +26,7 @@ class ComputeCalls(CloudBase):
         names) is kept fresh by the watch from then on like Kumo's own (changes-since
         lists every server, and the full relist lists the project's servers while the
         cache holds foreign ones), so observing it costs no read per pass."""
-        cache = self.watch.servers
+        cache = self.watch.of(ServerWatcher).servers
         hit = cache.lookup(server_id)
         if isinstance(hit, model.Server):
             return hit if hit.status != "DELETED" else None
@@ -46,7 +46,7 @@ class ComputeCalls(CloudBase):
     async def list_owned_servers(self, uid: str, *, going: bool = False) -> list[model.Server]:
         """Servers carrying the ownership marker of ``uid`` and not on their way out;
         ``going``: those being deleted too (a finalizer stays until Nova has none left)."""
-        cache = self.watch.servers
+        cache = self.watch.of(ServerWatcher).servers
         if cache.answers_for(uid):
             found = cache.owned_by(uid)
         else:
@@ -66,7 +66,7 @@ class ComputeCalls(CloudBase):
         """Every address of Kumo's servers the watch holds alive, from the cache (no
         call; not the foreign servers it holds for imports); None before its first listing. A pool member at none of them has lost
         its server."""
-        cache = self.watch.servers
+        cache = self.watch.of(ServerWatcher).servers
         if not cache.synced:
             return None
         return cache.derived(  # every LoadBalancer's pass asks; a fleet's servers are many
@@ -140,15 +140,17 @@ class ComputeCalls(CloudBase):
     async def admit_build(self, uid: str) -> bool:
         """May the object ``uid`` create a server now? False while ``--max-queued-builds`` of
         this cloud's servers are building: it is queued and woken when its turn comes."""
-        return self.watch.builds.admit(uid, self.watch.queued_builds())
+        return self.watch.of(ServerWatcher).builds.admit(
+            uid, self.watch.of(ServerWatcher).queued_builds()
+        )
 
     async def withdraw_build(self, uid: str) -> None:
         """The object ``uid`` is being deleted: it gives up its place in the queue."""
-        self.watch.builds.withdraw(uid)
+        self.watch.of(ServerWatcher).builds.withdraw(uid)
 
     @property
     def max_queued_builds(self) -> int:
-        return self.watch.builds.limit
+        return self.watch.of(ServerWatcher).builds.limit
 
     async def create_server(
         self,
@@ -207,11 +209,13 @@ class ComputeCalls(CloudBase):
                 "create server",
                 self.conn.compute.create_server,
                 resolved=[image_id, flavor_id, *network_ids],
-                in_doubt=(self.watch.servers, owner),
+                in_doubt=(self.watch.of(ServerWatcher).servers, owner),
                 **attrs,
             )
         finally:
-            self.watch.builds.created(owner)  # counted as building by the cache from now
+            self.watch.of(ServerWatcher).builds.created(
+                owner
+            )  # counted as building by the cache from now
         # Nova answers a create with little more than the ID: cache what was asked for.
         server = dataclasses.replace(
             _server(created),
@@ -222,7 +226,7 @@ class ComputeCalls(CloudBase):
             description=description,
             volumes=(),
         )
-        self.watch.servers.put(server)
+        self.watch.of(ServerWatcher).servers.put(server)
         self.watch.nudge(ServerWatcher.service)
         return server
 
@@ -230,7 +234,7 @@ class ComputeCalls(CloudBase):
         await self._call(
             "update server", self.conn.compute.update_server, server_id, description=description
         )
-        self.watch.servers.update(
+        self.watch.of(ServerWatcher).servers.update(
             server_id, lambda s: dataclasses.replace(s, description=description)
         )
 
@@ -256,7 +260,7 @@ class ComputeCalls(CloudBase):
             kept = {k: v for k, v in server.metadata.items() if k not in remove}
             return dataclasses.replace(server, metadata={**kept, **metadata})
 
-        self.watch.servers.update(server_id, merged)
+        self.watch.of(ServerWatcher).servers.update(server_id, merged)
 
     async def set_server_tags(self, server_id: str, tags: list[str]) -> None:
         def put() -> None:
@@ -264,7 +268,9 @@ class ComputeCalls(CloudBase):
             server.set_tags(self.conn.compute, tags)
 
         await self._call("set server tags", put)
-        self.watch.servers.update(server_id, lambda s: dataclasses.replace(s, tags=list(tags)))
+        self.watch.of(ServerWatcher).servers.update(
+            server_id, lambda s: dataclasses.replace(s, tags=list(tags))
+        )
 
     async def add_server_security_group(self, server_id: str, group: str) -> None:
         await self._server_action(server_id, {"addSecurityGroup": {"name": group}})
@@ -284,13 +290,15 @@ class ComputeCalls(CloudBase):
         await self._call(verb, post, field="spec.securityGroups")
         fresh = await self.fetch_server(server_id)
         if fresh is not None:
-            self.watch.servers.put(fresh)
+            self.watch.of(ServerWatcher).servers.put(fresh)
 
     async def delete_server(self, server_id: str) -> None:
         await self._call(
             "delete server", self.conn.compute.delete_server, server_id, ignore_missing=True
         )
-        self.watch.servers.update(server_id, lambda s: dataclasses.replace(s, status="DELETING"))
+        self.watch.of(ServerWatcher).servers.update(
+            server_id, lambda s: dataclasses.replace(s, status="DELETING")
+        )
         self.watch.nudge(ServerWatcher.service)
 
     # -- Nova server groups (no tags: the owner marker is in the name) ------------------
@@ -302,13 +310,13 @@ class ComputeCalls(CloudBase):
         return [_server_group(g) for g in groups]
 
     async def list_server_groups(self) -> list[model.ServerGroup]:
-        if self.watch.server_groups.synced:
-            return self.watch.server_groups.items()
+        if self.watch.of(ServerGroupWatcher).server_groups.synced:
+            return self.watch.of(ServerGroupWatcher).server_groups.items()
         return await self.fetch_server_groups()
 
     async def list_owned_server_groups(self, uid: str) -> list[model.ServerGroup]:
         """Server groups whose name carries the ownership marker of ``uid``."""
-        cache = self.watch.server_groups
+        cache = self.watch.of(ServerGroupWatcher).server_groups
         if cache.in_doubt(uid):
             groups = await self._relist(cache, uid, self.fetch_server_groups)
         else:
@@ -316,7 +324,7 @@ class ComputeCalls(CloudBase):
         return [g for g in groups if model.owner_of(g.name.split()) == uid]
 
     async def get_server_group(self, group_id: str) -> model.ServerGroup | None:
-        hit = self.watch.server_groups.lookup(group_id)
+        hit = self.watch.of(ServerGroupWatcher).server_groups.lookup(group_id)
         if isinstance(hit, model.ServerGroup):
             return hit
         if hit is GONE:
@@ -329,13 +337,16 @@ class ComputeCalls(CloudBase):
             "create server group",
             self.conn.compute.create_server_group,
             resolved=[],
-            in_doubt=(self.watch.server_groups, model.owner_of(name.split()) or ""),
+            in_doubt=(
+                self.watch.of(ServerGroupWatcher).server_groups,
+                model.owner_of(name.split()) or "",
+            ),
             name=name,
             policy=policy,
             field="spec.haPolicy",
         )
         group = _server_group(created)
-        self.watch.server_groups.put(group)
+        self.watch.of(ServerGroupWatcher).server_groups.put(group)
         return group
 
     async def delete_server_group(self, group_id: str) -> None:
@@ -345,7 +356,7 @@ class ComputeCalls(CloudBase):
             group_id,
             ignore_missing=True,
         )
-        self.watch.server_groups.forget(group_id)
+        self.watch.of(ServerGroupWatcher).server_groups.forget(group_id)
 
 
 def _server(s: Any) -> model.Server:
