@@ -9,31 +9,13 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from kumo.cloud import model
 from kumo.engine.dryrun import Action, Change
-from kumo.ports import Cloud
+from kumo.ports import Cloud, CloudPort
 
 P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S")
 
 NEW_ID = "(new)"
-
-
-class DryRunBase:
-    """The real cloud (``inner``: the adapter, or a unit test's fake) and the writes a
-    dry pass would have made."""
-
-    def __init__(self, inner: Cloud) -> None:
-        self._inner = inner
-        self.region: str | None = inner.region
-        self.actions: list[Action] = []
-
-    async def project_id(self) -> str | None:
-        return await self._inner.project_id()
-
-    def _record(
-        self, verb: str, noun: str, target: str = "", *changes: Change, note: str = ""
-    ) -> None:
-        self.actions.append(Action(verb, noun, target, tuple(changes), note))
 
 
 def passthrough(
@@ -51,6 +33,28 @@ def passthrough(
 
     forward.__name__ = name
     return forward
+
+
+class DryRunBase:
+    """The real cloud (``inner``: the adapter, or a unit test's fake) and the writes a
+    dry pass would have made."""
+
+    def __init__(self, inner: Cloud) -> None:
+        self._inner = inner
+        self.region: str | None = inner.region
+        self.actions: list[Action] = []
+
+    project_id = passthrough(CloudPort.project_id)
+
+    def _record(
+        self, verb: str, noun: str, target: str = "", *changes: Change, note: str = ""
+    ) -> None:
+        self.actions.append(Action(verb, noun, target, tuple(changes), note))
+
+
+def passes_through(member: object) -> bool:
+    """Is this member of a dry-run half a :func:`passthrough` read?"""
+    return getattr(member, "__qualname__", "").startswith("passthrough.")
 
 
 def port_text(port_id: str | None) -> str:

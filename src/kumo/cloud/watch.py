@@ -260,7 +260,7 @@ class CloudWatch:
         service.started = started = self._now()
         service.poked = False
         lane = WATCH_LANE.set(True)
-        api, resource = watcher.api, watcher.resource
+        api, resource = watcher.api, watcher.resource or watcher.service
         clock = time.monotonic()
         outcome = "error"
         try:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from kumo.cloud import model
+from kumo.cloud import model, telemetry
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.cache import Change, ResourceCache
 
@@ -72,8 +72,8 @@ class Watcher:
     service: ClassVar[str]
     #: Its listings' labels in ``kumo_watch_listings_total``: the API (service type) and
     #: the resource it lists.
-    api: ClassVar[str]
-    resource: ClassVar[str]
+    api: ClassVar[str] = telemetry.OTHER
+    resource: ClassVar[str] = ""  # "": the watcher's service name
     #: Every cache it fills (whose changes it reports).
     caches: tuple[ResourceCache[Any], ...] = ()
     #: Caches where one object owns one live resource: two mean a lost create was retried.
@@ -131,20 +131,20 @@ class Watcher:
                 resource.name,
                 marker.uid,
                 zone_id=self.zone_of(resource),
-                busy=self.busy(resource),
-                in_use=self.in_use(resource),
+                busy=self.is_busy(resource),
+                in_use=self.is_in_use(resource),
             )
             for kind, cache, marker_of in self.marks
             for resource in cache.live()
             if (marker := marker_of(resource)) is not None and marker.current
         ]
 
-    def busy(self, resource: Any) -> bool:
+    def is_busy(self, resource: Any) -> bool:
         """The cloud is working on it (the orphan sweep leaves it for now): Octavia
         refuses a delete while PENDING_*, Manila while a share is creating, …"""
         return False
 
-    def in_use(self, resource: Any) -> bool:
+    def is_in_use(self, resource: Any) -> bool:
         """Something of the user's still uses it (the sweep keeps it): a server group's
         members."""
         return False

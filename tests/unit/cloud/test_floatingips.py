@@ -11,10 +11,11 @@ import requests_mock as rm
 
 from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
-from kumo.cloud.watch import CloudWatch, FloatingIPWatcher
+from kumo.cloud.services.networking.watch import FloatingIPWatcher
+from kumo.cloud.watch import CloudWatch
 from tests.unit.cloud.test_adapter import fails, run
 from tests.unit.cloud.test_watch import Lists, Recorder, refresh
-from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
+from tests.unit.fakes.floating_ips import FakeFloatingIPs
 
 NEUTRON = "http://127.0.0.1:9696"
 FIPS = f"{NEUTRON}/v2.0/floatingips"
@@ -110,7 +111,9 @@ def test_create_writes_the_marker_in_the_description_then_the_tags(
     marker = ["kumo", f"kumo-owner={UID}", f"kumo-cluster={model.cluster()}"]
     assert tagged.last_request.json() == {"tags": marker}
     assert (fip.id, fip.tags, fip.port_id) == (FIP_ID, model.marker_tags(UID), None)
-    assert cloud.watch.floating_ips.lookup(FIP_ID) == fip, "Kumo's write is in the cache"
+    assert cloud.watch.of(FloatingIPWatcher).floating_ips.lookup(FIP_ID) == fip, (
+        "Kumo's write is in the cache"
+    )
 
 
 def test_claiming_an_address_refused_by_policy_names_spec_address(
@@ -173,7 +176,7 @@ def test_delete_of_a_gone_floating_ip_is_fine(cloud: OpenStackCloud, neutron: rm
     neutron.delete(f"{FIPS}/{FIP_ID}", status_code=404, json={"NeutronError": {
         "type": "FloatingIPNotFound", "message": "not found", "detail": ""}})  # fmt: skip
     run(cloud.delete_floating_ip(FIP_ID))
-    assert cloud.watch.floating_ips.lookup(FIP_ID) is not None, "GONE"
+    assert cloud.watch.of(FloatingIPWatcher).floating_ips.lookup(FIP_ID) is not None, "GONE"
 
 
 def test_owned_floating_ips_come_from_the_watch_once_it_listed(
@@ -235,9 +238,11 @@ def test_an_out_of_band_disassociation_or_deletion_reports_its_owner() -> None:
     fake.delete_out_of_band(fips[1].id)
     refresh(watch, FloatingIPWatcher.service)
     assert seen.owners[-1] == {"uid-1"}
-    assert watch.floating_ips.lookup(fips[1].id) is not None and fips[1].id not in {
-        f.id for f in watch.floating_ips.items()
-    }, "GONE: the listing is the whole project's"
+    assert watch.of(FloatingIPWatcher).floating_ips.lookup(fips[1].id) is not None and fips[
+        1
+    ].id not in {f.id for f in watch.of(FloatingIPWatcher).floating_ips.items()}, (
+        "GONE: the listing is the whole project's"
+    )
 
 
 def test_a_server_deleted_with_its_port_reports_the_owner() -> None:

@@ -13,7 +13,8 @@ import requests_mock as rm
 
 from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
-from kumo.cloud.neutron import PROBE_FIELDS
+from kumo.cloud.services.networking.security_groups import PROBE_FIELDS
+from kumo.cloud.services.networking.watch import SecurityGroupWatcher
 from tests.unit.cloud.test_adapter import fails, run
 
 NEUTRON = "http://127.0.0.1:9696/v2.0"
@@ -120,7 +121,7 @@ def test_a_create_writes_the_marker_in_the_description_then_the_tags(
         json={"security_group": GROUP | {"description": described}},
     )
     tags = requests_mock.put(f"{NEUTRON}/security-groups/{SG_ID}/tags", json={"tags": []})
-    crashed = crash_at(monkeypatch, "kumo.cloud.neutron", requests_mock)
+    crashed = crash_at(monkeypatch, "kumo.cloud.services.networking.security_groups", requests_mock)
     group = run(
         cloud.create_security_group(
             name="team-a-web", description=described, tags=model.marker_tags("uid-web")
@@ -134,7 +135,7 @@ def test_a_create_writes_the_marker_in_the_description_then_the_tags(
     assert tags.last_request.json() == {"tags": marker}
     assert group.tags == model.marker_tags("uid-web")
     assert [r.direction for r in group.rules] == ["egress"]
-    assert cloud.watch.security_groups.lookup(SG_ID) == group
+    assert cloud.watch.of(SecurityGroupWatcher).security_groups.lookup(SG_ID) == group
 
 
 def test_a_group_whose_tags_fail_stays_kumo_s_by_its_description(
@@ -153,7 +154,9 @@ def test_a_group_whose_tags_fail_stays_kumo_s_by_its_description(
         cloud.create_security_group(name="x", description=described, tags=model.marker_tags("u"))
     )
     assert error.reason == "CloudUnavailable" and not deleted.called
-    assert [g.id for g in cloud.watch.security_groups.owned_by("u")] == [SG_ID]
+    assert [g.id for g in cloud.watch.of(SecurityGroupWatcher).security_groups.owned_by("u")] == [
+        SG_ID
+    ]
 
 
 def test_a_rule_is_created_with_only_what_it_names(

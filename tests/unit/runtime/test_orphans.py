@@ -18,8 +18,8 @@ from kumo.ports import model
 from kumo.ports.model import Marked
 from kumo.runtime import orphans
 from tests.unit.cloud.test_watch import Lists
-from tests.unit.fakes import FakeNova
-from tests.unit.kinds.volume.fake_cinder import FakeCinder
+from tests.unit.fakes import FakeServers
+from tests.unit.fakes.blockstorage import FakeBlockStorage
 from tests.unit.runtime.test_sweep import Kube
 
 
@@ -50,7 +50,7 @@ def test_the_import_hint_removes_the_marker_then_imports_by_id() -> None:
 
 
 def test_the_listing_says_who_owns_what_and_what_the_sweep_does() -> None:
-    nova, cinder = FakeNova(), FakeCinder()
+    nova, cinder = FakeServers(), FakeBlockStorage()
     live = {f"uid-live-{i}" for i in range(3)}  # 2 orphans of 5: the breaker holds
     for uid in sorted(live):
         nova.add_server(uid, tags=model.marker_tags(uid))

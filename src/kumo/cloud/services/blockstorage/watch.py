@@ -41,11 +41,11 @@ class VolumeWatcher(Watcher):
 
     async def refresh(self, full: bool) -> Changes:
         token = self.volumes.begin()
-        self.env.stats.count("volumes")
+        self.env.stats.count("volumes-list")
         listed = await self.cloud.list_managed_volumes()
         return [(self.volumes, c) for c in self.volumes.replace(token, listed)]
 
-    def busy(self, resource: Any) -> bool:
+    def is_busy(self, resource: Any) -> bool:
         """Cinder refuses a delete while a volume is creating, attaching, deleting, …"""
         return str(resource.status or "").endswith("ing")
 

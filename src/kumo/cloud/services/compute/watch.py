@@ -328,7 +328,7 @@ class ServerGroupWatcher(Watcher):
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_server_group(resource.id)
 
-    def in_use(self, resource: Any) -> bool:
+    def is_in_use(self, resource: Any) -> bool:
         return bool(resource.members)
 
     async def refresh(self, full: bool) -> Changes:

@@ -126,7 +126,7 @@ class LoadBalancerWatcher(Watcher):
         moved = [v for lb_id, v in versions.items() if v != old[lb_id]]
         return all(v.rpartition(" ")[2].startswith("PENDING_") for v in moved)
 
-    def busy(self, resource: Any) -> bool:
+    def is_busy(self, resource: Any) -> bool:
         """Octavia refuses a delete while PENDING_*."""
         return str(resource.provisioning_status or "").startswith("PENDING_")
 
@@ -146,7 +146,7 @@ class LoadBalancerWatcher(Watcher):
         lb = self.load_balancers.lookup(lb_id) if lb_id else None
         return model.owner_of(lb.tags) if isinstance(lb, model.LoadBalancer) else None
 
-    def changing(self, lb_id: str | None, status: str) -> None:
+    def changing(self, lb_id: str | None, status: str = "PENDING_UPDATE") -> None:
         """Octavia now holds ``lb_id`` in ``status`` for Kumo's change."""
         if lb_id:
             self.load_balancers.update(

@@ -62,7 +62,7 @@ class ShareWatcher(Watcher):
         self.share_rules = rules
         return changes
 
-    def busy(self, resource: Any) -> bool:
+    def is_busy(self, resource: Any) -> bool:
         """Manila refuses a delete while a share is creating, extending, deleting, …"""
         return str(resource.status or "").endswith("ing")
 

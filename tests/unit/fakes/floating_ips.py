@@ -17,8 +17,9 @@ import itertools
 from dataclasses import replace
 
 from kumo.cloud import model
-from kumo.cloud.floatingips import pick_external_network
+from kumo.cloud.services.networking.floating_ips import pick_external_network
 from kumo.engine.errors import TerminalError
+from kumo.ports import FloatingIPsPort
 
 _ids = itertools.count(1)
 
@@ -29,7 +30,7 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{next(_ids):04d}"
 
 
-class FakeFloatingIPs:
+class FakeFloatingIPs(FloatingIPsPort):
     region: str | None = "tokyo1"
 
     async def project_id(self) -> str | None:

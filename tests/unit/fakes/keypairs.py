@@ -14,6 +14,7 @@ import hashlib
 
 from kumo.cloud import model
 from kumo.engine.errors import TerminalError, TransientError
+from kumo.ports import KeyPairsPort
 
 #: A real ed25519 key (its private half is thrown away) and Nova's fingerprint of it.
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIuJHkoy6WhJgIhZA/DE9yltqIlYP/KEgvPeU+Y7AcUe"
@@ -30,7 +31,7 @@ def fingerprint(public_key: str) -> str:
     return ":".join(digest[i : i + 2] for i in range(0, 32, 2))
 
 
-class FakeKeyPairs:
+class FakeKeyPairs(KeyPairsPort):
     region: str | None = "tokyo1"
 
     async def project_id(self) -> str | None:

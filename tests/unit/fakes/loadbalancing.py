@@ -19,6 +19,7 @@ from typing import Any
 
 from kumo.cloud import model
 from kumo.engine.errors import TerminalError, TransientError
+from kumo.ports import LoadBalancingPort
 
 _ids = itertools.count(1)
 
@@ -38,7 +39,7 @@ class FakeLB:
     monitors: dict[str, model.HealthMonitor] = field(default_factory=dict)
 
 
-class FakeOctavia:
+class FakeLoadBalancing(LoadBalancingPort):
     region: str | None = "tokyo1"
 
     async def project_id(self) -> str | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from kumo.cloud import model
 from kumo.engine.errors import TerminalError, TransientError
+from kumo.ports import DnsPort
 
 _ids = itertools.count(1)
 
@@ -30,7 +31,7 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{next(_ids):04d}"
 
 
-class FakeDesignate:
+class FakeDns(DnsPort):
     region: str | None = "tokyo1"
 
     async def project_id(self) -> str | None:

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from kumo.cloud import model
 from kumo.engine.errors import TerminalError
+from kumo.ports import SharedFSPort
 
 _ids = itertools.count(1)
 
@@ -28,7 +29,7 @@ TYPE_ID = "type-default"
 EXPORTS = ["10.0.0.10:/share", "10.0.0.20:/share"]
 
 
-class FakeManila:
+class FakeSharedFS(SharedFSPort):
     region: str | None = "tokyo1"
 
     async def project_id(self) -> str | None:

@@ -22,13 +22,14 @@ from datetime import UTC, datetime
 
 from kumo.cloud import model
 from kumo.engine.errors import TerminalError, TransientError
+from kumo.ports import BlockStoragePort
 
 _ids = itertools.count(1)
 
 TYPES = {"type-lvm": "lvmdriver-1"}
 
 
-class FakeCinder:
+class FakeBlockStorage(BlockStoragePort):
     region: str | None = "tokyo1"
 
     async def project_id(self) -> str | None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from kumo.cloud import model
 from kumo.engine.errors import TerminalError, TransientError
+from kumo.ports import NetworksPort
 
 _ids = itertools.count(1)
 EXTERNAL = {"ext-net-id": "public"}
@@ -32,7 +33,7 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{next(_ids):04d}"
 
 
-class FakeNetworks:
+class FakeNetworks(NetworksPort):
     region: str | None = "tokyo1"
 
     async def project_id(self) -> str | None:

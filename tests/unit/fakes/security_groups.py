@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from kumo.cloud import model
 from kumo.engine.errors import TransientError
+from kumo.ports import SecurityGroupsPort
 
 LOST = "create security group: 502 Bad Gateway (the answer was lost; the group was made)"
 
@@ -41,7 +42,7 @@ def _same(a: model.SecurityGroupRule, b: model.SecurityGroupRule) -> bool:
     return all(getattr(a, f) == getattr(b, f) for f in fields)
 
 
-class FakeNeutron:
+class FakeSecurityGroups(SecurityGroupsPort):
     region: str | None = "tokyo1"
 
     async def project_id(self) -> str | None:
