@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from kumo.cloud import model
+from kumo.cloud.services import WATCHERS
 from kumo.cloud.services.compute.watch import ServerWatcher
 from kumo.cloud.watch import CloudWatch
 from kumo.engine.errors import TransientError
@@ -97,7 +98,7 @@ async def one_watch_pass(watch: CloudWatch) -> list[str]:
 async def main(vms: int, latency: float, concurrency: int) -> None:
     cloud = SlowNova(latency, concurrency)
     owners, victim = fleet(cloud, vms)
-    watch = CloudWatch(NovaOnly(cloud))  # type: ignore[arg-type]
+    watch = CloudWatch(NovaOnly(cloud), watchers=WATCHERS)  # type: ignore[arg-type]
     await watch.sync()  # the first full listing, once after start
     cloud.tick(5)
     await FakeServers.delete_server(cloud, owners[victim])  # out of band

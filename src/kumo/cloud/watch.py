@@ -106,12 +106,8 @@ class CloudWatch:
         skew: float = SKEW_SECONDS,
         max_queued_builds: int = MAX_QUEUED_BUILDS,
         clock: Callable[[], float] | None = None,
-        watchers: Sequence[Callable[[Cloud, WatchEnv], Watcher]] | None = None,
+        watchers: Sequence[Callable[[Cloud, WatchEnv], Watcher]],
     ) -> None:
-        if watchers is None:  # every service's (the registry imports the adapter's calls)
-            from kumo.cloud.services import WATCHERS
-
-            watchers = WATCHERS
         self.interval = interval
         self.fast = fast
         self.relist = relist

@@ -11,6 +11,7 @@ import requests_mock as rm
 
 from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
+from kumo.cloud.services import WATCHERS
 from kumo.cloud.services.networking.watch import FloatingIPWatcher
 from kumo.cloud.watch import CloudWatch
 from tests.unit.cloud.test_adapter import fails, run
@@ -198,7 +199,7 @@ def test_owned_floating_ips_come_from_the_watch_once_it_listed(
 
 
 def watch_of(fake: FakeFloatingIPs) -> tuple[CloudWatch, Recorder]:
-    watch = CloudWatch(Lists(floating_ips=fake))  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(floating_ips=fake), watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     seen = Recorder()
     watch._notify = seen

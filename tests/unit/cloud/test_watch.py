@@ -20,6 +20,7 @@ from prometheus_client import REGISTRY
 
 from kumo.cloud import model
 from kumo.cloud.cache import GONE
+from kumo.cloud.services import WATCHERS
 from kumo.cloud.services.compute.watch import (
     KeyPairWatcher,
     ServerWatcher,
@@ -99,7 +100,7 @@ def refresh(watch: CloudWatch, service: str, full: bool = False) -> None:
 
 
 def synced(lists: Lists, clock: Callable[[], float] | None = None) -> tuple[CloudWatch, Recorder]:
-    watch = CloudWatch(lists, clock=clock)  # type: ignore[arg-type]
+    watch = CloudWatch(lists, clock=clock, watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     seen = Recorder()
     watch._notify = seen
@@ -482,7 +483,7 @@ def test_leading_again_lists_everything_before_any_reconcile_reads() -> None:
     """A process that lost and regained leadership must not act on what it cached then."""
     nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
-    watch = CloudWatch(Lists(nova))  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), watchers=WATCHERS)  # type: ignore[arg-type]
 
     async def lead_twice() -> list[str]:
         first = asyncio.ensure_future(watch.run(Recorder()))
@@ -525,7 +526,7 @@ def test_a_server_gone_without_a_trace_in_changes_since_is_read_by_id() -> None:
     nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     now = [0.0]
-    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), clock=lambda: now[0], watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     seen = Recorder()
     watch._notify = seen
@@ -595,7 +596,7 @@ def test_a_listing_that_took_long_sets_the_pace_while_something_builds() -> None
     now = [0.0]
     nova = FakeServers()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # BUILD: fast listings
-    watch = CloudWatch(Lists(nova), fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), fast=1.0, clock=lambda: now[0], watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     listing = nova.list_servers_since
 
@@ -628,7 +629,9 @@ def test_a_very_slow_listing_never_leaves_the_watch_blind_long_in_a_transition(
     now = [0.0]
     nova = FakeServers()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # BUILD: fast listings
-    watch = CloudWatch(Lists(nova), interval=interval, fast=fast, clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(
+        Lists(nova), interval=interval, fast=fast, clock=lambda: now[0], watchers=WATCHERS
+    )  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     listing = nova.list_servers_since
 
@@ -648,7 +651,7 @@ def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
     nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     nova.settle()
-    watch = CloudWatch(Lists(nova), interval=60.0, fast=0.05)  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), interval=60.0, fast=0.05, watchers=WATCHERS)  # type: ignore[arg-type]
     seen = asyncio.Event()
 
     def changed(owners: set[str], duplicated: set[str], woken: set[str]) -> None:
@@ -672,7 +675,7 @@ def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
 
 def test_a_burst_of_pokes_costs_one_listing_per_fast_interval() -> None:
     now = [100.0]
-    watch = CloudWatch(Lists(FakeServers()), fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(FakeServers()), fast=1.0, clock=lambda: now[0], watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     nova = watch._services["compute"]
     assert nova.next_due > 105.0, "idle: the next listing is an interval away"
@@ -693,7 +696,9 @@ def test_a_poke_during_a_listing_is_kept_for_after_it() -> None:
     """The listing in flight may have been answered before the announced change."""
     now = [100.0]
     nova = FakeServers()
-    watch = CloudWatch(Lists(nova), interval=60.0, fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(
+        Lists(nova), interval=60.0, fast=1.0, clock=lambda: now[0], watchers=WATCHERS
+    )  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     listing = nova.list_servers_since
 
@@ -714,7 +719,7 @@ def test_a_service_whose_listing_hangs_does_not_hold_the_others_back() -> None:
     a fleet's delete), Nova's changes-since listings go on at their pace."""
     nova = FakeServers()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))
-    watch = CloudWatch(Lists(nova), interval=0.02, fast=0.01)  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), interval=0.02, fast=0.01, watchers=WATCHERS)  # type: ignore[arg-type]
     listings = []
     listing = nova.list_servers_since
 

@@ -14,6 +14,7 @@ import dataclasses
 
 from kumo.cloud import model
 from kumo.cloud.cache import GONE
+from kumo.cloud.services import WATCHERS
 from kumo.cloud.services.compute.watch import LINGER_QUEUED, ServerWatcher
 from kumo.cloud.services.loadbalancing.watch import LoadBalancerWatcher
 from kumo.cloud.watch import CloudWatch
@@ -25,7 +26,7 @@ from tests.unit.fakes.loadbalancing import FakeLoadBalancing
 def watching(nova: FakeServers) -> tuple[CloudWatch, Recorder, list[float]]:
     """A synced watch on ``nova`` whose clock the test moves (``now[0]``)."""
     now = [0.0]
-    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), clock=lambda: now[0], watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     seen = Recorder()
     watch._notify = seen
@@ -217,7 +218,7 @@ def test_a_foreign_load_balancer_read_once_is_watched_with_its_tree() -> None:
     octavia = FakeLoadBalancing()
     lb_id, pool_id = foreign_lb_with_pool(octavia)
     octavia.add_member(pool_id, "vm", "10.0.0.5", 8080)
-    watch = CloudWatch(Lists(octavia=octavia))  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(octavia=octavia), watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     assert watch.of(LoadBalancerWatcher).load_balancers.lookup(lb_id) is None, (
         "not Kumo's, not named yet"

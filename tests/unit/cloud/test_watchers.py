@@ -84,7 +84,7 @@ def every_service() -> Lists:
 
 
 def test_every_registered_watcher_is_listed_at_start() -> None:
-    watch = CloudWatch(every_service())  # type: ignore[arg-type]
+    watch = CloudWatch(every_service(), watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     # One instance of each registered watcher, in the order of WATCHERS.
     assert [w.service for w in watch.watchers] == [w.service for w in WATCHERS]
@@ -160,7 +160,7 @@ def test_the_run_loop_lists_every_watcher_when_due() -> None:
 
 
 def test_a_service_no_watcher_lists_cannot_be_nudged_and_its_pokes_are_ignored() -> None:
-    watch = CloudWatch(every_service())  # type: ignore[arg-type]
+    watch = CloudWatch(every_service(), watchers=WATCHERS)  # type: ignore[arg-type]
     with pytest.raises(KeyError):
         watch.nudge("glance")
     watch.poke("glance")  # the cloud announces services Kumo does not watch
