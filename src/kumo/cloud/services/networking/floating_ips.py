@@ -21,14 +21,14 @@ from typing import Any
 from openstack import exceptions as os_exc
 
 from kumo.cloud import model
-from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
+from kumo.cloud.services.networking.rest import NeutronBase
 from kumo.cloud.services.networking.watch import FloatingIPWatcher
 from kumo.engine.errors import TerminalError
 from kumo.engine.failpoints import failpoint
 
 
-class FloatingIPsCalls(CloudBase):
+class FloatingIPsCalls(NeutronBase):
     # -- the external network ----------------------------------------------------------------
 
     async def floating_ip_network_id(self, ref: str | None, field: str = "spec.network") -> str:

@@ -26,8 +26,8 @@ from typing import Any
 from openstack import exceptions as os_exc
 
 from kumo.cloud import model
-from kumo.cloud.base import CloudBase
 from kumo.cloud.services.networking.floating_ips import port_from
+from kumo.cloud.services.networking.rest import NeutronBase
 from kumo.cloud.services.networking.security_groups import marked
 from kumo.cloud.services.networking.watch import NetworkWatcher
 from kumo.engine.errors import TerminalError
@@ -37,7 +37,7 @@ NETWORK_FIELDS = ["id", "name", "status", "mtu", "port_security_enabled", "descr
 INTERFACE_OWNER = "network:router_interface"
 
 
-class NetworksCalls(CloudBase):
+class NetworksCalls(NeutronBase):
     # -- networks --------------------------------------------------------------------------
 
     async def get_network(self, network_id: str) -> model.Network | None:

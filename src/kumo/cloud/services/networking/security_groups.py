@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from openstack import exceptions as os_exc
 
 from kumo.cloud import model
-from kumo.cloud.base import CloudBase
+from kumo.cloud.services.networking.rest import NeutronBase
 from kumo.cloud.services.networking.watch import SecurityGroupWatcher
 from kumo.engine.errors import TerminalError
 from kumo.engine.failpoints import failpoint
@@ -41,7 +41,7 @@ PROBE_FIELDS = ["id", "name", "description", "tags", "revision_number"]
 STALE = -1
 
 
-class SecurityGroupsCalls(CloudBase):
+class SecurityGroupsCalls(NeutronBase):
     # -- plumbing --------------------------------------------------------------------------
 
     def _group_changed(self, group_id: str, change: Any = None) -> None:
