@@ -16,7 +16,7 @@ Changes are reported as the UIDs of the objects owning the changed resources (th
 balancer's owner): that is Kumo's drift detection. Another cluster's resources are
 listed too (they carry the ``kumo`` tag or metadata) but indexed under an owner no object
 has (``<uid>@<cluster>``, kumo.ports.markers): never one of this cluster's duplicates,
-never in :meth:`Watcher.marked`, the orphan sweep's input. Kumo's own writes go to the API and
+never in :meth:`~kumo.cloud.watcher.Watcher.marked`, the orphan sweep's input. Kumo's own writes go to the API and
 then into the cache, never waiting for a listing: the adapter's calls reach a watcher's
 caches through :meth:`CloudWatch.of`. A new service adds no line here.
 """

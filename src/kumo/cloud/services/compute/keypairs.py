@@ -3,7 +3,7 @@ name; it has no tags, metadata or description and cannot be changed, only delete
 made again. Kumo's marker is the last word of the public key's comment, which Nova
 stores and shows back as given.
 
-Reads answer from the cloud watch's cache (:class:`~kumo.cloud.watch.KeyPairWatcher`
+Reads answer from the cloud watch's cache (:class:`~kumo.cloud.services.compute.watch.KeyPairWatcher`
 lists every keypair of the user each interval); Kumo's writes go to the API, then into
 the cache.
 """

@@ -9,7 +9,7 @@ still carries the marker (:func:`kumo.ports.model.floating_ip_owner`); the failp
 ``after-floating-ip-create`` sits between the two calls.
 
 Reads come from the cloud watch's listing of the project's floating IPs
-(:class:`~kumo.cloud.watch.FloatingIPWatcher`) once it has listed; ports are read from
+(:class:`~kumo.cloud.services.networking.watch.FloatingIPWatcher`) once it has listed; ports are read from
 the API, and only when an association must be made.
 """
 

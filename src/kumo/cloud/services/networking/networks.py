@@ -11,7 +11,7 @@ is still Kumo's (:func:`kumo.ports.model.described_owner`), listed by the watch 
 adopted by the next pass, never made twice. Subnets carry no marker: a subnet on Kumo's
 network is Kumo's, as a rule in Kumo's security group is.
 
-Reads come from the watch's listings (:class:`~kumo.cloud.watch.NetworkWatcher`): the
+Reads come from the watch's listings (:class:`~kumo.cloud.services.networking.watch.NetworkWatcher`): the
 project's networks (kept when marked, by tag or description), their subnets, the
 project's routers (likewise) and their interface ports — four calls per interval
 whatever the number of networks. Ports on a network are read from the API, and only

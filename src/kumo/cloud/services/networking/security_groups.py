@@ -16,7 +16,7 @@ description.
 
 Neutron bumps a group's ``revision_number`` whenever one of its rules is created or
 deleted: the watch lists the groups without their rules (one call) and reads the rules
-only of a group whose revision moved (see :class:`~kumo.cloud.watch.SecurityGroupWatcher`).
+only of a group whose revision moved (see :class:`~kumo.cloud.services.networking.watch.SecurityGroupWatcher`).
 """
 
 from __future__ import annotations
