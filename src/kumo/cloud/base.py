@@ -25,7 +25,6 @@ from kumo.cloud import telemetry
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.cache import ResourceCache
 from kumo.cloud.errors import classify, missing_ids
-from kumo.cloud.model import MANAGED_TAG
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
 from kumo.cloud.watch import SKEW_SECONDS, WATCH_LANE, CloudWatch
@@ -169,7 +168,8 @@ class CloudBase:
         cache.relisted(token, scope, found)
         return found
 
-    # -- name resolution (cached for NAME_CACHE_TTL: names rarely move, but do) --------
+    # -- name resolution (cached for NAME_CACHE_TTL: names rarely move, but do; each
+    #    service's lookups are in its package, e.g. ServersCalls.image_id) ------------
 
     async def _resolve(self, what: str, find: Callable[..., Any], ref: str, field: str) -> str:
         found: str = await self._resolve_as(what, find, ref, field, _id)
@@ -198,47 +198,6 @@ class CloudBase:
             return value(found)
 
         return await self._names.resolve(key, load, field)
-
-    async def image_id(self, ref: str, field: str = "spec.image") -> str:
-        return await self._resolve("image", self.conn.image.find_image, ref, field)
-
-    async def flavor_id(self, ref: str, field: str = "spec.flavor") -> str:
-        return await self._resolve("flavor", self.conn.compute.find_flavor, ref, field)
-
-    async def network_id(self, ref: str, field: str = "spec.networks") -> str:
-        return await self._resolve("network", self.conn.network.find_network, ref, field)
-
-    async def default_network_id(self, external: bool, field: str) -> str:
-        """The project's own network, or the external network when ``external``."""
-        key = ("default-network", str(external))
-
-        def pick() -> str | None:
-            project = self.conn.current_project_id
-            for net in sorted(self.conn.network.networks(), key=lambda n: n.name or ""):
-                if external and net.is_router_external:
-                    return str(net.id)
-                if (
-                    not external
-                    and not net.is_router_external
-                    and net.project_id == project
-                    and MANAGED_TAG not in (net.tags or [])  # a Network object's
-                ):
-                    return str(net.id)
-            return None
-
-        async def load() -> str:
-            found = await self._call("list networks", pick)
-            if found is None:
-                kind = "external" if external else "project"
-                raise TerminalError("NetworkNotFound", f"no {kind} network found", field=field)
-            return found
-
-        return await self._names.resolve(key, load, field)
-
-    async def lb_flavor_id(self, ref: str, field: str = "spec.serviceType") -> str:
-        return await self._resolve(
-            "load balancer flavor", self.conn.load_balancer.find_flavor, ref, field
-        )
 
 
 def _size_connection_pools(conn: openstack.connection.Connection, size: int) -> None:

@@ -12,10 +12,50 @@ from openstack import exceptions
 from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
+from kumo.cloud.model import MANAGED_TAG
 from kumo.cloud.services.compute.watch import ServerGroupWatcher, ServerWatcher
+from kumo.engine.errors import TerminalError
 
 
 class ServersCalls(CloudBase):
+    # -- name lookups a server needs (cached in the name cache: base.py) ---------------
+
+    async def image_id(self, ref: str, field: str = "spec.image") -> str:
+        return await self._resolve("image", self.conn.image.find_image, ref, field)
+
+    async def flavor_id(self, ref: str, field: str = "spec.flavor") -> str:
+        return await self._resolve("flavor", self.conn.compute.find_flavor, ref, field)
+
+    async def network_id(self, ref: str, field: str = "spec.networks") -> str:
+        return await self._resolve("network", self.conn.network.find_network, ref, field)
+
+    async def default_network_id(self, external: bool, field: str) -> str:
+        """The project's own network, or the external network when ``external``."""
+        key = ("default-network", str(external))
+
+        def pick() -> str | None:
+            project = self.conn.current_project_id
+            for net in sorted(self.conn.network.networks(), key=lambda n: n.name or ""):
+                if external and net.is_router_external:
+                    return str(net.id)
+                if (
+                    not external
+                    and not net.is_router_external
+                    and net.project_id == project
+                    and MANAGED_TAG not in (net.tags or [])  # a Network object's
+                ):
+                    return str(net.id)
+            return None
+
+        async def load() -> str:
+            found = await self._call("list networks", pick)
+            if found is None:
+                kind = "external" if external else "project"
+                raise TerminalError("NetworkNotFound", f"no {kind} network found", field=field)
+            return found
+
+        return await self._names.resolve(key, load, field)
+
     # -- Nova servers (reads from the watch's cache once synced; see watch.py) -----------
 
     async def get_server(self, server_id: str) -> model.Server | None:

@@ -38,6 +38,11 @@ class LoadBalancerCalls(CloudBase):
 
     # -- Octavia ------------------------------------------------------------------------
 
+    async def lb_flavor_id(self, ref: str, field: str = "spec.serviceType") -> str:
+        return await self._resolve(
+            "load balancer flavor", self.conn.load_balancer.find_flavor, ref, field
+        )
+
     def _lb_changing(self, lb_id: str | None, status: str = "PENDING_UPDATE") -> None:
         """Kumo asked Octavia for a change under ``lb_id``: Octavia now holds it pending
         (in the cache), and the watch looks again soon."""
