@@ -118,3 +118,11 @@ def test_every_service_package_is_in_the_independence_contract() -> None:
     config.read(REPO / ".importlinter")
     listed = config["importlinter:contract:service-independence"]["modules"].split()
     assert listed == [f"kumo.cloud.services.{name}" for name in services.SERVICES]
+
+
+def test_mypy_builds_every_fake_in_the_conformance_check() -> None:
+    """tests/unit/ports_conformance.py builds each fake, so mypy refuses one that lacks a
+    method of its port: a fake left out of it is checked for signatures only."""
+    from tests.unit.ports_conformance import conforms
+
+    assert {type(fake) for fake in conforms()} == set(fakes().values())

@@ -199,7 +199,7 @@ def test_owned_floating_ips_come_from_the_watch_once_it_listed(
 
 
 def watch_of(fake: FakeFloatingIPs) -> tuple[CloudWatch, Recorder]:
-    watch = CloudWatch(Lists(floating_ips=fake), watchers=WATCHERS)  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(fake), watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     seen = Recorder()
     watch._notify = seen

@@ -31,7 +31,7 @@ def neutron_with(groups: int) -> tuple[FakeSecurityGroups, list[model.SecurityGr
 def test_idle_cost_is_one_listing_whatever_the_number_of_groups() -> None:
     for n in (10, 100):
         neutron, _ = neutron_with(n)
-        watch, seen = synced(Lists(neutron=neutron))
+        watch, seen = synced(Lists(neutron))
         assert neutron.calls.count("fetch_security_group_rules") == n, "the first: every group"
         neutron.calls.clear()
         for _ in range(5):
@@ -42,7 +42,7 @@ def test_idle_cost_is_one_listing_whatever_the_number_of_groups() -> None:
 
 def test_a_rule_changed_by_hand_is_read_for_that_group_only_and_reported() -> None:
     neutron, groups = neutron_with(3)
-    watch, seen = synced(Lists(neutron=neutron))
+    watch, seen = synced(Lists(neutron))
     target = groups[1]
     neutron.add_rule_out_of_band(target.id, protocol="tcp", remote_ip_prefix="0.0.0.0/0")
     neutron.calls.clear()
@@ -55,7 +55,7 @@ def test_a_rule_changed_by_hand_is_read_for_that_group_only_and_reported() -> No
 
 def test_a_group_deleted_by_hand_is_gone_and_marked_groups_are_swept_through_it() -> None:
     neutron, groups = neutron_with(2)
-    watch, seen = synced(Lists(neutron=neutron))
+    watch, seen = synced(Lists(neutron))
     assert watch.marked() == [
         Marked("security_group", g.id, g.name, f"uid-{i}") for i, g in enumerate(groups)
     ]

@@ -43,32 +43,12 @@ from tests.unit.waiting import until
 
 
 class Lists:
-    """One project's services for a watch; a service left out answers 503."""
+    """One project's services for a watch, from the fakes of the ports it serves; a
+    service left out answers 503."""
 
-    def __init__(
-        self,
-        nova: Any = None,
-        octavia: Any = None,
-        dns: Any = None,
-        manila: Any = None,
-        neutron: Any = None,
-        keypairs: Any = None,
-        floating_ips: Any = None,
-        cinder: Any = None,
-        neutron_networks: Any = None,
-    ) -> None:
-        parts = (
-            nova,
-            octavia,
-            dns,
-            manila,
-            neutron,
-            keypairs,
-            floating_ips,
-            cinder,
-            neutron_networks,
-        )
-        self.parts = [p for p in parts if p is not None]
+    def __init__(self, *parts: Any) -> None:
+        """``parts``: fakes of tests/unit/fakes (a call goes to the first that has it)."""
+        self.parts = list(parts)
 
     def __getattr__(self, name: str) -> Any:
         for part in self.parts:
@@ -308,7 +288,7 @@ def octavia_with_pool() -> tuple[FakeLoadBalancing, str, str]:
 
 def test_an_unchanged_octavia_costs_one_probe() -> None:
     octavia, _, _ = octavia_with_pool()
-    watch, seen = synced(Lists(octavia=octavia))
+    watch, seen = synced(Lists(octavia))
     octavia.calls.clear()
     refresh(watch, "loadbalancing")
     refresh(watch, "loadbalancing")
@@ -319,7 +299,7 @@ def test_an_unchanged_octavia_costs_one_probe() -> None:
 def test_a_member_removed_by_hand_reaches_the_load_balancers_owner() -> None:
     octavia, lb_id, pool_id = octavia_with_pool()
     octavia.add_member(pool_id, "vm", "10.0.0.5", 8080)
-    watch, seen = synced(Lists(octavia=octavia))
+    watch, seen = synced(Lists(octavia))
     (pool,) = [p for p in watch.of(LoadBalancerWatcher).pools.items() if p.id == pool_id]
     assert pool.lb_id == lb_id and len(pool.member_ids) == 1
     (member_id,) = pool.member_ids
@@ -333,7 +313,7 @@ def test_a_member_removed_by_hand_reaches_the_load_balancers_owner() -> None:
 
 def test_a_pending_load_balancer_is_listed_fast_until_it_settles() -> None:
     octavia, lb_id, _ = octavia_with_pool()
-    watch, _ = synced(Lists(octavia=octavia))
+    watch, _ = synced(Lists(octavia))
     watch.of(LoadBalancerWatcher).changing(lb_id)
     watch.nudge(LoadBalancerWatcher.service)
     assert (
@@ -351,7 +331,7 @@ def test_a_load_balancer_octavia_still_holds_pending_costs_one_probe_a_pass() ->
     own change entering PENDING_UPDATE, as the cache expects, lists nothing; the tree is
     read once the probe shows the LB in another state, with all that changed."""
     octavia, lb_id, pool_id = octavia_with_pool()
-    watch, seen = synced(Lists(octavia=octavia))
+    watch, seen = synced(Lists(octavia))
     fake = octavia.lbs[lb_id]
     octavia.add_member(pool_id, "vm", "10.0.0.5", 8080)  # Kumo's batch, still applying
     fake.lb = dataclasses.replace(fake.lb, provisioning_status="PENDING_UPDATE")
@@ -377,7 +357,7 @@ def test_a_load_balancer_going_pending_that_kumo_did_not_change_is_listed() -> N
     probe moves, pending or not; so is Kumo's change when the probe shows another state
     than the one the cache expects."""
     octavia, lb_id, pool_id = octavia_with_pool()
-    watch, _ = synced(Lists(octavia=octavia))
+    watch, _ = synced(Lists(octavia))
     fake = octavia.lbs[lb_id]
     octavia.add_member(pool_id, "by-hand", "10.0.0.6", 80)
     fake.lb = dataclasses.replace(fake.lb, provisioning_status="PENDING_UPDATE")
@@ -401,7 +381,7 @@ def test_only_a_zone_that_changed_is_listed_again() -> None:
     dns = FakeDns()
     description = f"web {model.owner_word('uid-rec')}"
     rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], description)
-    watch, seen = synced(Lists(dns=dns))
+    watch, seen = synced(Lists(dns))
     assert watch.of(ZoneWatcher).watches_zone(ZONE_ID)
     dns.calls.clear()
     refresh(watch, "dns")
@@ -430,7 +410,7 @@ def test_a_rule_removed_by_hand_reaches_the_shares_owner() -> None:
         )
     )
     rule = manila.add_rule(share.id, "10.0.0.5")
-    watch, seen = synced(Lists(manila=manila))
+    watch, seen = synced(Lists(manila))
     assert watch.of(ShareWatcher).share_rules[share.id] == [rule]
     refresh(watch, "sharedfs")
     assert seen.owners == [], "nothing moved"
@@ -447,7 +427,7 @@ def test_keypairs_cost_one_list_per_interval_and_a_deleted_one_reaches_its_owner
     keypairs = FakeKeyPairs()
     keypairs.add("team-a-deploy", f"{KEY} {model.owner_word('uid-kp')}")
     keypairs.add("theirs", f"{OTHER_KEY} me@laptop")
-    watch, seen = synced(Lists(keypairs=keypairs))
+    watch, seen = synced(Lists(keypairs))
     assert {k.name for k in watch.of(KeyPairWatcher).keypairs.items()} == {
         "team-a-deploy",
         "theirs",
@@ -472,7 +452,7 @@ def test_a_keypair_made_again_with_another_key_reaches_its_owner() -> None:
     listing sees the name's key change, which concerns both the old and the new owner."""
     keypairs = FakeKeyPairs()
     keypairs.add("kp", f"{KEY} {model.owner_word('uid-old')}")
-    watch, seen = synced(Lists(keypairs=keypairs))
+    watch, seen = synced(Lists(keypairs))
     keypairs.delete_out_of_band("kp")
     keypairs.add("kp", f"{KEY} {model.owner_word('uid-new')}")
     refresh(watch, "compute.keypairs")

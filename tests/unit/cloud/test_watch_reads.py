@@ -218,7 +218,7 @@ def test_a_foreign_load_balancer_read_once_is_watched_with_its_tree() -> None:
     octavia = FakeLoadBalancing()
     lb_id, pool_id = foreign_lb_with_pool(octavia)
     octavia.add_member(pool_id, "vm", "10.0.0.5", 8080)
-    watch = CloudWatch(Lists(octavia=octavia), watchers=WATCHERS)  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(octavia), watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     assert watch.of(LoadBalancerWatcher).load_balancers.lookup(lb_id) is None, (
         "not Kumo's, not named yet"

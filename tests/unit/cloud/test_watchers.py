@@ -26,14 +26,13 @@ from kumo.engine.sweep import OrphanKept
 from kumo.ports import Cloud
 from kumo.ports.model import Marked
 from tests.unit.cloud.test_watch import Lists, Recorder, octavia_with_pool, refresh, synced
-from tests.unit.fakes import FakeServers
+from tests.unit.fakes import FakeServers, fakes
 from tests.unit.fakes.blockstorage import FakeBlockStorage
 from tests.unit.fakes.dns import FakeDns
 from tests.unit.fakes.floating_ips import FakeFloatingIPs
 from tests.unit.fakes.keypairs import KEY, FakeKeyPairs
 from tests.unit.fakes.loadbalancing import FakeLoadBalancing
 from tests.unit.fakes.networks import FakeNetworks
-from tests.unit.fakes.security_groups import FakeSecurityGroups
 from tests.unit.fakes.sharedfs import FakeSharedFS
 
 
@@ -70,17 +69,8 @@ def gadgets_of(watch: CloudWatch) -> Gadgets:
 
 
 def every_service() -> Lists:
-    return Lists(
-        FakeServers(),
-        FakeLoadBalancing(),
-        FakeDns(),
-        FakeSharedFS(),
-        FakeSecurityGroups(),
-        FakeKeyPairs(),
-        FakeFloatingIPs(),
-        FakeBlockStorage(),
-        FakeNetworks(),
-    )
+    """Every port's fake (tests/unit/fakes): every service a watch lists."""
+    return Lists(*(fake() for fake in fakes().values()))
 
 
 def test_every_registered_watcher_is_listed_at_start() -> None:
@@ -200,7 +190,7 @@ def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -
     untagged = neutron.add_fip("203.0.113.6", [], f"kept {model.owner_word('uid-fip2')}")
     neutron.add_fip("203.0.113.7", [model.MANAGED_TAG])  # no owner
     neutron.add_fip("203.0.113.8")  # someone else's
-    watch, _ = synced(Lists(nova, octavia, dns, manila, keypairs=keypairs, floating_ips=neutron))
+    watch, _ = synced(Lists(nova, octavia, dns, manila, keypairs, neutron))
 
     assert watch.marked() == [
         Marked("server", server.id, "vm", "uid-vm"),
@@ -238,7 +228,7 @@ def test_marked_lists_only_this_clusters_current_markers() -> None:
     floating.add_fip("203.0.113.5", theirs_tags)
     floating.add_fip("203.0.113.6", [], f"kumo-owner=uid-a@{other}")
     floating.add_fip("203.0.113.7", legacy_tags)
-    watch, _ = synced(Lists(nova, dns=dns, cinder=cinder, floating_ips=floating))
+    watch, _ = synced(Lists(nova, dns, cinder, floating))
     assert watch.marked() == [Marked("server", ours.id, "ours", "uid-a")]
     assert watch.of(ServerWatcher).servers.live_count("uid-a") == 2, (
         "ours and the legacy one: not theirs"
@@ -266,13 +256,13 @@ def test_delete_marked_goes_through_the_watcher_that_listed_it() -> None:
     server = nova.add_server("vm", tags=model.marker_tags("uid-gone"))
     keypairs = FakeKeyPairs()
     keypairs.add("kp", f"{KEY} {model.owner_word('uid-gone')}")
-    watch, _ = synced(Lists(nova, dns=dns, keypairs=keypairs))
+    watch, _ = synced(Lists(nova, dns, keypairs))
     for found in watch.marked():
         asyncio.run(watch.delete_marked(found))
     assert rs.id not in dns.recordsets
     assert keypairs.keypairs == {}, "a keypair is deleted by its name"
     fip = neutron.add_fip("203.0.113.9", model.marker_tags("uid-gone"))
-    watch, _ = synced(Lists(nova, dns=dns, floating_ips=neutron))
+    watch, _ = synced(Lists(nova, dns, neutron))
     for found in watch.marked():
         asyncio.run(watch.delete_marked(found))
     assert rs.id not in dns.recordsets
@@ -284,7 +274,7 @@ def test_delete_marked_goes_through_the_watcher_that_listed_it() -> None:
 
 def test_owner_of_still_answers_for_every_cache() -> None:
     octavia, lb_id, pool_id = octavia_with_pool()
-    watch, _ = synced(Lists(octavia=octavia))
+    watch, _ = synced(Lists(octavia))
     pool = watch.of(LoadBalancerWatcher).pools.lookup(pool_id)
     assert isinstance(pool, model.Pool) and not pool.tags
     assert watch.owner_of(watch.of(LoadBalancerWatcher).pools, pool) == "uid-lb", (
@@ -315,7 +305,7 @@ def test_cinder_is_one_filtered_listing_per_interval_whatever_the_volumes() -> N
         cinder.add_volume(f"v{i}", metadata=model.marker_metadata(f"uid-{i}")) for i in range(5)
     ]
     cinder.add_volume("theirs")  # no marker: never in Kumo's cache
-    watch, _ = synced(Lists(FakeServers(), cinder=cinder))
+    watch, _ = synced(Lists(FakeServers(), cinder))
     lists_before = watch.stats.lists.get("volumes-list", 0)
     refresh(watch, "blockstorage")
     assert watch.stats.lists.get("volumes-list", 0) == lists_before + 1
@@ -356,7 +346,7 @@ def test_networks_cost_two_listings_per_interval_whatever_their_number() -> None
     )
     # Kumo killed between the POST and the tag call: marked by its description only.
     untagged = neutron.add_network("lost", description=f"app {model.owner_word('uid-lost')}")
-    watch, seen = synced(Lists(FakeServers(), neutron_networks=neutron))
+    watch, seen = synced(Lists(FakeServers(), neutron))
     neutron.calls.clear()
     refresh(watch, "networking.networks")
     assert sorted(neutron.calls) == ["fetch_networks", "fetch_routers"]
@@ -375,7 +365,7 @@ def test_networks_cost_two_listings_per_interval_whatever_their_number() -> None
 
 def test_a_project_without_networks_pays_one_neutron_network_listing() -> None:
     neutron = FakeNetworks()
-    watch, _ = synced(Lists(FakeServers(), neutron_networks=neutron))
+    watch, _ = synced(Lists(FakeServers(), neutron))
     neutron.calls.clear()
     refresh(watch, "networking.networks")
     assert neutron.calls == ["fetch_networks"]
@@ -447,7 +437,7 @@ def test_a_leaked_router_is_detached_only_from_its_own_networks_subnets() -> Non
     neutron, router, subnets = fake_neutron_with_leaked_router()
     for name in ("own", "other", "cluster", "users"):
         asyncio.run(neutron.add_router_interface(router.id, subnets[name]))
-    watch, _ = synced(Lists(FakeServers(), neutron_networks=neutron))
+    watch, _ = synced(Lists(FakeServers(), neutron))
     (marked,) = [m for m in watch.marked() if m.kind == "router"]
     foreign = sorted(subnets[name] for name in ("other", "cluster", "users"))
     with pytest.raises(OrphanKept, match=", ".join(foreign)):
@@ -461,7 +451,7 @@ def test_a_leaked_router_is_detached_only_from_its_own_networks_subnets() -> Non
 def test_a_leaked_router_on_its_own_subnet_only_is_detached_and_deleted() -> None:
     neutron, router, subnets = fake_neutron_with_leaked_router()
     asyncio.run(neutron.add_router_interface(router.id, subnets["own"]))
-    watch, _ = synced(Lists(FakeServers(), neutron_networks=neutron))
+    watch, _ = synced(Lists(FakeServers(), neutron))
     (marked,) = [m for m in watch.marked() if m.kind == "router"]
     asyncio.run(watch.delete_marked(marked))
     assert router.id not in neutron.routers

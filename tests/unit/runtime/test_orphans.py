@@ -58,7 +58,7 @@ def test_the_listing_says_who_owns_what_and_what_the_sweep_does() -> None:
     leak = nova.add_server("leak", tags=model.marker_tags("uid-vm-gone"))
     volume = cinder.add_volume("pgdata", metadata=model.marker_metadata("uid-vol-gone"))
     cinder.add_volume("theirs")  # no marker: not Kumo's, not listed
-    cloud = SimpleNamespace(watch=CloudWatch(Lists(nova, cinder=cinder), watchers=WATCHERS))  # type: ignore[arg-type]
+    cloud = SimpleNamespace(watch=CloudWatch(Lists(nova, cinder), watchers=WATCHERS))  # type: ignore[arg-type]
     kube = Kube({"VirtualMachine": sorted(live), VOLUME.kind: []})
     rows = asyncio.run(orphans.find_orphans(cloud, kube, OrphanSweep()))
     assert kube.lists > 0, "the owners are read from the API server"

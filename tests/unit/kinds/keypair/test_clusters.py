@@ -31,7 +31,7 @@ def kumo_of(cluster: str, user: FakeKeyPairs, spec: dict[str, str]) -> World:
 def marked(cluster: str, user: FakeKeyPairs) -> list[Marked]:
     """What the orphan sweep of ``cluster``'s Kumo is given (its watch's ``marked()``)."""
     set_cluster(cluster)
-    watch, _ = synced(Lists(keypairs=user))
+    watch, _ = synced(Lists(user))
     assert watch.of(KeyPairWatcher).keypairs.live_count(UID) <= 1, "no duplicate of its own"
     return watch.marked()
 
