@@ -12,7 +12,7 @@ from kumo.ports import BlockStoragePort
 
 
 class BlockStorageDryRun(DryRunBase):
-    """Blockstorage's writes recorded, its reads passed through."""
+    """The blockstorage service's writes recorded, its reads passed through."""
 
     # Reads: the real cloud's answer.
     volume_type_name = passthrough(BlockStoragePort.volume_type_name)

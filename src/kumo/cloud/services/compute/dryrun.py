@@ -12,7 +12,7 @@ from kumo.ports import KeyPairsPort, ServersPort
 
 
 class ComputeDryRun(DryRunBase):
-    """Compute's writes recorded, its reads passed through."""
+    """The compute service's writes recorded, its reads passed through."""
 
     # Reads: the real cloud's answer.
     image_id = passthrough(ServersPort.image_id)

@@ -10,7 +10,7 @@ from kumo.ports import DnsPort
 
 
 class DnsDryRun(DryRunBase):
-    """Dns's writes recorded, its reads passed through."""
+    """The dns service's writes recorded, its reads passed through."""
 
     # Reads: the real cloud's answer.
     zone = passthrough(DnsPort.zone)

@@ -12,7 +12,7 @@ from kumo.ports import LoadBalancingPort
 
 
 class LoadBalancingDryRun(DryRunBase):
-    """Loadbalancing's writes recorded, its reads passed through."""
+    """The loadbalancing service's writes recorded, its reads passed through."""
 
     # Reads: the real cloud's answer.
     lb_flavor_id = passthrough(LoadBalancingPort.lb_flavor_id)

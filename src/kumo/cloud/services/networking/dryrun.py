@@ -13,7 +13,7 @@ from kumo.ports import FloatingIPsPort, NetworksPort, SecurityGroupsPort
 
 
 class NetworkingDryRun(DryRunBase):
-    """Networking's writes recorded, its reads passed through."""
+    """The networking service's writes recorded, its reads passed through."""
 
     # Reads: the real cloud's answer.
     get_security_group = passthrough(SecurityGroupsPort.get_security_group)

@@ -12,7 +12,7 @@ from kumo.ports import SharedFSPort
 
 
 class SharedFSDryRun(DryRunBase):
-    """Sharedfs's writes recorded, its reads passed through."""
+    """The sharedfs service's writes recorded, its reads passed through."""
 
     # Reads: the real cloud's answer.
     share_type_id = passthrough(SharedFSPort.share_type_id)
