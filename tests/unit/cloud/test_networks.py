@@ -12,7 +12,7 @@ from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
 from kumo.cloud.services.networking.watch import NetworkWatcher
 from tests.unit.cloud.test_adapter import fails, run
-from tests.unit.cloud.test_neutron import (  # noqa: F401 (neutron_discovery: a fixture)
+from tests.unit.cloud.test_security_groups import (  # noqa: F401 (neutron_discovery: a fixture)
     NEUTRON,
     PROJECT,
     crash_at,
