@@ -38,9 +38,9 @@ from kumo.engine.queue import WorkQueue
 from kumo.kinds import registry
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.runtime.controller import Controller
-from tests.unit.fakes import FakeKube, FakeNova, make_body
-from tests.unit.kinds.dnsrecord.fake_designate import ZONE, FakeDesignate
-from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+from tests.unit.fakes import FakeKube, FakeServers, make_body
+from tests.unit.fakes.dns import ZONE, FakeDns
+from tests.unit.fakes.loadbalancing import FakeLoadBalancing
 
 NS = "default"
 TEMPLATE = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
@@ -63,8 +63,8 @@ class VirtualClock:
         return EPOCH + datetime.timedelta(seconds=self.now)
 
 
-class IndexedNova(FakeNova):
-    """FakeNova with unique addresses and an owner index, as the adapter's watch cache
+class IndexedNova(FakeServers):
+    """FakeServers with unique addresses and an owner index, as the adapter's watch cache
     answers ``list_owned_servers`` (the fake's scan of every server is not Kumo's CPU)."""
 
     def __init__(self) -> None:
@@ -98,8 +98,8 @@ class FleetCloud:
         self.nova = IndexedNova()
         # A change settles on the next read, as the fake did when the runs recorded in
         # docs/performance.md were made (its default now stays pending for two reads).
-        self.octavia = FakeOctavia(pending_gets=0)
-        self.designate = FakeDesignate()
+        self.octavia = FakeLoadBalancing(pending_gets=0)
+        self.designate = FakeDns()
 
     def __getattr__(self, name: str) -> Any:
         for service in (self.nova, self.octavia, self.designate):

@@ -98,7 +98,13 @@ def measure(cloud_name: str, n: int, intervals: int, interval_s: float) -> IdleR
     conn = lab.connect(cloud_name)
     project = conn.current_project_id
     window, adapter, took = asyncio.run(
-        _idle(OpenStackCloud(conn), intervals, interval_s, lab.LOGS, service="cinder")
+        _idle(
+            OpenStackCloud(conn),
+            intervals,
+            interval_s,
+            lab.LOGS,
+            service=("blockstorage", "cinder"),
+        )
     )
     listings = sum(adapter.values())
 

@@ -15,15 +15,17 @@ import time
 from typing import Any
 
 from kumo.cloud import model
-from kumo.cloud.watch import CloudWatch, ServerWatcher
+from kumo.cloud.services import WATCHERS
+from kumo.cloud.services.compute.watch import ServerWatcher
+from kumo.cloud.watch import CloudWatch
 from kumo.engine.errors import TransientError
-from tests.unit.fakes import FakeNova
+from tests.unit.fakes import FakeServers
 
 #: The in-memory benchmarks' cluster ID (kumo.ports.markers): no cluster to derive it from.
 BENCH_CLUSTER = "bench"
 
 
-class SlowNova(FakeNova):
+class SlowNova(FakeServers):
     """Every API call costs ``latency`` seconds, at most ``concurrency`` at a time."""
 
     def __init__(self, latency: float, concurrency: int) -> None:
@@ -96,10 +98,10 @@ async def one_watch_pass(watch: CloudWatch) -> list[str]:
 async def main(vms: int, latency: float, concurrency: int) -> None:
     cloud = SlowNova(latency, concurrency)
     owners, victim = fleet(cloud, vms)
-    watch = CloudWatch(NovaOnly(cloud))  # type: ignore[arg-type]
+    watch = CloudWatch(NovaOnly(cloud), watchers=WATCHERS)  # type: ignore[arg-type]
     await watch.sync()  # the first full listing, once after start
     cloud.tick(5)
-    await FakeNova.delete_server(cloud, owners[victim])  # out of band
+    await FakeServers.delete_server(cloud, owners[victim])  # out of band
     cloud.settle()
     cloud.tick(5)
 

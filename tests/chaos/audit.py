@@ -42,7 +42,7 @@ from kumo.cloud.model import Marker, described_marker, marker_of, metadata_marke
 class Marked:
     """One cloud resource carrying Kumo's marker."""
 
-    kind: str  # "server", "load_balancer", "server_group", "recordset", "volume"
+    kind: str  # the orphan sweep's: "server", "loadbalancer", "server_group", "recordset", …
     id: str
     owner: str
     name: str = ""

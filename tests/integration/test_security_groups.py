@@ -344,7 +344,7 @@ def test_idle_neutron_requests_are_constant_in_the_number_of_groups(demo_conn: A
         before = dict(watch.stats.lists)
         started = time.monotonic()
         for _ in range(intervals):
-            await watch._refresh(watch._services["neutron"], full=False)
+            await watch._refresh(watch._services["networking.security-groups"], full=False)
         took = (time.monotonic() - started) / intervals
         after = watch.stats.lists
         return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}, took

@@ -1,52 +1,37 @@
 """mypy checks that the unit tests' fakes implement the ports they stand in for
-(``make lint`` runs mypy on this file): a fake that drifts from a port — a method
-missing, renamed, or with another signature — fails lint, not a test at run time.
+(``make lint`` runs mypy on this file): each fake inherits its port
+(``class FakeDns(DnsPort)``), so mypy checks every method it defines against the port's
+signature, and :func:`conforms` builds each one, which mypy refuses while a port method
+is missing from it (the Protocol's method would be abstract). A fake that drifts from a
+port fails lint, not a test at run time. tests/unit/test_services.py checks that every
+port part has a fake, and that :func:`conforms` builds them all.
 
 Nothing here runs; pytest does not collect it (no ``test_`` prefix).
 """
 
 from __future__ import annotations
 
-from kumo.ports import (
-    ComputePort,
-    DnsPort,
-    FloatingIPPort,
-    KeyPairsPort,
-    LoadBalancingPort,
-    NetworkingPort,
-    NetworksPort,
-    SharesPort,
-    VolumesPort,
-)
-from tests.unit.fakes import FakeNova
-from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
-from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
-from tests.unit.kinds.keypair.fake_keypairs import FakeKeyPairs
-from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
-from tests.unit.kinds.network.fake_networks import FakeNetworks
-from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
-from tests.unit.kinds.share.fake_manila import FakeManila
-from tests.unit.kinds.volume.fake_cinder import FakeCinder
+from tests.unit.fakes.blockstorage import FakeBlockStorage
+from tests.unit.fakes.dns import FakeDns
+from tests.unit.fakes.floating_ips import FakeFloatingIPs
+from tests.unit.fakes.keypairs import FakeKeyPairs
+from tests.unit.fakes.loadbalancing import FakeLoadBalancing
+from tests.unit.fakes.networks import FakeNetworks
+from tests.unit.fakes.security_groups import FakeSecurityGroups
+from tests.unit.fakes.servers import FakeServers
+from tests.unit.fakes.sharedfs import FakeSharedFS
 
 
-def conforms(
-    nova: FakeNova,
-    octavia: FakeOctavia,
-    designate: FakeDesignate,
-    manila: FakeManila,
-    neutron: FakeNeutron,
-    keypairs: FakeKeyPairs,
-    floating: FakeFloatingIPs,
-    cinder: FakeCinder,
-    network: FakeNetworks,
-) -> None:
-    compute: ComputePort = nova
-    load_balancing: LoadBalancingPort = octavia
-    dns: DnsPort = designate
-    shares: SharesPort = manila
-    networking: NetworkingPort = neutron
-    keypair: KeyPairsPort = keypairs
-    floating_ips: FloatingIPPort = floating
-    volumes: VolumesPort = cinder
-    networks: NetworksPort = network
-    del compute, load_balancing, dns, shares, networking, keypair, floating_ips, volumes, networks
+def conforms() -> list[object]:
+    """Every fake, built: mypy fails here on one that lacks a method of its port."""
+    return [
+        FakeServers(),
+        FakeKeyPairs(),
+        FakeLoadBalancing(),
+        FakeDns(),
+        FakeSharedFS(),
+        FakeBlockStorage(),
+        FakeSecurityGroups(),
+        FakeFloatingIPs(),
+        FakeNetworks(),
+    ]

@@ -12,64 +12,50 @@ from kumo import ports
 from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
-from kumo.cloud.compute import ComputeCalls
-from kumo.cloud.designate import DesignateCalls
-from kumo.cloud.floatingips import FloatingIPCalls
-from kumo.cloud.keypairs import KeyPairCalls
-from kumo.cloud.networks import NetworkCalls
-from kumo.cloud.neutron import NeutronCalls
-from kumo.cloud.octavia import OctaviaCalls
-from kumo.cloud.shares import ManilaCalls
-from kumo.cloud.volumes import CinderCalls
 from kumo.engine.errors import TransientError
-from kumo.kinds import registry
-from tests.unit.fakes import FakeNova, World
-from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
-from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
-from tests.unit.kinds.keypair.fake_keypairs import FakeKeyPairs
-from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
-from tests.unit.kinds.network.fake_networks import FakeNetworks
-from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
-from tests.unit.kinds.share.fake_manila import FakeManila
-from tests.unit.kinds.volume.fake_cinder import FakeCinder
+from tests.unit.fakes import FakeServers, World, fakes
+from tests.unit.fakes.blockstorage import FakeBlockStorage
+from tests.unit.fakes.dns import FakeDns
+from tests.unit.fakes.floating_ips import FakeFloatingIPs
+from tests.unit.fakes.keypairs import FakeKeyPairs
+from tests.unit.fakes.loadbalancing import FakeLoadBalancing
+from tests.unit.fakes.networks import FakeNetworks
+from tests.unit.fakes.security_groups import FakeSecurityGroups
+from tests.unit.fakes.sharedfs import FakeSharedFS
 
 #: Fake-only helpers that tests call to play the cloud or a user; everything else a fake
-#: defines must exist on the adapter class with the same signature (or, for a read a
-#: kind's actuator makes of another service, on the whole adapter).
-FAKES = [
-    (FakeNova, ComputeCalls, {"settle", "schedule", "place", "live", "add_server", "tick"}),
-    (
-        FakeOctavia,
-        OctaviaCalls,
-        {"only", "add_lb", "add_member", "remove_member_out_of_band", "delete_out_of_band"},
-    ),
-    (FakeDesignate, DesignateCalls, {"only", "add", "edit_out_of_band", "delete_out_of_band"}),
-    (FakeManila, ManilaCalls, {"only", "add_rule", "active"}),
-    (FakeNeutron, NeutronCalls, {"only", "add_rule_out_of_band", "delete_rule_out_of_band"}),
-    (FakeKeyPairs, KeyPairCalls, {"add", "delete_out_of_band"}),
-    (
-        FakeFloatingIPs,
-        FloatingIPCalls,
-        {
-            "only",
-            "add_port",
-            "drop_device",
-            "add_fip",
-            "disassociate_out_of_band",
-            "delete_out_of_band",
-        },
-    ),
-    (
-        FakeCinder,
-        CinderCalls,
-        {"only_volume", "add_volume", "hide", "show", "delete_volume_out_of_band"},
-    ),
-    (
-        FakeNetworks,
-        NetworkCalls,
-        {"only_network", "add_port", "add_network", "add_router", "delete_subnet_out_of_band"},
-    ),
-]
+#: defines must exist on the adapter with the same signature.
+HELPERS: dict[type, set[str]] = {
+    FakeServers: {"settle", "schedule", "place", "live", "add_server", "tick"},
+    FakeLoadBalancing: {
+        "only",
+        "add_lb",
+        "add_member",
+        "remove_member_out_of_band",
+        "delete_out_of_band",
+    },
+    FakeDns: {"only", "add", "edit_out_of_band", "delete_out_of_band"},
+    FakeSharedFS: {"only", "add_rule", "active"},
+    FakeSecurityGroups: {"only", "add_rule_out_of_band", "delete_rule_out_of_band"},
+    FakeKeyPairs: {"add", "delete_out_of_band"},
+    FakeFloatingIPs: {
+        "only",
+        "add_port",
+        "drop_device",
+        "add_fip",
+        "disassociate_out_of_band",
+        "delete_out_of_band",
+    },
+    FakeBlockStorage: {"only_volume", "add_volume", "hide", "show", "delete_volume_out_of_band"},
+    FakeNetworks: {
+        "only_network",
+        "add_port",
+        "add_network",
+        "add_router",
+        "delete_subnet_out_of_band",
+    },
+}
+FAKES = [(fake, OpenStackCloud, HELPERS[fake]) for fake in fakes().values()]
 
 
 @pytest.mark.parametrize(
@@ -90,25 +76,18 @@ def test_fakes_have_the_adapters_signatures(fake: type, real: type, helpers: set
     assert not stale, f"helpers listed here but gone from {fake.__name__}: {stale}"
 
 
-def test_the_fakes_cover_every_service_a_kind_uses() -> None:
-    """FAKES holds one fake per cloud service (not per kind): a record that names a new
-    service in ``services`` needs a fake of it here."""
-    common = set(ports.declared(ports.CloudPort))
-
-    def serves(real: type, port: type) -> bool:
-        return set(ports.declared(port)) - common <= set(dir(real))
-
-    covered = {
-        s for _, real, _ in FAKES for s, port in ports.SERVICES.items() if serves(real, port)
-    }
-    assert {s for record in registry.RECORDS for s in record.services} <= covered
+def test_every_port_has_a_fake_that_inherits_it() -> None:
+    """One fake per port part (tests/unit/fakes), each inheriting its port: mypy checks
+    it against the port (tests/unit/ports_conformance.py imports them all)."""
+    assert set(fakes()) == set(ports.PORTS) - {ports.CloudPort}
+    assert set(HELPERS) == set(fakes().values())
 
 
-# -- FakeNova: a deleted server lingers as DELETED until Nova has finished -------------
+# -- FakeServers: a deleted server lingers as DELETED until Nova has finished -------------
 
 
 def test_a_deleted_server_stays_listed_until_the_next_settle() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     nova.settle()
 
@@ -129,7 +108,7 @@ def test_a_deleted_server_stays_listed_until_the_next_settle() -> None:
 
 
 def test_deleting_twice_or_a_missing_server_is_fine() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=[])
     asyncio.run(nova.delete_server(server.id))
     asyncio.run(nova.delete_server(server.id))
@@ -140,7 +119,7 @@ def test_deleting_twice_or_a_missing_server_is_fine() -> None:
 
 
 def test_settle_builds_and_removes_in_one_step() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     old = nova.add_server("old", tags=[])
     nova.settle()
     new = nova.add_server("new", tags=[])

@@ -1,23 +1,23 @@
-"""OpenStackCloud: every cloud call Kumo makes, on openstacksdk's proxy layer.
+"""OpenStackCloud: every cloud call Kumo makes, on openstacksdk's proxy layer — the
+composition of every service's calls (``kumo.cloud.services.<service>``).
 
 Blocking SDK calls run in threads, bounded per cloud by a semaphore and a token
 bucket, so the event loop never blocks and one cloud is never flooded. Methods
-return plain values from :mod:`kumo.cloud.model`; ``get_*`` returns ``None`` when
+return plain values from :mod:`kumo.ports.model`; ``get_*`` returns ``None`` when
 the resource is gone; failures are raised as transient/terminal ReconcileErrors.
 Never uses the SDK's blocking ``wait_for_*``: callers requeue instead.
 """
 
 from __future__ import annotations
 
-from kumo.cloud.compute import ComputeCalls
-from kumo.cloud.designate import DesignateCalls
-from kumo.cloud.floatingips import FloatingIPCalls
-from kumo.cloud.keypairs import KeyPairCalls
-from kumo.cloud.networks import NetworkCalls
-from kumo.cloud.neutron import NeutronCalls
-from kumo.cloud.octavia import LISTENER_PROTOCOL, MONITOR_TYPE, OctaviaCalls
-from kumo.cloud.shares import ManilaCalls
-from kumo.cloud.volumes import CinderCalls
+from kumo.cloud.services import WATCHERS
+from kumo.cloud.services.blockstorage import BlockStorageCalls
+from kumo.cloud.services.compute import ComputeCalls
+from kumo.cloud.services.dns import DnsCalls
+from kumo.cloud.services.loadbalancing import LoadBalancingCalls
+from kumo.cloud.services.loadbalancing.calls import LISTENER_PROTOCOL, MONITOR_TYPE
+from kumo.cloud.services.networking import NetworkingCalls
+from kumo.cloud.services.sharedfs import SharedFSCalls
 from kumo.ports import Cloud
 
 __all__ = ["LISTENER_PROTOCOL", "MONITOR_TYPE", "OpenStackCloud"]
@@ -25,17 +25,18 @@ __all__ = ["LISTENER_PROTOCOL", "MONITOR_TYPE", "OpenStackCloud"]
 
 class OpenStackCloud(
     ComputeCalls,
-    OctaviaCalls,
-    DesignateCalls,
-    ManilaCalls,
-    NeutronCalls,
-    KeyPairCalls,
-    FloatingIPCalls,
-    CinderCalls,
-    NetworkCalls,
+    LoadBalancingCalls,
+    DnsCalls,
+    SharedFSCalls,
+    BlockStorageCalls,
+    NetworkingCalls,
 ):
     """The adapter the kinds are given: one per cloud (credentials), shared by the
-    namespaces that use it. See base.py for how calls are made."""
+    namespaces that use it. Every service's calls, in the order of
+    :class:`kumo.ports.Cloud` (tests/unit/test_services.py checks it against the service
+    registry). See base.py for how calls are made."""
+
+    WATCHERS = WATCHERS
 
 
 def _implements(cloud: OpenStackCloud) -> Cloud:

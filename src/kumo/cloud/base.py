@@ -6,8 +6,7 @@ which capped every cloud together) — bounded by a semaphore and a token bucket
 the event loop never blocks and one cloud is never flooded. The cloud watch's listings
 have two slots of their own: a burst of slow creates never delays noticing changes. ``_call``
 classifies failures into transient/terminal ReconcileErrors; ``_get`` turns 404
-into ``None``. The per-service calls live in compute.py, octavia.py, designate.py,
-shares.py and neutron.py.
+into ``None``. Each service's calls live in its package, ``kumo.cloud.services.<service>``.
 """
 
 from __future__ import annotations
@@ -17,20 +16,20 @@ import contextvars
 import functools
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import openstack.connection
 import requests.adapters
 from openstack import exceptions as os_exc
 
-from kumo.cloud import pages, telemetry
+from kumo.cloud import telemetry
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.cache import ResourceCache
 from kumo.cloud.errors import classify, missing_ids
-from kumo.cloud.model import MANAGED_TAG
 from kumo.cloud.names import NameCache
 from kumo.cloud.ratelimit import TokenBucket
 from kumo.cloud.watch import SKEW_SECONDS, WATCH_LANE, CloudWatch
+from kumo.cloud.watcher import WatchEnv, Watcher
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError, refused
 from kumo.ports import Cloud
 
@@ -43,6 +42,9 @@ WATCH_SLOTS = 2
 
 
 class CloudBase:
+    #: The watchers its watch schedules: every service's (adapter.py sets them).
+    WATCHERS: ClassVar[tuple[Callable[[Cloud, WatchEnv], Watcher], ...]] = ()
+
     def __init__(
         self,
         conn: openstack.connection.Connection,
@@ -72,6 +74,7 @@ class CloudBase:
             relist=relist_seconds,
             skew=skew_seconds,
             max_queued_builds=max_queued_builds,
+            watchers=self.WATCHERS,
         )
 
     async def project_id(self) -> str | None:
@@ -109,29 +112,6 @@ class CloudBase:
             telemetry.WAITS.labels(service, "busy").inc()
         elif status in (413, 429) and classified.reason == "CloudUnavailable":
             telemetry.WAITS.labels(service, "rate_limited").inc()
-
-    def _neutron(self, method: str, path: str, **kw: Any) -> Any:
-        """One Neutron request (shared by the security-group and floating-IP calls); errors raised as the SDK's HttpExceptions (so ``_call``
-        classifies them like every other service's); the JSON body or None."""
-        response = getattr(self.conn.network, method)(path, **kw)
-        os_exc.raise_from_response(response)
-        return response.json() if response.content else None
-
-    def _neutron_list(self, path: str, key: str, params: dict[str, Any]) -> list[Any]:
-        """Every page of a Neutron listing (``pagination_max_limit``: cloud/pages.py)."""
-
-        def get(page_path: str, query: dict[str, Any]) -> Any:
-            return self._neutron("get", page_path, params=query)
-
-        return pages.linked(get, path, key, params)
-
-    def _neutron_project(
-        self, path: str, key: str, params: dict[str, Any] | None = None
-    ) -> list[Any]:
-        """Every page of a Neutron listing of this project's own resources (in a cloud
-        thread: the project is the token's, which may need authenticating first)."""
-        scoped = {**(params or {}), "project_id": self.conn.current_project_id}
-        return self._neutron_list(path, key, scoped)
 
     async def _get(self, action: str, fn: Callable[..., T], *args: Any, **kw: Any) -> T | None:
         try:
@@ -190,7 +170,8 @@ class CloudBase:
         cache.relisted(token, scope, found)
         return found
 
-    # -- name resolution (cached for NAME_CACHE_TTL: names rarely move, but do) --------
+    # -- name resolution (cached for NAME_CACHE_TTL: names rarely move, but do; each
+    #    service's lookups are in its package, e.g. ServersCalls.image_id) ------------
 
     async def _resolve(self, what: str, find: Callable[..., Any], ref: str, field: str) -> str:
         found: str = await self._resolve_as(what, find, ref, field, _id)
@@ -219,47 +200,6 @@ class CloudBase:
             return value(found)
 
         return await self._names.resolve(key, load, field)
-
-    async def image_id(self, ref: str, field: str = "spec.image") -> str:
-        return await self._resolve("image", self.conn.image.find_image, ref, field)
-
-    async def flavor_id(self, ref: str, field: str = "spec.flavor") -> str:
-        return await self._resolve("flavor", self.conn.compute.find_flavor, ref, field)
-
-    async def network_id(self, ref: str, field: str = "spec.networks") -> str:
-        return await self._resolve("network", self.conn.network.find_network, ref, field)
-
-    async def default_network_id(self, external: bool, field: str) -> str:
-        """The project's own network, or the external network when ``external``."""
-        key = ("default-network", str(external))
-
-        def pick() -> str | None:
-            project = self.conn.current_project_id
-            for net in sorted(self.conn.network.networks(), key=lambda n: n.name or ""):
-                if external and net.is_router_external:
-                    return str(net.id)
-                if (
-                    not external
-                    and not net.is_router_external
-                    and net.project_id == project
-                    and MANAGED_TAG not in (net.tags or [])  # a Network object's
-                ):
-                    return str(net.id)
-            return None
-
-        async def load() -> str:
-            found = await self._call("list networks", pick)
-            if found is None:
-                kind = "external" if external else "project"
-                raise TerminalError("NetworkNotFound", f"no {kind} network found", field=field)
-            return found
-
-        return await self._names.resolve(key, load, field)
-
-    async def lb_flavor_id(self, ref: str, field: str = "spec.serviceType") -> str:
-        return await self._resolve(
-            "load balancer flavor", self.conn.load_balancer.find_flavor, ref, field
-        )
 
 
 def _size_connection_pools(conn: openstack.connection.Connection, size: int) -> None:

@@ -27,7 +27,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import keystoneauth1.exceptions as ka_exc
 import openstack.config
@@ -38,6 +38,9 @@ from kumo.cloud import telemetry, tenancy
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.watch import SKEW_SECONDS
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
+
+if TYPE_CHECKING:  # the adapter imports every service; built lazily, once credentials work
+    from kumo.cloud.adapter import OpenStackCloud
 
 log = logging.getLogger("kumo.credentials")
 
@@ -203,8 +206,8 @@ class CloudRegistry:
         skew_seconds: float = SKEW_SECONDS,
         max_queued_builds: int = MAX_QUEUED_BUILDS,
         rules: tenancy.Rules | None = None,
-        connector: Callable[[CloudSource], Any] = connect,
-        cloud_factory: Callable[[Any], Any] | None = None,
+        connector: Callable[[CloudSource], openstack.connection.Connection] = connect,
+        cloud_factory: Callable[[openstack.connection.Connection], OpenStackCloud] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.default = default
@@ -221,13 +224,13 @@ class CloudRegistry:
         self._max_queued_builds = max_queued_builds
         self._rules = rules or tenancy.Rules()  # namespaces' clouds, never the default
         self._clock = clock
-        self._clouds: dict[str, Any] = {}  # fingerprint → adapter
+        self._clouds: dict[str, OpenStackCloud] = {}  # fingerprint → adapter
         self._used_by: dict[str, str] = {}  # namespace → fingerprint of its adapter
         self._namespace_sources: dict[str, tuple[float, CloudSource | None]] = {}
         self._failures: dict[str, tuple[float, ReconcileError]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    def _adapter(self, conn: Any) -> Any:
+    def _adapter(self, conn: openstack.connection.Connection) -> OpenStackCloud:
         from kumo.cloud.adapter import OpenStackCloud
 
         return OpenStackCloud(
@@ -293,7 +296,7 @@ class CloudRegistry:
             rules=self._rules,
         )
 
-    async def for_namespace(self, namespace: str) -> Any:
+    async def for_namespace(self, namespace: str) -> OpenStackCloud:
         """The namespace's cloud; any failure is a ReconcileError for this namespace only."""
         try:
             source = await self.source_for(namespace)
@@ -310,11 +313,11 @@ class CloudRegistry:
         await self._use(namespace, source.fingerprint)
         return cloud
 
-    async def for_source(self, source: CloudSource) -> Any:
+    async def for_source(self, source: CloudSource) -> OpenStackCloud:
         """The cloud of ``source`` itself (a command naming one cloud, `kumo orphans`)."""
         return await self._cloud(source)
 
-    async def _cloud(self, source: CloudSource) -> Any:
+    async def _cloud(self, source: CloudSource) -> OpenStackCloud:
         key = source.fingerprint
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:  # one connect per content, however many reconciles ask

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from kumo.cloud.watch import ServerWatcher
+from kumo.cloud.services.compute.watch import ServerWatcher
 
 log = logging.getLogger("kumo.cloud.notifications")
 

@@ -83,21 +83,6 @@ RESPONSE_ID_HEADERS = ("x-openstack-request-id", "x-compute-request-id")
 MAX_OPERATIONS = 64
 OTHER = "other"
 
-#: The watchers of cloud/watch.py (by their ``service`` name): the OpenStack service
-#: and the resource each lists.
-WATCHED: dict[str, tuple[str, str]] = {
-    "nova": ("compute", "servers"),
-    "server-groups": ("compute", "server_groups"),
-    "keypairs": ("compute", "keypairs"),
-    "octavia": ("load-balancer", "loadbalancers"),
-    "dns": ("dns", "recordsets"),
-    "manila": ("shared-file-system", "shares"),
-    "cinder": ("block-storage", "volumes"),
-    "neutron": ("network", "security_groups"),
-    "floatingips": ("network", "floatingips"),
-    "networks": ("network", "networks"),
-}
-
 #: Path segments kept as they are; any other segment is an ID or a name: ``{id}``.
 _WORDS = """
     servers detail action flavors images os-keypairs os-server-groups os-interface

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kumo.api.common import import_key
 from kumo.engine.objects import Body, KubeApi, Obj
+from kumo.ports import Cloud
 
 if TYPE_CHECKING:
     from kumo.api.kinds import KindInfo
@@ -52,6 +53,13 @@ class Action:
     def line(self) -> str:
         head = f"{self.verb} {self.noun}" + (f" {self.target}" if self.target else "")
         return head + (f" ({self.note})" if self.note else "")
+
+
+class DryCloud(Cloud, Protocol):
+    """A cloud whose writes are recorded, not made (``kumo.cloud.dryrun.DryRunCloud``):
+    what :class:`~kumo.engine.reconciler.Engine`'s dry-run hook makes of the real one."""
+
+    actions: list[Action]
 
 
 class Recorder(Protocol):

@@ -27,10 +27,18 @@ from typing import Any, Literal
 import pydantic
 
 from kumo.engine import conditions, failpoints, pause, trace
-from kumo.engine.dryrun import Action, Change, MutedEvents, RecordingKube, drift_entries
+from kumo.engine.dryrun import (
+    Action,
+    Change,
+    DryCloud,
+    MutedEvents,
+    RecordingKube,
+    drift_entries,
+)
 from kumo.engine.errors import ObjectGone, ReconcileError, TerminalError, TransientError
 from kumo.engine.objects import Actuator, Body, Context, Key, Obj
 from kumo.engine.result import Result
+from kumo.ports import Cloud
 
 log = logging.getLogger("kumo.engine")
 
@@ -141,7 +149,9 @@ def field_path(error: pydantic.ValidationError) -> str:
 
 class Engine:
     def __init__(
-        self, backoff: Backoff | None = None, dry_run: Callable[[Any], Any] | None = None
+        self,
+        backoff: Backoff | None = None,
+        dry_run: Callable[[Cloud], DryCloud] | None = None,
     ) -> None:
         self.backoff = backoff or Backoff()
         #: Wraps a cloud adapter so that writes are recorded (``actions``), not made.

@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from kumo.engine.errors import refused
-from kumo.ports import SharesPort
+from kumo.ports import SharedFSPort
 from kumo.ports.model import Share, Volume
 from kumo.ports.times import parse_updated
 
@@ -125,7 +125,9 @@ def volume_disposable(uid: str, name: str) -> Callable[[Volume], Awaitable[bool]
     return disposable
 
 
-def share_disposable(uid: str, name: str, cloud: SharesPort) -> Callable[[Share], Awaitable[bool]]:
+def share_disposable(
+    uid: str, name: str, cloud: SharedFSPort
+) -> Callable[[Share], Awaitable[bool]]:
     """``Owned.disposable`` of ``uid``'s share called ``name``: a duplicate Kumo made in
     a create in doubt, from no snapshot, that nobody was ever given access to (read
     only when the rest holds)."""

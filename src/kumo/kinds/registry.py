@@ -44,28 +44,28 @@ class KindRecord:
 
 
 RECORDS: tuple[KindRecord, ...] = (
-    # Floating IPs too: the router's external network is found like a floating IP's.
-    KindRecord(kinds.NETWORK, NetworkActuator, ("networks", "floatingips")),
+    # The router's external network is found like a floating IP's (networking too).
+    KindRecord(kinds.NETWORK, NetworkActuator, ("networking",)),
     KindRecord(kinds.SECURITY_GROUP, SecurityGroupActuator, ("networking",)),
-    KindRecord(kinds.KEY_PAIR, KeyPairActuator, ("keypairs",)),
-    # Volumes too: spec.volumes attach through Nova, after a look at the Cinder volume.
-    KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute", "volumes")),
+    KindRecord(kinds.KEY_PAIR, KeyPairActuator, ("compute",)),
+    # Block storage too: spec.volumes attach through Nova, after a look at the Cinder volume.
+    KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute", "blockstorage")),
     KindRecord(
         kinds.VIRTUAL_MACHINE_GROUP,
         VirtualMachineGroupActuator,
-        # Volumes: snapshotBeforeReplace snapshots members' volumes.
-        ("compute", "volumes"),
+        # Block storage: snapshotBeforeReplace snapshots members' volumes.
+        ("compute", "blockstorage"),
         # Volumes: a stateful group's volume templates, made as Volume objects.
         creates=(kinds.VIRTUAL_MACHINE, kinds.VOLUME),
     ),
     # Compute too: network lookups, and which member addresses still have a server.
     KindRecord(kinds.LOAD_BALANCER, LoadBalancerActuator, ("loadbalancing", "compute")),
     # Load balancing too: a LoadBalancer target's VIP port (from the watch's cache).
-    KindRecord(kinds.FLOATING_IP, FloatingIPActuator, ("floatingips", "loadbalancing")),
+    KindRecord(kinds.FLOATING_IP, FloatingIPActuator, ("networking", "loadbalancing")),
     KindRecord(kinds.DNS_RECORD, DNSRecordActuator, ("dns",)),
-    KindRecord(kinds.SHARE, ShareActuator, ("shares",)),
+    KindRecord(kinds.SHARE, ShareActuator, ("sharedfs",)),
     # Compute too: an image source, and whether an attached server is Kumo's.
-    KindRecord(kinds.VOLUME, VolumeActuator, ("volumes", "compute")),
+    KindRecord(kinds.VOLUME, VolumeActuator, ("blockstorage", "compute")),
 )
 
 

@@ -159,7 +159,7 @@ def test_markers_of_every_kind_are_found_and_foreign_ones_ignored(cloud: FakeClo
         ("floatingip", "ips-1"),
         ("floatingip", "ips-2"),
         ("keypair", "ns-chaos-kp"),
-        ("load_balancer", "lb-1"),
+        ("loadbalancer", "lb-1"),
         ("network", "networks-1"),
         ("network", "networks-2"),
         ("recordset", "rs-1"),
@@ -207,7 +207,7 @@ def test_a_marker_of_a_vanished_object_is_a_leak_unless_it_was_there_before(
 ) -> None:
     cloud.lbs.append(NS(id="lb-old", name="x", provisioning_status="ACTIVE", tags=tags("gone")))
     verdict = stack.judge(cloud, settled_state(), before=frozenset())
-    assert verdict.leaks == [Marked("load_balancer", "lb-old", "gone", "x")]
+    assert verdict.leaks == [Marked("loadbalancer", "lb-old", "gone", "x")]
     before = stack.snapshot_orphans(cloud)
     assert stack.judge(cloud, settled_state(), before).leaks == []
 

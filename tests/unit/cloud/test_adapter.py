@@ -15,6 +15,8 @@ import requests_mock as rm
 from kumo.cloud import credentials, model
 from kumo.cloud.adapter import OpenStackCloud
 from kumo.cloud.base import WATCH_SLOTS
+from kumo.cloud.services.compute.watch import ServerWatcher
+from kumo.cloud.services.loadbalancing.watch import LoadBalancerWatcher
 from kumo.cloud.watch import WATCH_LANE
 from kumo.engine.errors import ReconcileError, TerminalError, TransientError
 from tests.unit.cloud.rest import (
@@ -116,7 +118,7 @@ def test_a_server_without_kumos_marker_is_read_once_then_from_the_cache(
     gone = requests_mock.get(
         f"{NOVA}/servers/{GONE_ID}", status_code=404, json=recorded("nova_server_not_found.json")
     )
-    cloud.watch.servers.synced = True  # the watch has listed Nova
+    cloud.watch.of(ServerWatcher).servers.synced = True  # the watch has listed Nova
     for _ in range(3):
         server = run(cloud.get_server(SERVER_ID))
         assert server is not None and server.name == "web-1"
@@ -189,13 +191,15 @@ def test_a_load_balancer_without_kumos_marker_is_read_once_then_watched(
     }
     reads = requests_mock.get(f"{OCTAVIA}/lbaas/loadbalancers/{LB_ID}", json={"loadbalancer": body})
     listeners = requests_mock.get(f"{OCTAVIA}/lbaas/listeners", json={"listeners": []})
-    cloud.watch.load_balancers.synced = cloud.watch.listeners.synced = True
+    cloud.watch.of(LoadBalancerWatcher).load_balancers.synced = cloud.watch.of(
+        LoadBalancerWatcher
+    ).listeners.synced = True
     for _ in range(3):
         lb = run(cloud.get_load_balancer(LB_ID))
         assert lb is not None and lb.name == "legacy"
         assert run(cloud.list_listeners(LB_ID)) == []
     assert (reads.call_count, listeners.call_count) == (1, 1)
-    assert cloud.watch._octavia.foreign() == {LB_ID}
+    assert cloud.watch.of(LoadBalancerWatcher).foreign() == {LB_ID}
 
 
 def test_get_recordset_of_a_missing_one_is_none(
@@ -460,7 +464,9 @@ def test_add_members_sends_the_additions_alone_without_reading_the_pool(
     by_hand = octavia_member("192.168.1.5", ["team-x"], name="by-hand")
     mine = octavia_member("10.0.0.10", tags, name="a")
     url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
-    cloud.watch.pools.put(model.Pool(POOL_ID, "p", "HTTP", None, None, [by_hand["id"], mine["id"]]))
+    cloud.watch.of(LoadBalancerWatcher).pools.put(
+        model.Pool(POOL_ID, "p", "HTTP", None, None, [by_hand["id"], mine["id"]])
+    )
     listing = requests_mock.get(url, json={"members": [by_hand, mine], "members_links": []})
     put = requests_mock.put(url, status_code=202)
     run(cloud.list_members(POOL_ID))
@@ -610,7 +616,9 @@ def test_while_kumos_member_change_is_pending_the_old_members_are_shown_not_read
     """A pool's members are read once per change of Kumo's, not on every pass while
     Octavia applies it: at 100 members one read costs Octavia 0.5 s."""
     old = octavia_member("10.0.0.10", model.marker_tags("uid-web"), name="a")
-    cloud.watch.pools.put(model.Pool(POOL_ID, "p", "HTTP", None, None, [old["id"]]))
+    cloud.watch.of(LoadBalancerWatcher).pools.put(
+        model.Pool(POOL_ID, "p", "HTTP", None, None, [old["id"]])
+    )
     listing = requests_mock.get(
         f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members", json={"members": [old], "members_links": []}
     )
@@ -629,7 +637,9 @@ def test_while_kumos_member_change_is_pending_the_old_members_are_shown_not_read
 
 def _pool_lists(cloud: OpenStackCloud, *members: dict[str, Any]) -> None:
     """The watch's tree listing shows the pool with these member IDs."""
-    cloud.watch.pools.put(model.Pool(POOL_ID, "p", "HTTP", None, None, [m["id"] for m in members]))
+    cloud.watch.of(LoadBalancerWatcher).pools.put(
+        model.Pool(POOL_ID, "p", "HTTP", None, None, [m["id"] for m in members])
+    )
 
 
 def test_a_pool_that_only_gained_members_reads_only_those_past_its_newest(
@@ -741,7 +751,9 @@ def test_a_single_member_write_is_applied_to_the_cached_pool_not_read_back(
     tags = model.marker_tags("uid-web")
     old = octavia_member("10.0.0.10", tags, name="a")
     url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
-    cloud.watch.pools.put(model.Pool(POOL_ID, "p", "HTTP", None, None, [old["id"]]))
+    cloud.watch.of(LoadBalancerWatcher).pools.put(
+        model.Pool(POOL_ID, "p", "HTTP", None, None, [old["id"]])
+    )
     listing = requests_mock.get(url, json={"members": [old], "members_links": []})
     new = octavia_member("10.0.0.11", tags, name="b", id="mem-new")
     requests_mock.post(url, status_code=201, json={"member": new})
@@ -773,7 +785,9 @@ def test_a_failed_single_member_write_reads_the_pool_again(
     tags = model.marker_tags("uid-web")
     old = octavia_member("10.0.0.10", tags, name="a")
     url = f"{OCTAVIA}/lbaas/pools/{POOL_ID}/members"
-    cloud.watch.pools.put(model.Pool(POOL_ID, "p", "HTTP", None, None, [old["id"]]))
+    cloud.watch.of(LoadBalancerWatcher).pools.put(
+        model.Pool(POOL_ID, "p", "HTTP", None, None, [old["id"]])
+    )
     listing = requests_mock.get(url, json={"members": [old], "members_links": []})
     requests_mock.post(url, status_code=500, json={"faultstring": "boom"})
     run(cloud.list_members(POOL_ID))
@@ -794,7 +808,9 @@ def _one_owned_server() -> dict[str, Any]:
 def test_a_create_whose_answer_was_lost_is_found_by_listing_the_api_not_the_cache(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
-    cloud.watch.servers.replace(cloud.watch.servers.begin(), [])  # synced: Kumo owns nothing
+    cloud.watch.of(ServerWatcher).servers.replace(
+        cloud.watch.of(ServerWatcher).servers.begin(), []
+    )  # synced: Kumo owns nothing
     requests_mock.post(f"{NOVA}/servers", exc=requests.exceptions.ConnectionError)
     assert fails(create_server(cloud)).reason == "CloudUnreachable"
     # Nova may have carried it out: the next adopt-before-create asks Nova by tag...
@@ -816,7 +832,9 @@ def test_a_server_nova_is_deleting_stays_in_the_finalizers_view(
     requests_mock.get(f"{NOVA}/servers/{SERVER_ID}", json=body)
     fresh = run(cloud.fetch_server(SERVER_ID))
     assert fresh is not None
-    cloud.watch.servers.replace(cloud.watch.servers.begin(), [fresh])  # the watch's view
+    cloud.watch.of(ServerWatcher).servers.replace(
+        cloud.watch.of(ServerWatcher).servers.begin(), [fresh]
+    )  # the watch's view
     assert [s.id for s in run(cloud.list_owned_servers("uid-web-1"))] == [SERVER_ID]
     requests_mock.delete(f"{NOVA}/servers/{SERVER_ID}", status_code=204)
     run(cloud.delete_server(SERVER_ID))
@@ -828,7 +846,7 @@ def test_a_server_nova_is_deleting_stays_in_the_finalizers_view(
 def test_a_create_the_cloud_refused_leaves_the_cache_trusted(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
-    cloud.watch.servers.replace(cloud.watch.servers.begin(), [])
+    cloud.watch.of(ServerWatcher).servers.replace(cloud.watch.of(ServerWatcher).servers.begin(), [])
     requests_mock.post(
         f"{NOVA}/servers", status_code=403, json=recorded("nova_quota_exceeded.json")
     )
@@ -847,8 +865,8 @@ def test_live_server_addresses_come_from_the_watch_and_leave_out_servers_going(
         addresses = [("net", ip, 4) for ip in ips]
         return model.Server(sid, sid, status, ["kumo"], addresses=addresses)
 
-    cloud.watch.servers.replace(
-        cloud.watch.servers.begin(),
+    cloud.watch.of(ServerWatcher).servers.replace(
+        cloud.watch.of(ServerWatcher).servers.begin(),
         [
             server("a", "ACTIVE", "10.0.0.1", "10.0.1.1"),
             server("b", "DELETING", "10.0.0.2"),
@@ -858,9 +876,11 @@ def test_live_server_addresses_come_from_the_watch_and_leave_out_servers_going(
     live = cloud.list_live_server_addresses()
     assert live == {"10.0.0.1", "10.0.1.1", "10.0.0.3"}
     assert cloud.list_live_server_addresses() is live, "derived again only after a change"
-    cloud.watch.servers.put(server("d", "BUILD", "10.0.0.4"))
+    cloud.watch.of(ServerWatcher).servers.put(server("d", "BUILD", "10.0.0.4"))
     assert cloud.list_live_server_addresses() == live | {"10.0.0.4"}
-    cloud.watch.servers.replace(cloud.watch.servers.begin(), [server("a", "ACTIVE", "10.0.0.1")])
+    cloud.watch.of(ServerWatcher).servers.replace(
+        cloud.watch.of(ServerWatcher).servers.begin(), [server("a", "ACTIVE", "10.0.0.1")]
+    )
     assert cloud.list_live_server_addresses() == {"10.0.0.1"}
 
 
@@ -920,7 +940,7 @@ def test_a_servers_attached_volumes_come_with_the_listing_and_follow_attach_and_
     assert (web1.volumes, web2.volumes) == (("vol-a", "vol-b"), ())
     # Nova does not move a server's updated_at for an attachment: the cache follows
     # Kumo's own attach and detach, so the next pass sees them without a GET.
-    cloud.watch.servers.put(web1)
+    cloud.watch.of(ServerWatcher).servers.put(web1)
     attachments = f"{NOVA}/servers/{SERVER_ID}/os-volume_attachments"
     requests_mock.post(attachments, json={"volumeAttachment": {"volumeId": "vol-c"}})
     run(cloud.attach_volume(SERVER_ID, "vol-c", "/dev/vdc"))
@@ -929,7 +949,7 @@ def test_a_servers_attached_volumes_come_with_the_listing_and_follow_attach_and_
     }
     requests_mock.delete(f"{attachments}/vol-a", status_code=202)
     run(cloud.detach_volume(SERVER_ID, "vol-a"))
-    cached = cloud.watch.servers.lookup(SERVER_ID)
+    cached = cloud.watch.of(ServerWatcher).servers.lookup(SERVER_ID)
     assert isinstance(cached, model.Server)
     assert cached.volumes == ("vol-b", "vol-c")
 
@@ -980,7 +1000,7 @@ def test_the_load_balancer_tree_is_read_as_json_like_the_sdks_resources(
     from openstack import resource
     from openstack.load_balancer.v2 import health_monitor, listener, load_balancer, pool
 
-    from kumo.cloud import octavia
+    from kumo.cloud.services.loadbalancing import calls as octavia
 
     lb = {
         "id": LB_ID,

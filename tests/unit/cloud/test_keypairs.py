@@ -10,6 +10,7 @@ import requests_mock as rm
 from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
 from kumo.cloud.cache import GONE
+from kumo.cloud.services.compute.watch import KeyPairWatcher
 from tests.unit.cloud.rest import NOVA, recorded
 from tests.unit.cloud.test_adapter import fails, run
 
@@ -39,7 +40,7 @@ def test_get_keypair_asks_nova_until_the_watch_has_listed_it_then_the_cache(
     )
     assert run(cloud.get_keypair("nope")) is None
     assert missing.call_count == 1
-    cache = cloud.watch.keypairs
+    cache = cloud.watch.of(KeyPairWatcher).keypairs
     cache.replace(cache.begin(), [model.KeyPair(NAME, KEY)])
     assert run(cloud.get_keypair(NAME)) == model.KeyPair(NAME, KEY)
     cache.replace(cache.begin(), [])
@@ -50,12 +51,14 @@ def test_get_keypair_asks_nova_until_the_watch_has_listed_it_then_the_cache(
 def test_create_sends_the_key_as_given_and_caches_it(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
-    cloud.watch.keypairs.replace(cloud.watch.keypairs.begin(), [])  # the watch listed: none
+    cloud.watch.of(KeyPairWatcher).keypairs.replace(
+        cloud.watch.of(KeyPairWatcher).keypairs.begin(), []
+    )  # the watch listed: none
     created = requests_mock.post(f"{NOVA}/os-keypairs", json=recorded("nova_keypair_created.json"))
     keypair = run(cloud.create_keypair(NAME, KEY))
     assert created.last_request.json() == {"keypair": {"name": NAME, "public_key": KEY}}
     assert keypair == model.KeyPair(NAME, KEY, FINGERPRINT, "ssh")
-    assert cloud.watch.keypairs.lookup(NAME) == keypair
+    assert cloud.watch.of(KeyPairWatcher).keypairs.lookup(NAME) == keypair
     assert run(cloud.list_owned_keypairs("uid-deploy")) == [keypair]
 
 
@@ -80,7 +83,7 @@ def test_a_name_taken_is_a_409_retried_and_a_bad_key_is_rejected(
 def test_delete_forgets_it_and_a_missing_one_is_fine(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
-    cache = cloud.watch.keypairs
+    cache = cloud.watch.of(KeyPairWatcher).keypairs
     cache.replace(cache.begin(), [model.KeyPair(NAME, KEY)])
     requests_mock.delete(f"{NOVA}/os-keypairs/{NAME}", status_code=202)
     run(cloud.delete_keypair(NAME))
@@ -96,7 +99,7 @@ def test_delete_forgets_it_and_a_missing_one_is_fine(
 def test_a_lost_create_answer_makes_the_owner_list_nova_not_the_cache(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
-    cache = cloud.watch.keypairs
+    cache = cloud.watch.of(KeyPairWatcher).keypairs
     cache.replace(cache.begin(), [])  # synced: nothing
     requests_mock.post(f"{NOVA}/os-keypairs", exc=requests.exceptions.ConnectionError)
     assert fails(cloud.create_keypair(NAME, KEY)).reason == "CloudUnreachable"

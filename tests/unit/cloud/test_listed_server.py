@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from openstack.compute.v2 import server as sdk_server
 
-from kumo.cloud.compute import _listed_server, _server
+from kumo.cloud.services.compute.calls import _listed_server, _server
 
 ACTIVE: dict[str, Any] = {
     "id": "6a7e1b3c-0000-4000-8000-000000000001",

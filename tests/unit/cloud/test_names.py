@@ -133,7 +133,7 @@ def test_a_create_failing_for_another_reason_keeps_the_cache() -> None:
     assert conn.lookups == 1
 
 
-class FakeDesignate:
+class FakeDns:
     """A zone deleted and re-created under the same name gets a new ID."""
 
     def __init__(self) -> None:
@@ -164,7 +164,7 @@ class FakeDesignate:
 
 
 def test_a_recreated_zone_is_looked_up_again() -> None:
-    conn = FakeDesignate()
+    conn = FakeDns()
     cloud = OpenStackCloud(conn)  # type: ignore[arg-type]
     old_id, _ = asyncio.run(cloud.zone("z.test."))
     conn.zone_id = "zone-2"

@@ -10,8 +10,9 @@ import requests_mock as rm
 
 from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
+from kumo.cloud.services.networking.watch import NetworkWatcher
 from tests.unit.cloud.test_adapter import fails, run
-from tests.unit.cloud.test_neutron import (  # noqa: F401 (neutron_discovery: a fixture)
+from tests.unit.cloud.test_security_groups import (  # noqa: F401 (neutron_discovery: a fixture)
     NEUTRON,
     PROJECT,
     crash_at,
@@ -62,12 +63,12 @@ def test_a_network_create_writes_the_marker_in_the_description_then_the_tags(
 ) -> None:
     created = requests_mock.post(f"{NEUTRON}/networks", status_code=201, json={"network": NETWORK})
     tags = requests_mock.put(f"{NEUTRON}/networks/net-1/tags", json={"tags": []})
-    crashed = crash_at(monkeypatch, "kumo.cloud.networks", requests_mock)
+    crashed = crash_at(monkeypatch, "kumo.cloud.services.networking.networks", requests_mock)
     network = run(create_network(cloud))
     assert created.last_request.json()["network"]["description"] == f"app tier {MARKER}"
     assert crashed == {"after-network-create": ["POST /networks"]}, "between the POST and tags"
     assert tags.last_request.json() == {"tags": model.marker_tags(UID)}
-    assert cloud.watch.networks.lookup("net-1") == network
+    assert cloud.watch.of(NetworkWatcher).networks.lookup("net-1") == network
     assert isinstance(network, model.Network) and network.tags == model.marker_tags(UID)
 
 
@@ -76,7 +77,7 @@ def test_a_router_create_writes_the_marker_in_the_description_then_the_tags(
 ) -> None:
     created = requests_mock.post(f"{NEUTRON}/routers", status_code=201, json={"router": ROUTER})
     tags = requests_mock.put(f"{NEUTRON}/routers/router-1/tags", json={"tags": []})
-    crashed = crash_at(monkeypatch, "kumo.cloud.networks", requests_mock)
+    crashed = crash_at(monkeypatch, "kumo.cloud.services.networking.networks", requests_mock)
     router = run(
         cloud.create_router(
             name="default-app",
@@ -124,7 +125,9 @@ def test_a_lost_create_answer_is_found_by_the_next_listing_of_its_owner(
     """The POST went through but its answer is a 502 (what the fault proxy's lose_first
     does): the owner's scope is in doubt, so its next adopt-before-create lists the API
     and finds the network by its description, though it has no tag."""
-    cloud.watch.networks.replace(cloud.watch.networks.begin(), [])  # synced, empty
+    cloud.watch.of(NetworkWatcher).networks.replace(
+        cloud.watch.of(NetworkWatcher).networks.begin(), []
+    )  # synced, empty
     assert run(cloud.list_owned_networks(UID)) == []
     requests_mock.post(f"{NEUTRON}/networks", status_code=502, text="Bad Gateway")
     error = fails(create_network(cloud))

@@ -44,7 +44,7 @@ def versioned(event_type: str, **data: Any) -> bytes:
 
 def test_a_versioned_delete_names_the_servers_project_not_the_callers() -> None:
     assert parse(versioned("instance.delete.end")) == Notice(
-        "instance.delete.end", "nova", PROJECT, SERVER
+        "instance.delete.end", "compute", PROJECT, SERVER
     )
 
 
@@ -53,7 +53,7 @@ def test_a_legacy_notification_is_understood_with_or_without_the_envelope() -> N
         "event_type": "compute.instance.delete.end",
         "payload": {"tenant_id": PROJECT, "instance_id": SERVER, "state": "deleted"},
     }
-    expected = Notice("compute.instance.delete.end", "nova", PROJECT, SERVER)
+    expected = Notice("compute.instance.delete.end", "compute", PROJECT, SERVER)
     assert parse(json.dumps(legacy)) == expected
     wrapped = {"oslo.version": "2.0", "oslo.message": json.dumps(legacy)}
     assert parse(json.dumps(wrapped).encode()) == expected
@@ -89,14 +89,14 @@ def test_a_notice_pokes_only_the_watches_of_its_project() -> None:
     board.add(PROJECT, ours)
     board.add(PROJECT, also_ours)  # two credentials of one project: two watches
     board.add("another-project", theirs)
-    assert board.deliver(Notice("instance.delete.end", "nova", PROJECT, SERVER)) == 2
-    assert ours.poked == ["nova"] and also_ours.poked == ["nova"]
+    assert board.deliver(Notice("instance.delete.end", "compute", PROJECT, SERVER)) == 2
+    assert ours.poked == ["compute"] and also_ours.poked == ["compute"]
     assert theirs.poked == []
 
     board.discard(ours)  # its cloud was closed
-    assert board.deliver(Notice("instance.update", "nova", PROJECT)) == 1
-    assert ours.poked == ["nova"]
-    assert board.deliver(Notice("instance.update", "nova", "nobody-watches-this")) == 0
+    assert board.deliver(Notice("instance.update", "compute", PROJECT)) == 1
+    assert ours.poked == ["compute"]
+    assert board.deliver(Notice("instance.update", "compute", "nobody-watches-this")) == 0
 
 
 def test_after_a_reconnect_every_watch_looks_once() -> None:
@@ -105,7 +105,7 @@ def test_after_a_reconnect_every_watch_looks_once() -> None:
     board.add("p1", a)
     board.add("p2", b)
     board.poke_all()
-    assert a.poked == ["nova"] and b.poked == ["nova"]
+    assert a.poked == ["compute"] and b.poked == ["compute"]
 
 
 def test_an_oslo_transport_url_gives_one_amqp_url_per_host() -> None:

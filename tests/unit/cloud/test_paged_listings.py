@@ -14,7 +14,8 @@ import requests_mock as rm
 
 from kumo.cloud import credentials, model
 from kumo.cloud.adapter import OpenStackCloud
-from kumo.cloud.volumes import LIST_MICROVERSION, SNAPSHOT_MICROVERSION
+from kumo.cloud.services.blockstorage.calls import LIST_MICROVERSION, SNAPSHOT_MICROVERSION
+from kumo.cloud.services.blockstorage.watch import VolumeWatcher
 from tests.unit.cloud.paged import CountedListing, LinkedListing, volume
 from tests.unit.cloud.rest import SOURCE, recorded, stub_discovery, stub_keystone
 from tests.unit.cloud.test_adapter import run
@@ -73,12 +74,14 @@ def test_the_watch_sees_every_volume_past_cinders_page(
     seen = requests_mock.get(f"{CINDER}/volumes/detail", json=listing.callback)
     notified: list[set[str]] = []
     cloud.watch._notify = lambda owners, duplicated, woken: notified.append(owners)
-    refresh(cloud.watch, "cinder", full=True)
+    refresh(cloud.watch, "blockstorage", full=True)
     assert len(listing.asked) == 3
-    refresh(cloud.watch, "cinder")
+    refresh(cloud.watch, "blockstorage")
     assert len(listing.asked) == 6
     for n in range(12):
-        assert isinstance(cloud.watch.volumes.lookup(f"vol-{n:04d}"), model.Volume), n
+        assert isinstance(
+            cloud.watch.of(VolumeWatcher).volumes.lookup(f"vol-{n:04d}"), model.Volume
+        ), n
     assert notified == [{f"uid-{n}" for n in range(12)}], "the second listing changed nothing"
     versions = {r.headers.get("OpenStack-API-Version") for r in seen.request_history}
     assert versions == {f"volume {LIST_MICROVERSION}"}, "the count needs 3.45"
@@ -91,9 +94,9 @@ def test_below_a_page_a_listing_costs_one_call_as_before(
     cloud: OpenStackCloud, requests_mock: rm.Mocker, count: int, page: int, calls: int
 ) -> None:
     listing = cinder_volumes(requests_mock, count, page)
-    refresh(cloud.watch, "cinder", full=True)
+    refresh(cloud.watch, "blockstorage", full=True)
     assert len(listing.asked) == calls, "one call per page begun (Cinder's count)"
-    assert len(cloud.watch.volumes) == count
+    assert len(cloud.watch.of(VolumeWatcher).volumes) == count
     assert json.loads(listing.asked[0]["metadata"]) == {"kumo": "managed"}
     assert listing.asked[0]["with_count"] == "true"
 

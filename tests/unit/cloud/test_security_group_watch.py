@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 
 from kumo.cloud import model
+from kumo.cloud.services.networking.watch import SecurityGroupWatcher
 from kumo.ports.model import Marked
 from tests.unit.cloud.test_watch import Lists, refresh, synced
-from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
+from tests.unit.fakes.security_groups import FakeSecurityGroups
 
 
-def neutron_with(groups: int) -> tuple[FakeNeutron, list[model.SecurityGroup]]:
-    neutron = FakeNeutron()
+def neutron_with(groups: int) -> tuple[FakeSecurityGroups, list[model.SecurityGroup]]:
+    neutron = FakeSecurityGroups()
     made = [
         asyncio.run(
             neutron.create_security_group(
@@ -30,36 +31,36 @@ def neutron_with(groups: int) -> tuple[FakeNeutron, list[model.SecurityGroup]]:
 def test_idle_cost_is_one_listing_whatever_the_number_of_groups() -> None:
     for n in (10, 100):
         neutron, _ = neutron_with(n)
-        watch, seen = synced(Lists(neutron=neutron))
+        watch, seen = synced(Lists(neutron))
         assert neutron.calls.count("fetch_security_group_rules") == n, "the first: every group"
         neutron.calls.clear()
         for _ in range(5):
-            refresh(watch, "neutron")
+            refresh(watch, "networking.security-groups")
         assert neutron.calls == ["security_group_versions"] * 5
         assert seen.owners == []
 
 
 def test_a_rule_changed_by_hand_is_read_for_that_group_only_and_reported() -> None:
     neutron, groups = neutron_with(3)
-    watch, seen = synced(Lists(neutron=neutron))
+    watch, seen = synced(Lists(neutron))
     target = groups[1]
     neutron.add_rule_out_of_band(target.id, protocol="tcp", remote_ip_prefix="0.0.0.0/0")
     neutron.calls.clear()
-    refresh(watch, "neutron")
+    refresh(watch, "networking.security-groups")
     assert neutron.calls == ["security_group_versions", "fetch_security_group_rules"]
     assert seen.owners == [{"uid-1"}]
-    cached = watch.security_groups.lookup(target.id)
+    cached = watch.of(SecurityGroupWatcher).security_groups.lookup(target.id)
     assert isinstance(cached, model.SecurityGroup) and len(cached.rules) == 3
 
 
 def test_a_group_deleted_by_hand_is_gone_and_marked_groups_are_swept_through_it() -> None:
     neutron, groups = neutron_with(2)
-    watch, seen = synced(Lists(neutron=neutron))
+    watch, seen = synced(Lists(neutron))
     assert watch.marked() == [
         Marked("security_group", g.id, g.name, f"uid-{i}") for i, g in enumerate(groups)
     ]
     del neutron.groups[groups[0].id]
-    refresh(watch, "neutron")
+    refresh(watch, "networking.security-groups")
     assert seen.owners == [{"uid-0"}]
     asyncio.run(watch.delete_marked(watch.marked()[0]))
     assert groups[1].id not in neutron.groups

@@ -10,7 +10,7 @@ import requests_mock as rm
 
 from kumo.cloud import model
 from kumo.cloud.adapter import OpenStackCloud
-from kumo.cloud.shares import MICROVERSION
+from kumo.cloud.services.sharedfs.calls import MICROVERSION
 from tests.unit.cloud.test_adapter import fails, run
 
 MANILA = "http://127.0.0.1:8786/v2"

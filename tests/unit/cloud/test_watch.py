@@ -1,6 +1,6 @@
 """CloudWatch over the in-process fakes: what it asks of the cloud, what it reports.
 
-The fakes answer the watch's list calls the way the services do (FakeNova's
+The fakes answer the watch's list calls the way the services do (FakeServers's
 ``list_servers_since`` has changes-since semantics: deleted servers included, times
 from Nova's own clock). The real services are exercised by the integration tests.
 """
@@ -20,44 +20,35 @@ from prometheus_client import REGISTRY
 
 from kumo.cloud import model
 from kumo.cloud.cache import GONE
-from kumo.cloud.watch import CloudWatch, format_since, next_since, server_time
+from kumo.cloud.services import WATCHERS
+from kumo.cloud.services.compute.watch import (
+    KeyPairWatcher,
+    ServerWatcher,
+    format_since,
+    next_since,
+    server_time,
+)
+from kumo.cloud.services.dns.watch import ZoneWatcher
+from kumo.cloud.services.loadbalancing.watch import LoadBalancerWatcher
+from kumo.cloud.services.sharedfs.watch import ShareWatcher
+from kumo.cloud.watch import CloudWatch
 from kumo.engine.errors import TransientError
 from kumo.ports.times import parse_updated
-from tests.unit.fakes import FakeNova
-from tests.unit.kinds.dnsrecord.fake_designate import ZONE_ID, FakeDesignate
-from tests.unit.kinds.keypair.fake_keypairs import KEY, OTHER_KEY, FakeKeyPairs
-from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
-from tests.unit.kinds.share.fake_manila import FakeManila
+from tests.unit.fakes import FakeServers
+from tests.unit.fakes.dns import ZONE_ID, FakeDns
+from tests.unit.fakes.keypairs import KEY, OTHER_KEY, FakeKeyPairs
+from tests.unit.fakes.loadbalancing import FakeLoadBalancing
+from tests.unit.fakes.sharedfs import FakeSharedFS
 from tests.unit.waiting import until
 
 
 class Lists:
-    """One project's services for a watch; a service left out answers 503."""
+    """One project's services for a watch, from the fakes of the ports it serves; a
+    service left out answers 503."""
 
-    def __init__(
-        self,
-        nova: Any = None,
-        octavia: Any = None,
-        dns: Any = None,
-        manila: Any = None,
-        neutron: Any = None,
-        keypairs: Any = None,
-        floating_ips: Any = None,
-        cinder: Any = None,
-        neutron_networks: Any = None,
-    ) -> None:
-        parts = (
-            nova,
-            octavia,
-            dns,
-            manila,
-            neutron,
-            keypairs,
-            floating_ips,
-            cinder,
-            neutron_networks,
-        )
-        self.parts = [p for p in parts if p is not None]
+    def __init__(self, *parts: Any) -> None:
+        """``parts``: fakes of tests/unit/fakes (a call goes to the first that has it)."""
+        self.parts = list(parts)
 
     def __getattr__(self, name: str) -> Any:
         for part in self.parts:
@@ -89,17 +80,17 @@ def refresh(watch: CloudWatch, service: str, full: bool = False) -> None:
 
 
 def synced(lists: Lists, clock: Callable[[], float] | None = None) -> tuple[CloudWatch, Recorder]:
-    watch = CloudWatch(lists, clock=clock)  # type: ignore[arg-type]
+    watch = CloudWatch(lists, clock=clock, watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     seen = Recorder()
     watch._notify = seen
     return watch, seen
 
 
-def one_active_server() -> tuple[FakeNova, str, CloudWatch, list[float], Recorder]:
+def one_active_server() -> tuple[FakeServers, str, CloudWatch, list[float], Recorder]:
     """Nova with one of Kumo's servers ACTIVE, and a synced watch on a clock the test
     moves (``now[0]``) that reports to the returned recorder."""
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     nova.settle()
     now = [0.0]
@@ -111,46 +102,46 @@ def one_active_server() -> tuple[FakeNova, str, CloudWatch, list[float], Recorde
 
 
 def test_a_building_server_is_seen_active_by_the_next_incremental_list_not_a_poll() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     watch, seen = synced(Lists(nova))
-    assert watch.servers.lookup(server.id).status == "BUILD"  # type: ignore[union-attr]
+    assert watch.of(ServerWatcher).servers.lookup(server.id).status == "BUILD"  # type: ignore[union-attr]
     nova.calls.clear()
 
     nova.tick(5)
     nova.settle()
-    refresh(watch, "nova")
-    assert watch.servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
+    refresh(watch, "compute")
+    assert watch.of(ServerWatcher).servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
     assert seen.owners == [{"uid-vm"}]
     assert nova.calls == ["list_servers_since"], "one list for the fleet, no per-server GET"
 
 
 def test_a_server_reaching_a_host_wakes_the_vm_waiting_for_its_turn() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm-a", tags=model.marker_tags("uid-a"))
     watch, seen = synced(Lists(nova))
-    watch.builds.limit = 1
+    watch.of(ServerWatcher).builds.limit = 1
 
     async def admit(uid: str) -> bool:
-        return watch.builds.admit(uid, watch.queued_builds())
+        return watch.of(ServerWatcher).builds.admit(uid, watch.of(ServerWatcher).queued_builds())
 
     assert not asyncio.run(admit("uid-b")), "vm-a is queued in Nova: vm-b waits"
-    assert watch.queued_builds() == 1
+    assert watch.of(ServerWatcher).queued_builds() == 1
     nova.tick(1)
-    refresh(watch, "nova")  # nothing moved
+    refresh(watch, "compute")  # nothing moved
     assert seen.woken == []
     nova.tick(5)
     nova.place()
-    refresh(watch, "nova")
-    assert watch.servers.lookup(server.id).status == "BUILD"  # type: ignore[union-attr]
+    refresh(watch, "compute")
+    assert watch.of(ServerWatcher).servers.lookup(server.id).status == "BUILD"  # type: ignore[union-attr]
     assert seen.owners == [{"uid-a"}]
     assert seen.woken == [{"uid-b"}], "the listing that saw vm-a on a host wakes vm-b"
-    assert watch.queued_builds() == 0, "counted again after the cache changed"
+    assert watch.of(ServerWatcher).queued_builds() == 0, "counted again after the cache changed"
     assert asyncio.run(admit("uid-b"))
 
 
 def test_a_deleted_server_is_reported_gone_from_changes_since() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     nova.settle()
     watch, seen = synced(Lists(nova))
@@ -158,13 +149,13 @@ def test_a_deleted_server_is_reported_gone_from_changes_since() -> None:
     asyncio.run(nova.delete_server(server.id))  # someone deletes it; Nova finishes later
     nova.settle()
     assert nova.servers == {}
-    refresh(watch, "nova")
-    assert watch.servers.lookup(server.id) is GONE
+    refresh(watch, "compute")
+    assert watch.of(ServerWatcher).servers.lookup(server.id) is GONE
     assert seen.owners == [{"uid-vm"}]
 
 
 def test_changes_since_is_asked_from_novas_clock_with_a_margin_for_lagging_nodes() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     nova.node_lag = 8.0  # a compute node stamps changes 8 s behind the API's clock
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     asked: list[str | None] = []
@@ -178,12 +169,14 @@ def test_changes_since_is_asked_from_novas_clock_with_a_margin_for_lagging_nodes
     watch, _ = synced(Lists(nova))
     nova.tick(10)
     nova.settle()  # ACTIVE, stamped 8 s before Nova's "now"
-    refresh(watch, "nova")
+    refresh(watch, "compute")
     margin = timedelta(seconds=10 + 10)  # the tick, the margin (and under 1 s the call took)
     assert asked[1] in (format_since(nova.now - margin), format_since(nova.now - margin * 1.05)), (
         "from the Date of the previous answer minus the margin — never the local clock"
     )
-    assert watch.servers.lookup(server.id).status == "ACTIVE", "the lagging stamp is not missed"  # type: ignore[union-attr]
+    assert watch.of(ServerWatcher).servers.lookup(server.id).status == "ACTIVE", (
+        "the lagging stamp is not missed"
+    )  # type: ignore[union-attr]
 
 
 def test_next_since_never_goes_back_and_falls_back_to_updated_stamps() -> None:
@@ -207,7 +200,7 @@ def test_a_server_deleted_while_a_slow_answer_was_on_its_way_is_not_missed() -> 
     nova, server_id, watch, now, _ = one_active_server()
     nova.tick(30.0)
     asyncio.run(nova.delete_server(server_id))  # task_state deleting
-    refresh(watch, "nova")  # the watch sees it deleting
+    refresh(watch, "compute")  # the watch sees it deleting
     listing = nova.list_servers_since
 
     async def slow(since: str | None) -> Any:
@@ -219,17 +212,17 @@ def test_a_server_deleted_while_a_slow_answer_was_on_its_way_is_not_missed() -> 
         return listed, format_datetime(nova.now, usegmt=True)  # ...and the answer leaves
 
     nova.list_servers_since = slow  # type: ignore[method-assign]
-    refresh(watch, "nova")
-    assert watch.servers.lookup(server_id).status == "DELETING"  # type: ignore[union-attr]
+    refresh(watch, "compute")
+    assert watch.of(ServerWatcher).servers.lookup(server_id).status == "DELETING"  # type: ignore[union-attr]
     nova.list_servers_since = listing  # type: ignore[method-assign]
     nova.calls.clear()
-    refresh(watch, "nova")
-    assert watch.servers.lookup(server_id) is GONE
+    refresh(watch, "compute")
+    assert watch.of(ServerWatcher).servers.lookup(server_id) is GONE
     assert "fetch_server" not in nova.calls
 
 
 def test_an_idle_fleet_costs_one_list_per_interval_and_reports_nothing() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     for i in range(50):
         nova.add_server(f"vm-{i}", tags=model.marker_tags(f"uid-{i}"))
     nova.settle()
@@ -237,48 +230,52 @@ def test_an_idle_fleet_costs_one_list_per_interval_and_reports_nothing() -> None
     nova.calls.clear()
     for _ in range(5):
         nova.tick(60)
-        refresh(watch, "nova")
+        refresh(watch, "compute")
     assert nova.calls == ["list_servers_since"] * 5
     assert seen.owners == []
 
 
 def test_foreign_servers_are_not_cached_and_a_removed_marker_is_seen() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     ours = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     watch, seen = synced(Lists(nova))
     nova.tick(5)
     foreign = nova.add_server("theirs", tags=[])
     nova.servers[ours.id]["metadata"]["edited"] = "1"
     nova._touch(nova.servers[ours.id])
-    refresh(watch, "nova")
-    assert watch.servers.lookup(foreign.id) is None, "not Kumo's: unknown, read by ID if named"
+    refresh(watch, "compute")
+    assert watch.of(ServerWatcher).servers.lookup(foreign.id) is None, (
+        "not Kumo's: unknown, read by ID if named"
+    )
     assert seen.owners == [{"uid-vm"}]
 
 
 def test_two_servers_with_one_marker_are_reported_as_duplicates() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     watch, seen = synced(Lists(nova))
     nova.tick(5)
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # a retried create
-    refresh(watch, "nova")
+    refresh(watch, "compute")
     assert seen.duplicated == {"uid-vm"}
 
 
 def test_a_failing_service_does_not_stop_the_others() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     watch, _ = synced(Lists(nova))  # no Octavia, no Designate in this cloud
-    assert watch.servers.synced
-    assert not watch.load_balancers.synced, "reads of load balancers go to the API"
-    assert watch._services["octavia"].failures == 1
+    assert watch.of(ServerWatcher).servers.synced
+    assert not watch.of(LoadBalancerWatcher).load_balancers.synced, (
+        "reads of load balancers go to the API"
+    )
+    assert watch._services["loadbalancing"].failures == 1
 
 
 # -- Octavia: a cheap probe, then the whole tree at once ---------------------------------------
 
 
-def octavia_with_pool() -> tuple[FakeOctavia, str, str]:
-    octavia = FakeOctavia()
+def octavia_with_pool() -> tuple[FakeLoadBalancing, str, str]:
+    octavia = FakeLoadBalancing()
     fake = octavia.add_lb(model.marker_tags("uid-lb"))
     asyncio.run(octavia.create_listener(fake.lb.id, name="l", protocol="http", port=80, tags=[]))
     fake.lb = model.LoadBalancer(fake.lb.id, "lb", "ACTIVE", "ONLINE", "10.9.0.5", fake.lb.tags)
@@ -291,10 +288,10 @@ def octavia_with_pool() -> tuple[FakeOctavia, str, str]:
 
 def test_an_unchanged_octavia_costs_one_probe() -> None:
     octavia, _, _ = octavia_with_pool()
-    watch, seen = synced(Lists(octavia=octavia))
+    watch, seen = synced(Lists(octavia))
     octavia.calls.clear()
-    refresh(watch, "octavia")
-    refresh(watch, "octavia")
+    refresh(watch, "loadbalancing")
+    refresh(watch, "loadbalancing")
     assert octavia.calls == ["load_balancer_versions"] * 2
     assert seen.owners == []
 
@@ -302,25 +299,31 @@ def test_an_unchanged_octavia_costs_one_probe() -> None:
 def test_a_member_removed_by_hand_reaches_the_load_balancers_owner() -> None:
     octavia, lb_id, pool_id = octavia_with_pool()
     octavia.add_member(pool_id, "vm", "10.0.0.5", 8080)
-    watch, seen = synced(Lists(octavia=octavia))
-    (pool,) = [p for p in watch.pools.items() if p.id == pool_id]
+    watch, seen = synced(Lists(octavia))
+    (pool,) = [p for p in watch.of(LoadBalancerWatcher).pools.items() if p.id == pool_id]
     assert pool.lb_id == lb_id and len(pool.member_ids) == 1
     (member_id,) = pool.member_ids
     octavia.remove_member_out_of_band(pool_id, member_id)
     octavia.calls.clear()
-    refresh(watch, "octavia")
+    refresh(watch, "loadbalancing")
     assert octavia.calls == ["load_balancer_versions", "fetch_load_balancer_tree"]
     assert seen.owners == [{"uid-lb"}], "the pool has no marker: its load balancer's owner"
-    assert watch.pools.lookup(pool_id).member_ids == []  # type: ignore[union-attr]
+    assert watch.of(LoadBalancerWatcher).pools.lookup(pool_id).member_ids == []  # type: ignore[union-attr]
 
 
 def test_a_pending_load_balancer_is_listed_fast_until_it_settles() -> None:
     octavia, lb_id, _ = octavia_with_pool()
-    watch, _ = synced(Lists(octavia=octavia))
-    watch.lb_changing(lb_id)
-    assert watch.load_balancers.lookup(lb_id).provisioning_status == "PENDING_UPDATE"  # type: ignore[union-attr]
-    refresh(watch, "octavia")  # the probe did not move, but Kumo knows it is pending
-    assert watch.load_balancers.lookup(lb_id).provisioning_status == "ACTIVE"  # type: ignore[union-attr]
+    watch, _ = synced(Lists(octavia))
+    watch.of(LoadBalancerWatcher).changing(lb_id)
+    watch.nudge(LoadBalancerWatcher.service)
+    assert (
+        watch.of(LoadBalancerWatcher).load_balancers.lookup(lb_id).provisioning_status
+        == "PENDING_UPDATE"
+    )  # type: ignore[union-attr]
+    refresh(watch, "loadbalancing")  # the probe did not move, but Kumo knows it is pending
+    assert (
+        watch.of(LoadBalancerWatcher).load_balancers.lookup(lb_id).provisioning_status == "ACTIVE"
+    )  # type: ignore[union-attr]
 
 
 def test_a_load_balancer_octavia_still_holds_pending_costs_one_probe_a_pass() -> None:
@@ -328,21 +331,24 @@ def test_a_load_balancer_octavia_still_holds_pending_costs_one_probe_a_pass() ->
     own change entering PENDING_UPDATE, as the cache expects, lists nothing; the tree is
     read once the probe shows the LB in another state, with all that changed."""
     octavia, lb_id, pool_id = octavia_with_pool()
-    watch, seen = synced(Lists(octavia=octavia))
+    watch, seen = synced(Lists(octavia))
     fake = octavia.lbs[lb_id]
     octavia.add_member(pool_id, "vm", "10.0.0.5", 8080)  # Kumo's batch, still applying
     fake.lb = dataclasses.replace(fake.lb, provisioning_status="PENDING_UPDATE")
-    watch.lb_changing(lb_id)
+    watch.of(LoadBalancerWatcher).changing(lb_id)
+    watch.nudge(LoadBalancerWatcher.service)
     octavia.calls.clear()
     for _ in range(3):
-        refresh(watch, "octavia")
+        refresh(watch, "loadbalancing")
     assert octavia.calls == ["load_balancer_versions"] * 3
-    assert watch.pools.lookup(pool_id).member_ids == []  # type: ignore[union-attr]
+    assert watch.of(LoadBalancerWatcher).pools.lookup(pool_id).member_ids == []  # type: ignore[union-attr]
     fake.lb = dataclasses.replace(fake.lb, provisioning_status="ACTIVE")
-    refresh(watch, "octavia")
+    refresh(watch, "loadbalancing")
     assert octavia.calls[-1] == "fetch_load_balancer_tree"
-    assert watch.load_balancers.lookup(lb_id).provisioning_status == "ACTIVE"  # type: ignore[union-attr]
-    assert len(watch.pools.lookup(pool_id).member_ids) == 1  # type: ignore[union-attr]
+    assert (
+        watch.of(LoadBalancerWatcher).load_balancers.lookup(lb_id).provisioning_status == "ACTIVE"
+    )  # type: ignore[union-attr]
+    assert len(watch.of(LoadBalancerWatcher).pools.lookup(pool_id).member_ids) == 1  # type: ignore[union-attr]
     assert seen.owners[-1] == {"uid-lb"}
 
 
@@ -351,19 +357,20 @@ def test_a_load_balancer_going_pending_that_kumo_did_not_change_is_listed() -> N
     probe moves, pending or not; so is Kumo's change when the probe shows another state
     than the one the cache expects."""
     octavia, lb_id, pool_id = octavia_with_pool()
-    watch, _ = synced(Lists(octavia=octavia))
+    watch, _ = synced(Lists(octavia))
     fake = octavia.lbs[lb_id]
     octavia.add_member(pool_id, "by-hand", "10.0.0.6", 80)
     fake.lb = dataclasses.replace(fake.lb, provisioning_status="PENDING_UPDATE")
     octavia.calls.clear()
-    refresh(watch, "octavia")
+    refresh(watch, "loadbalancing")
     assert octavia.calls == ["load_balancer_versions", "fetch_load_balancer_tree"]
     fake.lb = dataclasses.replace(fake.lb, provisioning_status="ACTIVE")
-    refresh(watch, "octavia")
-    watch.lb_changing(lb_id, "PENDING_DELETE")
+    refresh(watch, "loadbalancing")
+    watch.of(LoadBalancerWatcher).changing(lb_id, "PENDING_DELETE")
+    watch.nudge(LoadBalancerWatcher.service)
     fake.lb = dataclasses.replace(fake.lb, provisioning_status="PENDING_UPDATE")
     octavia.calls.clear()
-    refresh(watch, "octavia")
+    refresh(watch, "loadbalancing")
     assert octavia.calls == ["load_balancer_versions", "fetch_load_balancer_tree"]
 
 
@@ -371,18 +378,18 @@ def test_a_load_balancer_going_pending_that_kumo_did_not_change_is_listed() -> N
 
 
 def test_only_a_zone_that_changed_is_listed_again() -> None:
-    dns = FakeDesignate()
+    dns = FakeDns()
     description = f"web {model.owner_word('uid-rec')}"
     rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], description)
-    watch, seen = synced(Lists(dns=dns))
-    assert watch.watches_zone(ZONE_ID)
+    watch, seen = synced(Lists(dns))
+    assert watch.of(ZoneWatcher).watches_zone(ZONE_ID)
     dns.calls.clear()
     refresh(watch, "dns")
     assert dns.calls == ["zone_versions"], "nothing moved: no recordset listing"
     dns.delete_out_of_band(rs.id)
     refresh(watch, "dns")
     assert dns.calls == ["zone_versions", "zone_versions", f"list_zone_recordsets:{ZONE_ID}"]
-    assert watch.recordsets.lookup(rs.id) is GONE
+    assert watch.of(ZoneWatcher).recordsets.lookup(rs.id) is GONE
     assert seen.owners == [{"uid-rec"}]
 
 
@@ -390,7 +397,7 @@ def test_only_a_zone_that_changed_is_listed_again() -> None:
 
 
 def test_a_rule_removed_by_hand_reaches_the_shares_owner() -> None:
-    manila = FakeManila()
+    manila = FakeSharedFS()
     share = asyncio.run(
         manila.create_share(
             name="data",
@@ -403,14 +410,14 @@ def test_a_rule_removed_by_hand_reaches_the_shares_owner() -> None:
         )
     )
     rule = manila.add_rule(share.id, "10.0.0.5")
-    watch, seen = synced(Lists(manila=manila))
-    assert watch.share_rules[share.id] == [rule]
-    refresh(watch, "manila")
+    watch, seen = synced(Lists(manila))
+    assert watch.of(ShareWatcher).share_rules[share.id] == [rule]
+    refresh(watch, "sharedfs")
     assert seen.owners == [], "nothing moved"
     del manila.rules[share.id][rule.id]
-    refresh(watch, "manila")
+    refresh(watch, "sharedfs")
     assert seen.owners == [{"uid-share"}]
-    assert watch.share_rules[share.id] == []
+    assert watch.of(ShareWatcher).share_rules[share.id] == []
 
 
 # -- Nova keypairs: the user's whole list, one call --------------------------------------------
@@ -420,20 +427,23 @@ def test_keypairs_cost_one_list_per_interval_and_a_deleted_one_reaches_its_owner
     keypairs = FakeKeyPairs()
     keypairs.add("team-a-deploy", f"{KEY} {model.owner_word('uid-kp')}")
     keypairs.add("theirs", f"{OTHER_KEY} me@laptop")
-    watch, seen = synced(Lists(keypairs=keypairs))
-    assert {k.name for k in watch.keypairs.items()} == {"team-a-deploy", "theirs"}
+    watch, seen = synced(Lists(keypairs))
+    assert {k.name for k in watch.of(KeyPairWatcher).keypairs.items()} == {
+        "team-a-deploy",
+        "theirs",
+    }
     keypairs.calls.clear()
     for _ in range(3):
-        refresh(watch, "keypairs")
+        refresh(watch, "compute.keypairs")
     assert keypairs.calls == ["fetch_keypairs"] * 3, "one list a pass, whatever the count"
     assert seen.owners == [], "nothing moved"
 
     keypairs.delete_out_of_band("team-a-deploy")
-    refresh(watch, "keypairs")
+    refresh(watch, "compute.keypairs")
     assert seen.owners == [{"uid-kp"}]
-    assert watch.keypairs.lookup("team-a-deploy") is GONE
+    assert watch.of(KeyPairWatcher).keypairs.lookup("team-a-deploy") is GONE
     keypairs.delete_out_of_band("theirs")
-    refresh(watch, "keypairs")
+    refresh(watch, "compute.keypairs")
     assert seen.owners == [{"uid-kp"}], "a keypair that is nobody's concerns no object"
 
 
@@ -442,18 +452,18 @@ def test_a_keypair_made_again_with_another_key_reaches_its_owner() -> None:
     listing sees the name's key change, which concerns both the old and the new owner."""
     keypairs = FakeKeyPairs()
     keypairs.add("kp", f"{KEY} {model.owner_word('uid-old')}")
-    watch, seen = synced(Lists(keypairs=keypairs))
+    watch, seen = synced(Lists(keypairs))
     keypairs.delete_out_of_band("kp")
     keypairs.add("kp", f"{KEY} {model.owner_word('uid-new')}")
-    refresh(watch, "keypairs")
+    refresh(watch, "compute.keypairs")
     assert seen.owners == [{"uid-old", "uid-new"}]
 
 
 def test_leading_again_lists_everything_before_any_reconcile_reads() -> None:
     """A process that lost and regained leadership must not act on what it cached then."""
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
-    watch = CloudWatch(Lists(nova))  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), watchers=WATCHERS)  # type: ignore[arg-type]
 
     async def lead_twice() -> list[str]:
         first = asyncio.ensure_future(watch.run(Recorder()))
@@ -473,43 +483,45 @@ def test_leading_again_lists_everything_before_any_reconcile_reads() -> None:
 
     calls = asyncio.run(lead_twice())
     assert calls[0] == "list_servers", "a full listing first"
-    assert watch.servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
+    assert watch.of(ServerWatcher).servers.lookup(server.id).status == "ACTIVE"  # type: ignore[union-attr]
 
 
 def test_the_fault_of_a_server_in_error_is_read_once() -> None:
     """Nova's listings leave the fault out; NoValidHost vs others decides the report."""
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     watch, _ = synced(Lists(nova))
     nova.tick(5)
     nova.settle(status="ERROR")
     nova.servers[server.id]["fault"] = "No valid host was found."
     nova.calls.clear()
-    refresh(watch, "nova")
-    refresh(watch, "nova")
-    assert watch.servers.lookup(server.id).fault == "No valid host was found."  # type: ignore[union-attr]
+    refresh(watch, "compute")
+    refresh(watch, "compute")
+    assert watch.of(ServerWatcher).servers.lookup(server.id).fault == "No valid host was found."  # type: ignore[union-attr]
     assert nova.calls.count("fetch_server") == 1
 
 
 def test_a_server_gone_without_a_trace_in_changes_since_is_read_by_id() -> None:
     """Deleted while still a build request: Nova never lists it as DELETED."""
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     now = [0.0]
-    watch = CloudWatch(Lists(nova), clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), clock=lambda: now[0], watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     seen = Recorder()
     watch._notify = seen
     asyncio.run(nova.delete_server(server.id))
     del nova.servers[server.id]  # gone at once, and not in nova.deleted
-    watch.servers.update(server.id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
+    watch.of(ServerWatcher).servers.update(
+        server.id, lambda s: replace(s, status="DELETING")
+    )  # Kumo's delete
     nova.calls.clear()
-    refresh(watch, "nova")
+    refresh(watch, "compute")
     assert "fetch_server" not in nova.calls, "not at once: the listing may still show it"
     now[0] = 6.0
-    refresh(watch, "nova")
+    refresh(watch, "compute")
     assert nova.calls.count("fetch_server") == 1
-    assert watch.servers.lookup(server.id) is GONE
+    assert watch.of(ServerWatcher).servers.lookup(server.id) is GONE
     assert seen.owners == [{"uid-vm"}]
 
 
@@ -521,19 +533,21 @@ def test_a_server_nova_lists_as_deleting_is_not_read_by_id_however_long_it_takes
     say so, and they will show its end; no GET per server meanwhile."""
     nova, server_id, watch, now, seen = one_active_server()
     asyncio.run(nova.delete_server(server_id))  # task_state deleting
-    watch.servers.update(server_id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
+    watch.of(ServerWatcher).servers.update(
+        server_id, lambda s: replace(s, status="DELETING")
+    )  # Kumo's delete
     nova.calls.clear()
     for second in range(0, 60, 2):
         now[0] = float(second)
         nova.tick(2.0)
-        refresh(watch, "nova")
+        refresh(watch, "compute")
     assert "fetch_server" not in nova.calls
-    assert watch.servers.lookup(server_id).status == "DELETING"  # type: ignore[union-attr]
+    assert watch.of(ServerWatcher).servers.lookup(server_id).status == "DELETING"  # type: ignore[union-attr]
     nova.tick(1.0)
     nova.settle()  # Nova is done: changes-since lists it DELETED
-    refresh(watch, "nova")
+    refresh(watch, "compute")
     assert "fetch_server" not in nova.calls
-    assert watch.servers.lookup(server_id) is GONE
+    assert watch.of(ServerWatcher).servers.lookup(server_id) is GONE
     assert {"uid-vm"} in seen.owners
 
 
@@ -542,25 +556,27 @@ def test_a_delete_no_listing_confirms_is_read_by_id() -> None:
     ID after a while and found as it was, so the finalizer asks again."""
     nova, server_id, watch, now, _ = one_active_server()
     nova.tick(30.0)
-    refresh(watch, "nova")  # the next answers leave the unchanged server out
-    watch.servers.update(server_id, lambda s: replace(s, status="DELETING"))  # Kumo's delete
+    refresh(watch, "compute")  # the next answers leave the unchanged server out
+    watch.of(ServerWatcher).servers.update(
+        server_id, lambda s: replace(s, status="DELETING")
+    )  # Kumo's delete
     nova.calls.clear()
-    refresh(watch, "nova")
+    refresh(watch, "compute")
     assert "fetch_server" not in nova.calls, "not at once: the listing may still show it"
-    assert watch.servers.lookup(server_id).status == "DELETING"  # type: ignore[union-attr]
+    assert watch.of(ServerWatcher).servers.lookup(server_id).status == "DELETING"  # type: ignore[union-attr]
     now[0] = 6.0
-    refresh(watch, "nova")
+    refresh(watch, "compute")
     assert nova.calls.count("fetch_server") == 1
-    assert watch.servers.lookup(server_id).status == "ACTIVE"  # type: ignore[union-attr]
+    assert watch.of(ServerWatcher).servers.lookup(server_id).status == "ACTIVE"  # type: ignore[union-attr]
 
 
 def test_a_listing_that_took_long_sets_the_pace_while_something_builds() -> None:
     """A slowed API is not listed back to back: the next listing waits twice as long as
     this one took (at least the fast interval)."""
     now = [0.0]
-    nova = FakeNova()
+    nova = FakeServers()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # BUILD: fast listings
-    watch = CloudWatch(Lists(nova), fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), fast=1.0, clock=lambda: now[0], watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     listing = nova.list_servers_since
 
@@ -570,12 +586,12 @@ def test_a_listing_that_took_long_sets_the_pace_while_something_builds() -> None
 
     nova.list_servers_since = slow  # type: ignore[method-assign]
     now[0] = 100.0
-    refresh(watch, "nova")
-    assert 102.0 + 4.0 * 0.9 <= watch._services["nova"].next_due <= 102.0 + 4.0 * 1.1
+    refresh(watch, "compute")
+    assert 102.0 + 4.0 * 0.9 <= watch._services["compute"].next_due <= 102.0 + 4.0 * 1.1
     nova.list_servers_since = listing  # type: ignore[method-assign]
     now[0] = 110.0
-    refresh(watch, "nova")
-    assert watch._services["nova"].next_due <= 110.0 + 1.1, "a quick answer: fast again"
+    refresh(watch, "compute")
+    assert watch._services["compute"].next_due <= 110.0 + 1.1, "a quick answer: fast again"
 
 
 @pytest.mark.parametrize(
@@ -591,9 +607,11 @@ def test_a_very_slow_listing_never_leaves_the_watch_blind_long_in_a_transition(
     """A 40-s answer (Nova in a mass delete) is followed by the next listing 5 s later
     (or the fast interval, if longer), not 80 s or an idle interval later."""
     now = [0.0]
-    nova = FakeNova()
+    nova = FakeServers()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))  # BUILD: fast listings
-    watch = CloudWatch(Lists(nova), interval=interval, fast=fast, clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(
+        Lists(nova), interval=interval, fast=fast, clock=lambda: now[0], watchers=WATCHERS
+    )  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     listing = nova.list_servers_since
 
@@ -603,17 +621,17 @@ def test_a_very_slow_listing_never_leaves_the_watch_blind_long_in_a_transition(
 
     nova.list_servers_since = slow  # type: ignore[method-assign]
     now[0] = 100.0
-    refresh(watch, "nova")
-    assert 140.0 + pause * 0.9 <= watch._services["nova"].next_due <= 140.0 + pause * 1.1
+    refresh(watch, "compute")
+    assert 140.0 + pause * 0.9 <= watch._services["compute"].next_due <= 140.0 + pause * 1.1
 
 
 def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
     """A notification (instance.delete.end) makes an idle watch look now: the delete is
     reported long before the 60 s interval would have shown it."""
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     nova.settle()
-    watch = CloudWatch(Lists(nova), interval=60.0, fast=0.05)  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), interval=60.0, fast=0.05, watchers=WATCHERS)  # type: ignore[arg-type]
     seen = asyncio.Event()
 
     def changed(owners: set[str], duplicated: set[str], woken: set[str]) -> None:
@@ -624,7 +642,7 @@ def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
         await watch.synced()
         await nova.delete_server(server.id)
         nova.settle()
-        watch.poke("nova")
+        watch.poke("compute")
         try:
             await asyncio.wait_for(seen.wait(), timeout=5)
         finally:
@@ -632,24 +650,24 @@ def test_a_poke_lists_at_once_instead_of_at_the_next_interval() -> None:
             await asyncio.gather(running, return_exceptions=True)
 
     asyncio.run(scenario())
-    assert watch.servers.lookup(server.id) is GONE
+    assert watch.of(ServerWatcher).servers.lookup(server.id) is GONE
 
 
 def test_a_burst_of_pokes_costs_one_listing_per_fast_interval() -> None:
     now = [100.0]
-    watch = CloudWatch(Lists(FakeNova()), fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(FakeServers()), fast=1.0, clock=lambda: now[0], watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
-    nova = watch._services["nova"]
+    nova = watch._services["compute"]
     assert nova.next_due > 105.0, "idle: the next listing is an interval away"
     now[0] = 100.2
     for _ in range(50):  # fifty notices while a fleet builds
-        watch.poke("nova")
+        watch.poke("compute")
     assert nova.next_due == pytest.approx(101.0), "one listing, a fast interval after the last"
     now[0] = 101.0
-    refresh(watch, "nova")  # that listing
+    refresh(watch, "compute")  # that listing
     assert nova.next_due > 105.0
     now[0] = 103.0
-    watch.poke("nova")
+    watch.poke("compute")
     assert nova.next_due == 103.0, "long enough after the last listing: at once"
     watch.poke("no-such-service")  # a notice for a service this watch does not list
 
@@ -657,29 +675,31 @@ def test_a_burst_of_pokes_costs_one_listing_per_fast_interval() -> None:
 def test_a_poke_during_a_listing_is_kept_for_after_it() -> None:
     """The listing in flight may have been answered before the announced change."""
     now = [100.0]
-    nova = FakeNova()
-    watch = CloudWatch(Lists(nova), interval=60.0, fast=1.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    nova = FakeServers()
+    watch = CloudWatch(
+        Lists(nova), interval=60.0, fast=1.0, clock=lambda: now[0], watchers=WATCHERS
+    )  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     listing = nova.list_servers_since
 
     async def list_while_poked(since: str | None) -> Any:
         answer = await listing(since)
         now[0] += 0.5
-        watch.poke("nova")  # the notice arrives while the answer is on its way
+        watch.poke("compute")  # the notice arrives while the answer is on its way
         return answer
 
     nova.list_servers_since = list_while_poked  # type: ignore[method-assign]
     now[0] = 200.0
-    refresh(watch, "nova")
-    assert watch._services["nova"].next_due == pytest.approx(201.0)
+    refresh(watch, "compute")
+    assert watch._services["compute"].next_due == pytest.approx(201.0)
 
 
 def test_a_service_whose_listing_hangs_does_not_hold_the_others_back() -> None:
     """Each service lists on its own: while one listing hangs (a Neutron slowed down by
     a fleet's delete), Nova's changes-since listings go on at their pace."""
-    nova = FakeNova()
+    nova = FakeServers()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))
-    watch = CloudWatch(Lists(nova), interval=0.02, fast=0.01)  # type: ignore[arg-type]
+    watch = CloudWatch(Lists(nova), interval=0.02, fast=0.01, watchers=WATCHERS)  # type: ignore[arg-type]
     listings = []
     listing = nova.list_servers_since
 
@@ -693,7 +713,7 @@ def test_a_service_whose_listing_hangs_does_not_hold_the_others_back() -> None:
     async def main() -> None:
         task = asyncio.create_task(watch.run(lambda *_: None))
         await watch.synced()
-        octavia = watch._services["octavia"].watcher
+        octavia = watch._services["loadbalancing"].watcher
 
         async def hang(full: bool) -> Any:
             hung.set()
@@ -724,9 +744,9 @@ def test_each_listing_is_counted_with_its_outcome_and_timed() -> None:
         value("kumo_watch_listings_total", **failed),
         value("kumo_watch_listing_seconds_count", **timed),
     )
-    nova = FakeNova()
+    nova = FakeServers()
     watch, _ = synced(Lists(nova))  # one listing per service; Octavia's fails here
-    refresh(watch, "nova")
+    refresh(watch, "compute")
     assert value("kumo_watch_listings_total", **ok) == before[0] + 2
     assert value("kumo_watch_listings_total", **failed) >= before[1] + 1
     assert value("kumo_watch_listing_seconds_count", **timed) == before[2] + 2

@@ -14,21 +14,26 @@ import pytest
 
 from kumo.cloud import model
 from kumo.cloud.cache import ResourceCache
-from kumo.cloud.watch import WATCHERS, Changes, CloudWatch, WatchEnv, Watcher, metadata_marker
+from kumo.cloud.services import WATCHERS
+from kumo.cloud.services.blockstorage.watch import VolumeWatcher
+from kumo.cloud.services.compute.watch import ServerWatcher
+from kumo.cloud.services.loadbalancing.watch import LoadBalancerWatcher
+from kumo.cloud.services.networking.watch import FloatingIPWatcher, NetworkWatcher
+from kumo.cloud.watch import Changes, CloudWatch
+from kumo.cloud.watcher import WatchEnv, Watcher, metadata_marker
 from kumo.engine.errors import TransientError
 from kumo.engine.sweep import OrphanKept
 from kumo.ports import Cloud
 from kumo.ports.model import Marked
 from tests.unit.cloud.test_watch import Lists, Recorder, octavia_with_pool, refresh, synced
-from tests.unit.fakes import FakeNova
-from tests.unit.kinds.dnsrecord.fake_designate import FakeDesignate
-from tests.unit.kinds.floatingip.fake_floatingips import FakeFloatingIPs
-from tests.unit.kinds.keypair.fake_keypairs import KEY, FakeKeyPairs
-from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
-from tests.unit.kinds.network.fake_networks import FakeNetworks
-from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
-from tests.unit.kinds.share.fake_manila import FakeManila
-from tests.unit.kinds.volume.fake_cinder import FakeCinder
+from tests.unit.fakes import FakeServers, fakes
+from tests.unit.fakes.blockstorage import FakeBlockStorage
+from tests.unit.fakes.dns import FakeDns
+from tests.unit.fakes.floating_ips import FakeFloatingIPs
+from tests.unit.fakes.keypairs import KEY, FakeKeyPairs
+from tests.unit.fakes.loadbalancing import FakeLoadBalancing
+from tests.unit.fakes.networks import FakeNetworks
+from tests.unit.fakes.sharedfs import FakeSharedFS
 
 
 class Gadgets(Watcher):
@@ -64,21 +69,12 @@ def gadgets_of(watch: CloudWatch) -> Gadgets:
 
 
 def every_service() -> Lists:
-    return Lists(
-        FakeNova(),
-        FakeOctavia(),
-        FakeDesignate(),
-        FakeManila(),
-        FakeNeutron(),
-        FakeKeyPairs(),
-        FakeFloatingIPs(),
-        FakeCinder(),
-        FakeNetworks(),
-    )
+    """Every port's fake (tests/unit/fakes): every service a watch lists."""
+    return Lists(*(fake() for fake in fakes().values()))
 
 
 def test_every_registered_watcher_is_listed_at_start() -> None:
-    watch = CloudWatch(every_service())  # type: ignore[arg-type]
+    watch = CloudWatch(every_service(), watchers=WATCHERS)  # type: ignore[arg-type]
     asyncio.run(watch.sync())
     # One instance of each registered watcher, in the order of WATCHERS.
     assert [w.service for w in watch.watchers] == [w.service for w in WATCHERS]
@@ -95,7 +91,7 @@ def test_every_registered_watcher_is_listed_at_start() -> None:
         "security-groups",
         "keypairs-list",
         "floating-ips",
-        "cinder-volumes",
+        "volumes-list",
         "networks-list",
         "routers-list",
     } <= set(watch.stats.lists), "each service's first listing"
@@ -104,7 +100,7 @@ def test_every_registered_watcher_is_listed_at_start() -> None:
 def test_a_new_service_is_listed_scheduled_and_reported_through_its_watcher() -> None:
     now = [100.0]
     watch = CloudWatch(
-        Lists(FakeNova()),  # type: ignore[arg-type]
+        Lists(FakeServers()),  # type: ignore[arg-type]
         fast=1.0,
         interval=60.0,
         clock=lambda: now[0],
@@ -130,7 +126,7 @@ def test_a_new_service_is_listed_scheduled_and_reported_through_its_watcher() ->
 
 def test_the_run_loop_lists_every_watcher_when_due() -> None:
     watch = CloudWatch(
-        Lists(FakeNova()),  # type: ignore[arg-type]
+        Lists(FakeServers()),  # type: ignore[arg-type]
         interval=0.01,
         watchers=(*WATCHERS, Gadgets),
     )
@@ -154,7 +150,7 @@ def test_the_run_loop_lists_every_watcher_when_due() -> None:
 
 
 def test_a_service_no_watcher_lists_cannot_be_nudged_and_its_pokes_are_ignored() -> None:
-    watch = CloudWatch(every_service())  # type: ignore[arg-type]
+    watch = CloudWatch(every_service(), watchers=WATCHERS)  # type: ignore[arg-type]
     with pytest.raises(KeyError):
         watch.nudge("glance")
     watch.poke("glance")  # the cloud announces services Kumo does not watch
@@ -167,7 +163,7 @@ def test_two_watchers_for_one_service_are_refused() -> None:
 
 
 def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -> None:
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     nova.add_server("unowned", tags=[model.MANAGED_TAG])  # listed, but no owner
     nova.add_server("theirs", tags=[])
@@ -175,14 +171,14 @@ def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -
     asyncio.run(nova.delete_server(going.id))  # DELETING: on its way out already
     group = asyncio.run(nova.create_server_group(f"web {model.owner_word('uid-vmg')}", "anti"))
     asyncio.run(nova.create_server_group("theirs", "affinity"))
-    octavia = FakeOctavia()
+    octavia = FakeLoadBalancing()
     lb = octavia.add_lb(model.marker_tags("uid-lb"), name="front").lb
     octavia.add_lb([model.MANAGED_TAG], name="unowned")
     octavia.add_lb([], name="theirs")
-    dns = FakeDesignate()
+    dns = FakeDns()
     rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], f"web {model.owner_word('uid-rec')}")
     dns.add("mail.kumo-demo.test.", "A", ["10.0.0.2"], "by hand")
-    manila = FakeManila()
+    manila = FakeSharedFS()
     share = asyncio.run(make_share(manila, "data", model.marker_metadata("uid-share")))
     asyncio.run(make_share(manila, "unowned", {"kumo": "managed"}))
     keypairs = FakeKeyPairs()
@@ -194,15 +190,15 @@ def test_marked_lists_the_marked_resources_of_every_service_and_nothing_else() -
     untagged = neutron.add_fip("203.0.113.6", [], f"kept {model.owner_word('uid-fip2')}")
     neutron.add_fip("203.0.113.7", [model.MANAGED_TAG])  # no owner
     neutron.add_fip("203.0.113.8")  # someone else's
-    watch, _ = synced(Lists(nova, octavia, dns, manila, keypairs=keypairs, floating_ips=neutron))
+    watch, _ = synced(Lists(nova, octavia, dns, manila, keypairs, neutron))
 
     assert watch.marked() == [
         Marked("server", server.id, "vm", "uid-vm"),
         Marked("server_group", group.id, group.name, "uid-vmg"),
+        Marked("keypair", "team-a-deploy", "team-a-deploy", "uid-kp"),
         Marked("loadbalancer", lb.id, "front", "uid-lb"),
         Marked("recordset", rs.id, "www.kumo-demo.test.", "uid-rec", zone_id=rs.zone_id),
         Marked("share", share.id, "data", "uid-share", busy=True),  # Manila: "creating"
-        Marked("keypair", "team-a-deploy", "team-a-deploy", "uid-kp"),
         Marked("floatingip", fip.id, "203.0.113.5", "uid-fip"),
         Marked("floatingip", untagged.id, "203.0.113.6", "uid-fip2"),  # description's marker
     ]
@@ -216,31 +212,36 @@ def test_marked_lists_only_this_clusters_current_markers() -> None:
     other = "0123456789ab"
     theirs_tags = ["kumo", "kumo-owner=uid-a", f"kumo-cluster={other}"]
     legacy_tags = ["kumo", "kumo-owner=uid-a"]
-    nova = FakeNova()
+    nova = FakeServers()
     ours = nova.add_server("ours", tags=model.marker_tags("uid-a"))
     nova.add_server("theirs", tags=theirs_tags)
     nova.add_server("legacy", tags=legacy_tags)
     asyncio.run(nova.create_server_group(f"theirs kumo-owner=uid-a@{other}", "anti"))
     asyncio.run(nova.create_server_group("legacy kumo-owner=uid-a", "anti"))
-    dns = FakeDesignate()
+    dns = FakeDns()
     dns.add("a.kumo-demo.test.", "A", ["10.0.0.1"], f"kumo-owner=uid-a@{other}")
     dns.add("b.kumo-demo.test.", "A", ["10.0.0.2"], "kumo-owner=uid-a")
-    cinder = FakeCinder()
+    cinder = FakeBlockStorage()
     cinder.add_volume("theirs", metadata={**model.marker_metadata("uid-a"), "kumo-cluster": other})
     cinder.add_volume("legacy", metadata={"kumo": "managed", "kumo-owner": "uid-a"})
     floating = FakeFloatingIPs()
     floating.add_fip("203.0.113.5", theirs_tags)
     floating.add_fip("203.0.113.6", [], f"kumo-owner=uid-a@{other}")
     floating.add_fip("203.0.113.7", legacy_tags)
-    watch, _ = synced(Lists(nova, dns=dns, cinder=cinder, floating_ips=floating))
+    watch, _ = synced(Lists(nova, dns, cinder, floating))
     assert watch.marked() == [Marked("server", ours.id, "ours", "uid-a")]
-    assert watch.servers.live_count("uid-a") == 2, "ours and the legacy one: not theirs"
-    assert watch.volumes.live_count("uid-a") == 1 and watch.floating_ips.live_count("uid-a") == 1
+    assert watch.of(ServerWatcher).servers.live_count("uid-a") == 2, (
+        "ours and the legacy one: not theirs"
+    )
+    assert (
+        watch.of(VolumeWatcher).volumes.live_count("uid-a") == 1
+        and watch.of(FloatingIPWatcher).floating_ips.live_count("uid-a") == 1
+    )
 
 
 def test_marked_holds_only_what_the_caches_hold() -> None:
     """A service that failed to list (here: absent) contributes nothing, not an error."""
-    nova = FakeNova()
+    nova = FakeServers()
     server = nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     watch, _ = synced(Lists(nova))
     assert watch.marked() == [Marked("server", server.id, "vm", "uid-vm")]
@@ -248,20 +249,20 @@ def test_marked_holds_only_what_the_caches_hold() -> None:
 
 def test_delete_marked_goes_through_the_watcher_that_listed_it() -> None:
     """The orphan sweep deletes by what ``marked()`` said: a recordset in its zone."""
-    nova = FakeNova()
-    dns = FakeDesignate()
+    nova = FakeServers()
+    dns = FakeDns()
     neutron = FakeFloatingIPs()
     rs = dns.add("www.kumo-demo.test.", "A", ["10.0.0.1"], model.owner_word("uid-gone"))
     server = nova.add_server("vm", tags=model.marker_tags("uid-gone"))
     keypairs = FakeKeyPairs()
     keypairs.add("kp", f"{KEY} {model.owner_word('uid-gone')}")
-    watch, _ = synced(Lists(nova, dns=dns, keypairs=keypairs))
+    watch, _ = synced(Lists(nova, dns, keypairs))
     for found in watch.marked():
         asyncio.run(watch.delete_marked(found))
     assert rs.id not in dns.recordsets
     assert keypairs.keypairs == {}, "a keypair is deleted by its name"
     fip = neutron.add_fip("203.0.113.9", model.marker_tags("uid-gone"))
-    watch, _ = synced(Lists(nova, dns=dns, floating_ips=neutron))
+    watch, _ = synced(Lists(nova, dns, neutron))
     for found in watch.marked():
         asyncio.run(watch.delete_marked(found))
     assert rs.id not in dns.recordsets
@@ -273,16 +274,18 @@ def test_delete_marked_goes_through_the_watcher_that_listed_it() -> None:
 
 def test_owner_of_still_answers_for_every_cache() -> None:
     octavia, lb_id, pool_id = octavia_with_pool()
-    watch, _ = synced(Lists(octavia=octavia))
-    pool = watch.pools.lookup(pool_id)
+    watch, _ = synced(Lists(octavia))
+    pool = watch.of(LoadBalancerWatcher).pools.lookup(pool_id)
     assert isinstance(pool, model.Pool) and not pool.tags
-    assert watch.owner_of(watch.pools, pool) == "uid-lb", "an unmarked child: its LB's owner"
-    assert watch.pool_lb(pool_id) == lb_id
+    assert watch.owner_of(watch.of(LoadBalancerWatcher).pools, pool) == "uid-lb", (
+        "an unmarked child: its LB's owner"
+    )
+    assert watch.of(LoadBalancerWatcher).pool_lb(pool_id) == lb_id
     stray: ResourceCache[Any] = ResourceCache("stray", lambda r: r.id, lambda r: "uid-x")
     assert watch.owner_of(stray, pool) == "uid-x", "a cache no watcher holds: its own reading"
 
 
-async def make_share(manila: FakeManila, name: str, metadata: dict[str, str]) -> model.Share:
+async def make_share(manila: FakeSharedFS, name: str, metadata: dict[str, str]) -> model.Share:
     return await manila.create_share(
         name=name,
         size=1,
@@ -297,20 +300,22 @@ async def make_share(manila: FakeManila, name: str, metadata: dict[str, str]) ->
 def test_cinder_is_one_filtered_listing_per_interval_whatever_the_volumes() -> None:
     """Idle cost constant in the number of volumes: one listing (by Kumo's metadata),
     no per-volume GET; a volume deleted out of band is seen as gone."""
-    cinder = FakeCinder()
+    cinder = FakeBlockStorage()
     mine = [
         cinder.add_volume(f"v{i}", metadata=model.marker_metadata(f"uid-{i}")) for i in range(5)
     ]
     cinder.add_volume("theirs")  # no marker: never in Kumo's cache
-    watch, _ = synced(Lists(FakeNova(), cinder=cinder))
-    lists_before = watch.stats.lists.get("cinder-volumes", 0)
-    refresh(watch, "cinder")
-    assert watch.stats.lists.get("cinder-volumes", 0) == lists_before + 1
+    watch, _ = synced(Lists(FakeServers(), cinder))
+    lists_before = watch.stats.lists.get("volumes-list", 0)
+    refresh(watch, "blockstorage")
+    assert watch.stats.lists.get("volumes-list", 0) == lists_before + 1
     assert "get_volume" not in cinder.calls
-    assert sorted(v.id for v in watch.volumes.items()) == sorted(v.id for v in mine)
+    assert sorted(v.id for v in watch.of(VolumeWatcher).volumes.items()) == sorted(
+        v.id for v in mine
+    )
     cinder.delete_volume_out_of_band(mine[0].id)
-    refresh(watch, "cinder")
-    assert mine[0].id not in {v.id for v in watch.volumes.items()}
+    refresh(watch, "blockstorage")
+    assert mine[0].id not in {v.id for v in watch.of(VolumeWatcher).volumes.items()}
     assert Marked("volume", mine[1].id, "v1", "uid-1") in watch.marked()
 
 
@@ -341,16 +346,18 @@ def test_networks_cost_two_listings_per_interval_whatever_their_number() -> None
     )
     # Kumo killed between the POST and the tag call: marked by its description only.
     untagged = neutron.add_network("lost", description=f"app {model.owner_word('uid-lost')}")
-    watch, seen = synced(Lists(FakeNova(), neutron_networks=neutron))
+    watch, seen = synced(Lists(FakeServers(), neutron))
     neutron.calls.clear()
-    refresh(watch, "networks")
+    refresh(watch, "networking.networks")
     assert sorted(neutron.calls) == ["fetch_networks", "fetch_routers"]
-    assert len(watch.networks.items()) == 22
-    assert watch.networks.owned_by("uid-lost") == [untagged], "seen by its description"
+    assert len(watch.of(NetworkWatcher).networks.items()) == 22
+    assert watch.of(NetworkWatcher).networks.owned_by("uid-lost") == [untagged], (
+        "seen by its description"
+    )
     assert Marked("network", untagged.id, "lost", "uid-lost") in watch.marked()
     (subnet,) = neutron.networks[mine.id].subnets
     neutron.delete_subnet_out_of_band(subnet.id)
-    refresh(watch, "networks")
+    refresh(watch, "networking.networks")
     assert {"uid-mine"} in seen.owners
     kinds = [(m.kind, m.id) for m in watch.marked() if m.owner == "uid-mine"]
     assert kinds == [("router", router.id), ("network", mine.id)]
@@ -358,11 +365,11 @@ def test_networks_cost_two_listings_per_interval_whatever_their_number() -> None
 
 def test_a_project_without_networks_pays_one_neutron_network_listing() -> None:
     neutron = FakeNetworks()
-    watch, _ = synced(Lists(FakeNova(), neutron_networks=neutron))
+    watch, _ = synced(Lists(FakeServers(), neutron))
     neutron.calls.clear()
-    refresh(watch, "networks")
+    refresh(watch, "networking.networks")
     assert neutron.calls == ["fetch_networks"]
-    refresh(watch, "networks", full=True)  # the relist still looks for leaked routers
+    refresh(watch, "networking.networks", full=True)  # the relist still looks for leaked routers
     assert neutron.calls == ["fetch_networks", "fetch_networks", "fetch_routers"]
 
 
@@ -373,14 +380,14 @@ def test_synced_since_needs_a_full_listing_of_every_service_started_after_the_mo
     """After leadership is regained the sweep asks it with that moment: caches kept from
     the previous term are judged only once every service has been listed in full since.
     A service that fails counts only while it caches nothing (the cloud lacks it)."""
-    nova = FakeNova()
+    nova = FakeServers()
     nova.add_server("vm", tags=model.marker_tags("uid-vm"))
     now = [0.0]
     watch, _ = synced(Lists(nova), clock=lambda: now[0])  # every other service: 503
     assert watch.synced_since(0.0)
     now[0] = 50.0
     assert not watch.synced_since(50.0), "listed before the moment"
-    refresh(watch, "nova")  # an incremental listing is not a full one
+    refresh(watch, "compute")  # an incremental listing is not a full one
     assert not watch.synced_since(50.0)
     for name in watch._services:
         refresh(watch, name, full=True)
@@ -393,7 +400,7 @@ def test_synced_since_needs_a_full_listing_of_every_service_started_after_the_mo
     nova.list_servers_since = broken  # type: ignore[method-assign]
     for name in watch._services:
         refresh(watch, name, full=True)
-    assert watch.servers.items(), "the failed listing kept what was cached"
+    assert watch.of(ServerWatcher).servers.items(), "the failed listing kept what was cached"
     assert not watch.synced_since(100.0), "so it is not fresh"
 
 
@@ -430,7 +437,7 @@ def test_a_leaked_router_is_detached_only_from_its_own_networks_subnets() -> Non
     neutron, router, subnets = fake_neutron_with_leaked_router()
     for name in ("own", "other", "cluster", "users"):
         asyncio.run(neutron.add_router_interface(router.id, subnets[name]))
-    watch, _ = synced(Lists(FakeNova(), neutron_networks=neutron))
+    watch, _ = synced(Lists(FakeServers(), neutron))
     (marked,) = [m for m in watch.marked() if m.kind == "router"]
     foreign = sorted(subnets[name] for name in ("other", "cluster", "users"))
     with pytest.raises(OrphanKept, match=", ".join(foreign)):
@@ -444,7 +451,7 @@ def test_a_leaked_router_is_detached_only_from_its_own_networks_subnets() -> Non
 def test_a_leaked_router_on_its_own_subnet_only_is_detached_and_deleted() -> None:
     neutron, router, subnets = fake_neutron_with_leaked_router()
     asyncio.run(neutron.add_router_interface(router.id, subnets["own"]))
-    watch, _ = synced(Lists(FakeNova(), neutron_networks=neutron))
+    watch, _ = synced(Lists(FakeServers(), neutron))
     (marked,) = [m for m in watch.marked() if m.kind == "router"]
     asyncio.run(watch.delete_marked(marked))
     assert router.id not in neutron.routers

@@ -14,7 +14,7 @@ import pytest
 from kumo.engine.errors import TerminalError, TransientError
 from kumo.kinds import duplicates
 from kumo.ports import model
-from tests.unit.kinds.share.fake_manila import FakeManila
+from tests.unit.fakes.sharedfs import FakeSharedFS
 
 UID = "uid-data"
 NAME = "default-data"
@@ -88,7 +88,7 @@ def test_a_share_is_disposable_only_when_made_then_and_nobody_got_access(
     creates = ticking()
     in_doubt(creates)
     monkeypatch.setattr(duplicates, "CREATES", creates)
-    manila = FakeManila()
+    manila = FakeSharedFS()
     share = model.Share("s", NAME, "available", 1, "NFS", created_at="2026-11-28T10:00:02")
     manila.rules[share.id] = {}
     disposable = duplicates.share_disposable(UID, NAME, manila)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from kumo.kinds import registry
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.runtime import metrics
 from kumo.runtime.controller import Controller
-from tests.unit.fakes import FakeKube, FakeNova, make_body
+from tests.unit.fakes import FakeKube, FakeServers, make_body
 from tests.unit.waiting import ManualClock, until
 
 SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
@@ -27,7 +27,7 @@ SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
 
 class OneCloud:
     def __init__(self) -> None:
-        self.cloud = FakeNova()
+        self.cloud = FakeServers()
 
     async def for_namespace(self, namespace: str) -> Any:
         return self.cloud
@@ -35,7 +35,7 @@ class OneCloud:
 
 def compute_only() -> list[Any]:
     """The actuators of the kinds on Nova first (a VM's volumes are Cinder's, but none
-    is named here): FakeNova is the only cloud here."""
+    is named here): FakeServers is the only cloud here."""
     return [r.actuator() for r in registry.RECORDS if r.services[0] == "compute"]
 
 
@@ -257,7 +257,7 @@ class OneBrokenNamespace:
     """team-a's credentials blow up (with anything); team-b's cloud works."""
 
     def __init__(self, error: Exception) -> None:
-        self.cloud = FakeNova()
+        self.cloud = FakeServers()
         self.error = error
 
     async def for_namespace(self, namespace: str) -> Any:
@@ -368,7 +368,7 @@ class WatchedCloud:
 def test_notices_reach_a_running_watch_of_their_project_and_no_stopped_one() -> None:
     from kumo.cloud.notifications import Notice, NoticeBoard
 
-    notice = Notice("instance.delete.end", "nova", "p-1", "server-1")
+    notice = Notice("instance.delete.end", "compute", "p-1", "server-1")
 
     async def scenario() -> tuple[int, int]:
         board = NoticeBoard()
@@ -581,7 +581,7 @@ def test_a_deleting_vm_waiting_for_nova_backs_off_to_the_watched_cap() -> None:
     delays = _delays(ctl, key, 9)
     assert delays == [2, 2, 2, 4, 8, 16, 32, 60, 60]
     server = next(iter(ctl.clouds.cloud.servers.values()))
-    assert server["status"] == "DELETING"  # FakeNova shows it until it is gone
+    assert server["status"] == "DELETING"  # FakeServers shows it until it is gone
     assert (
         ctl.store.get("VirtualMachine", "default", "vm")["status"]["conditions"][0]["reason"]
         == "Deleting"

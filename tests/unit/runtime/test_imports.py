@@ -17,7 +17,7 @@ from kumo.engine.text import public_text
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.runtime.controller import Controller
 from kumo.runtime.imports import LABEL, ImportGate, parse_namespaces, refusal
-from tests.unit.fakes import FakeKube, FakeNova, make_body
+from tests.unit.fakes import FakeKube, FakeServers, make_body
 from tests.unit.waiting import until
 
 COMMAND = "kubectl label namespace team-a kumo.dev/import-unmarked=true"
@@ -112,10 +112,10 @@ def test_recheck_returns_the_refused_objects_of_namespaces_allowed_since() -> No
 
 
 class Clouds:
-    """One FakeNova; team-own has its own Secret (its own project)."""
+    """One FakeServers; team-own has its own Secret (its own project)."""
 
     def __init__(self) -> None:
-        self.cloud = FakeNova()
+        self.cloud = FakeServers()
 
     async def for_namespace(self, namespace: str) -> Any:
         return self.cloud

@@ -12,14 +12,15 @@ import yaml
 
 from kumo.api.kinds import VOLUME
 from kumo.cli import build_parser
+from kumo.cloud.services import WATCHERS
 from kumo.cloud.watch import CloudWatch
 from kumo.engine.sweep import DATA_KINDS, OrphanSweep
 from kumo.ports import model
 from kumo.ports.model import Marked
 from kumo.runtime import orphans
 from tests.unit.cloud.test_watch import Lists
-from tests.unit.fakes import FakeNova
-from tests.unit.kinds.volume.fake_cinder import FakeCinder
+from tests.unit.fakes import FakeServers
+from tests.unit.fakes.blockstorage import FakeBlockStorage
 from tests.unit.runtime.test_sweep import Kube
 
 
@@ -50,14 +51,14 @@ def test_the_import_hint_removes_the_marker_then_imports_by_id() -> None:
 
 
 def test_the_listing_says_who_owns_what_and_what_the_sweep_does() -> None:
-    nova, cinder = FakeNova(), FakeCinder()
+    nova, cinder = FakeServers(), FakeBlockStorage()
     live = {f"uid-live-{i}" for i in range(3)}  # 2 orphans of 5: the breaker holds
     for uid in sorted(live):
         nova.add_server(uid, tags=model.marker_tags(uid))
     leak = nova.add_server("leak", tags=model.marker_tags("uid-vm-gone"))
     volume = cinder.add_volume("pgdata", metadata=model.marker_metadata("uid-vol-gone"))
     cinder.add_volume("theirs")  # no marker: not Kumo's, not listed
-    cloud = SimpleNamespace(watch=CloudWatch(Lists(nova, cinder=cinder)))  # type: ignore[arg-type]
+    cloud = SimpleNamespace(watch=CloudWatch(Lists(nova, cinder), watchers=WATCHERS))  # type: ignore[arg-type]
     kube = Kube({"VirtualMachine": sorted(live), VOLUME.kind: []})
     rows = asyncio.run(orphans.find_orphans(cloud, kube, OrphanSweep()))
     assert kube.lists > 0, "the owners are read from the API server"

@@ -18,7 +18,7 @@ the calls), is adopted by its description on the next pass and its tags complete
 never made a second time.
 
 Drift — a subnet deleted or an interface removed by hand — reaches the object through the
-cloud watch (:class:`~kumo.cloud.watch.NetworkWatcher`) within one interval.
+cloud watch (:class:`~kumo.cloud.services.networking.watch.NetworkWatcher`) within one interval.
 
 Deletion waits while Kumo objects name the network (``WaitingForUsers``) and while other
 ports remain on it (``NetworkInUse``: Neutron refuses to delete a network with ports);

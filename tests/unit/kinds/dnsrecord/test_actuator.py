@@ -20,11 +20,11 @@ from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.ports.model import released_words
 from tests.unit.fakes import World, make_body
-from tests.unit.kinds.dnsrecord.fake_designate import (
+from tests.unit.fakes.dns import (
     OTHER_ZONE_ID,
     ZONE,
     ZONE_ID,
-    FakeDesignate,
+    FakeDns,
 )
 
 MARKER = owner_word("uid-api")
@@ -33,13 +33,13 @@ DELETING = "2026-11-22T00:00:00Z"
 
 
 def new_world(pending_gets: int = 0, **spec: Any) -> World:
-    world = World(cloud=FakeDesignate(pending_gets=pending_gets))
+    world = World(cloud=FakeDns(pending_gets=pending_gets))
     world.add(DNS_RECORD, "api", {"zone": ZONE, "name": "api", **spec})
     return world
 
 
-def cloud(world: World) -> FakeDesignate:
-    assert isinstance(world.cloud, FakeDesignate)
+def cloud(world: World) -> FakeDns:
+    assert isinstance(world.cloud, FakeDns)
     return world.cloud
 
 
@@ -149,7 +149,7 @@ def test_literal_aaaa_cname_and_txt_values() -> None:
 
 
 def test_absolute_name_and_zone_without_final_dot() -> None:
-    world = World(cloud=FakeDesignate())
+    world = World(cloud=FakeDns())
     world.add(DNS_RECORD, "api", {"zone": "kumo-demo.test", "name": FQDN, "values": ["1.2.3.4"]})
     converge(world)
     assert cloud(world).only().name == FQDN
@@ -487,7 +487,7 @@ def test_finalize_when_the_zone_is_gone_is_done() -> None:
 
 
 def test_dependents_follow_references() -> None:
-    world = World(cloud=FakeDesignate())
+    world = World(cloud=FakeDns())
     world.add(DNS_RECORD, "by-lb", {"zone": ZONE, "name": "a", "loadBalancerRef": "web"})
     world.add(DNS_RECORD, "by-vm", {"zone": ZONE, "name": "b", "virtualMachineRef": "vm-1"})
     world.add(DNS_RECORD, "by-group", {"zone": ZONE, "name": "c", "virtualMachineGroupRef": "g"})
@@ -516,7 +516,7 @@ def test_dependents_follow_references() -> None:
 def test_only_changes_to_its_values_wake_a_group_record() -> None:
     """A member building, or serving at an address the record has, wakes no record: in a
     big group each member event made the record recompute every member's address."""
-    world = World(cloud=FakeDesignate())
+    world = World(cloud=FakeDns())
     record = world.add(
         DNS_RECORD, "web", {"zone": ZONE, "name": "w", "virtualMachineGroupRef": "g"}
     )
@@ -539,7 +539,7 @@ def test_only_changes_to_its_values_wake_a_group_record() -> None:
 
 
 def test_a_group_status_change_wakes_only_a_record_that_waits_for_it() -> None:
-    world = World(cloud=FakeDesignate())
+    world = World(cloud=FakeDns())
     record = world.add(
         DNS_RECORD, "web", {"zone": ZONE, "name": "w", "virtualMachineGroupRef": "g"}
     )

@@ -11,7 +11,7 @@ from kumo.cloud import model
 from kumo.engine.objects import Key
 from kumo.kinds.floatingip.actuator import PORT_SECONDS, TARGET_SECONDS, FloatingIPActuator
 from tests.unit.fakes import World, make_body
-from tests.unit.kinds.floatingip.fake_floatingips import PUBLIC, FakeFloatingIPs
+from tests.unit.fakes.floating_ips import PUBLIC, FakeFloatingIPs
 
 UID = "uid-ip"
 MARKER = model.owner_word(UID)

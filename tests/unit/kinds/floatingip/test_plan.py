@@ -8,7 +8,7 @@ import pytest
 
 from kumo.api.floatingip import FloatingIPSpec
 from kumo.cloud import model
-from kumo.cloud.floatingips import pick_external_network
+from kumo.cloud.services.networking.floating_ips import pick_external_network
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.kinds.floatingip import plan

@@ -14,7 +14,7 @@ from kumo.cloud.model import keypair_owner, owner_word
 from kumo.engine.errors import TransientError
 from kumo.kinds.keypair.actuator import KeyPairActuator
 from tests.unit.fakes import World
-from tests.unit.kinds.keypair.fake_keypairs import KEY, KEY_FINGERPRINT, OTHER_KEY, FakeKeyPairs
+from tests.unit.fakes.keypairs import KEY, KEY_FINGERPRINT, OTHER_KEY, FakeKeyPairs
 
 NAME = "default-deploy"  # <namespace>-<name>
 MARKER = owner_word("uid-deploy")

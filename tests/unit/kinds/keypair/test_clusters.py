@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from kumo.api.kinds import KEY_PAIR
 from kumo.cloud.model import Marked, keypair_owner, set_cluster
+from kumo.cloud.services.compute.watch import KeyPairWatcher
 from kumo.kinds.keypair.actuator import KeyPairActuator
 from tests.unit.cloud.test_watch import Lists, synced
 from tests.unit.fakes import World
-from tests.unit.kinds.keypair.fake_keypairs import KEY, OTHER_KEY, FakeKeyPairs
+from tests.unit.fakes.keypairs import KEY, OTHER_KEY, FakeKeyPairs
 
 #: Two clusters; their objects have the same UID (one restored from the other's backup,
 #: say), so only the cluster in the marker tells their keypairs apart.
@@ -30,8 +31,8 @@ def kumo_of(cluster: str, user: FakeKeyPairs, spec: dict[str, str]) -> World:
 def marked(cluster: str, user: FakeKeyPairs) -> list[Marked]:
     """What the orphan sweep of ``cluster``'s Kumo is given (its watch's ``marked()``)."""
     set_cluster(cluster)
-    watch, _ = synced(Lists(keypairs=user))
-    assert watch.keypairs.live_count(UID) <= 1, "no duplicate of its own"
+    watch, _ = synced(Lists(user))
+    assert watch.of(KeyPairWatcher).keypairs.live_count(UID) <= 1, "no duplicate of its own"
     return watch.marked()
 
 

@@ -10,7 +10,7 @@ from kumo.cloud.model import KeyPair, cluster, keypair_owner
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.kinds.keypair import plan
-from tests.unit.kinds.keypair.fake_keypairs import ECDSA_KEY, KEY, KEY_FINGERPRINT, OTHER_KEY
+from tests.unit.fakes.keypairs import ECDSA_KEY, KEY, KEY_FINGERPRINT, OTHER_KEY
 
 RSA_KEY = (
     "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC8LpECkOaXw6r9chzcW3wNhIRyQofbjXv8+r/OkCxMmPFRCcm9Cq"

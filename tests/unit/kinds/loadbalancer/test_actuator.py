@@ -23,7 +23,7 @@ from kumo.kinds.loadbalancer import members as lb_members
 from kumo.kinds.loadbalancer.actuator import MEMBER_OPS, LoadBalancerActuator
 from kumo.ports.model import owner_of, released_tags
 from tests.unit.fakes import World, make_body
-from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+from tests.unit.fakes.loadbalancing import FakeLoadBalancing
 
 EXAMPLE = Path(__file__).parents[4] / "examples" / "loadbalancer.yaml"
 GROUP = "virtualmachinegroup-sample"
@@ -68,7 +68,7 @@ def new_world(vms: int = 3, spec: dict | None = None, pending_gets: int = 0) -> 
     """``pending_gets``: 0 settles a change on the next read, so that tests of what each
     pass does count passes simply; the fake's own default (2) is Octavia's manner, which
     the tests of waiting on it use."""
-    world = LBWorld(cloud=FakeOctavia(pending_gets=pending_gets))
+    world = LBWorld(cloud=FakeLoadBalancing(pending_gets=pending_gets))
     world.clock = Clock()
     world.add(VIRTUAL_MACHINE_GROUP, GROUP, {"replicas": vms, "template": {}})
     for i in range(vms):
@@ -77,8 +77,8 @@ def new_world(vms: int = 3, spec: dict | None = None, pending_gets: int = 0) -> 
     return world
 
 
-def cloud(world: World) -> FakeOctavia:
-    assert isinstance(world.cloud, FakeOctavia)
+def cloud(world: World) -> FakeLoadBalancing:
+    assert isinstance(world.cloud, FakeLoadBalancing)
     return world.cloud
 
 
@@ -424,7 +424,7 @@ def test_description_drift_is_corrected() -> None:
 
 
 def test_busy_load_balancer_means_wait_not_error() -> None:
-    class LyingOctavia(FakeOctavia):
+    class LyingOctavia(FakeLoadBalancing):
         """Reports ACTIVE while still locked: the 409 on the change must mean "wait"."""
 
         async def get_load_balancer(self, lb_id: str):  # type: ignore[no-untyped-def]
@@ -486,7 +486,7 @@ def test_orphan_waits_out_a_busy_octavia_and_releases_before_the_finalizer_goes(
 
 
 def test_the_fake_octavia_stays_pending_for_two_reads_and_refuses_changes_meanwhile() -> None:
-    octavia = FakeOctavia()
+    octavia = FakeLoadBalancing()
     fake = octavia.add_lb(marker_tags("uid-web"))
     asyncio.run(octavia.update_load_balancer(fake.lb.id, description="x"))
     seen = [

@@ -12,7 +12,7 @@ from kumo.cloud.model import ORPHAN_PREFIX, marker_tags, owner_word
 from kumo.engine.objects import Key
 from kumo.kinds.network.actuator import NetworkActuator
 from tests.unit.fakes import World
-from tests.unit.kinds.network.fake_networks import FakeNetworks
+from tests.unit.fakes.networks import FakeNetworks
 
 SPEC: dict[str, Any] = {
     "description": "app tier",
@@ -237,9 +237,9 @@ def test_a_foreign_network_named_by_status_is_never_changed() -> None:
 
 def test_a_vm_naming_a_network_waits_for_it_then_boots_on_its_id() -> None:
     from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
-    from tests.unit.fakes import FakeNova
+    from tests.unit.fakes import FakeServers
 
-    world = World(cloud=FakeNova())
+    world = World(cloud=FakeServers())
     world.add(NETWORK, "app", {"subnets": [{"cidr": "10.20.0.0/24"}]})
     world.add(
         VIRTUAL_MACHINE,
@@ -264,10 +264,10 @@ def test_a_vm_naming_a_network_waits_for_it_then_boots_on_its_id() -> None:
 
 def test_a_load_balancer_on_a_network_waits_for_it_then_takes_its_vip_there() -> None:
     from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
-    from tests.unit.kinds.loadbalancer.fake_octavia import FakeOctavia
+    from tests.unit.fakes.loadbalancing import FakeLoadBalancing
     from tests.unit.kinds.loadbalancer.test_actuator import seed_spec
 
-    world = World(cloud=FakeOctavia())
+    world = World(cloud=FakeLoadBalancing())
     world.add(VIRTUAL_MACHINE_GROUP, "virtualmachinegroup-sample", {"replicas": 0, "template": {}})
     world.add(NETWORK, "app", {"subnets": [{"cidr": "10.20.0.0/24"}]})
     world.add(LOAD_BALANCER, "web", {**seed_spec(), "vipNetwork": "app"})

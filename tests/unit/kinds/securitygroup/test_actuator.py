@@ -19,7 +19,7 @@ from kumo.engine.objects import Key
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.securitygroup.actuator import SecurityGroupActuator
 from tests.unit.fakes import World, make_body
-from tests.unit.kinds.securitygroup.fake_neutron import FakeNeutron
+from tests.unit.fakes.security_groups import FakeSecurityGroups
 
 SPEC: dict[str, Any] = {
     "description": "web tier",
@@ -41,7 +41,7 @@ def add_vm(world: World, name: str, ip: str, group: str | None = "web", **spec: 
 
 
 def new_world(spec: dict[str, Any] | None = None) -> World:
-    world = World(cloud=FakeNeutron())
+    world = World(cloud=FakeSecurityGroups())
     world.add(VIRTUAL_MACHINE_GROUP, "web", {"replicas": 2, "template": {}})
     add_vm(world, "web-0", "10.0.1.1")
     add_vm(world, "web-1", "10.0.1.2")
@@ -49,8 +49,8 @@ def new_world(spec: dict[str, Any] | None = None) -> World:
     return world
 
 
-def neutron(world: World) -> FakeNeutron:
-    assert isinstance(world.cloud, FakeNeutron)
+def neutron(world: World) -> FakeSecurityGroups:
+    assert isinstance(world.cloud, FakeSecurityGroups)
     return world.cloud
 
 
@@ -142,7 +142,7 @@ def test_observe_changes_nothing_and_reports_drift() -> None:
 
 
 def test_import_tags_the_group_and_makes_it_whole() -> None:
-    world = World(cloud=FakeNeutron())
+    world = World(cloud=FakeSecurityGroups())
     legacy = neutron(world).groups
     made = asyncio.run(
         neutron(world).create_security_group(name="legacy", description="", tags=["team-a"])
@@ -215,9 +215,9 @@ def test_dependents() -> None:
 
 def test_a_vm_naming_a_security_group_waits_for_it_then_uses_its_id() -> None:
     from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
-    from tests.unit.fakes import FakeNova
+    from tests.unit.fakes import FakeServers
 
-    world = World(cloud=FakeNova())
+    world = World(cloud=FakeServers())
     spec = {"image": "centos79", "flavor": "n3-1vcpu-2gb", "securityGroups": ["web", "default"]}
     world.add(SECURITY_GROUP, "web", {"rules": []})
     world.add(VIRTUAL_MACHINE, "app", spec)

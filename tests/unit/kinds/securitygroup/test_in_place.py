@@ -12,13 +12,13 @@ from kumo.kinds.virtualmachine import plan as vm_plan
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.virtualmachinegroup import plan as vmg_plan
 from kumo.kinds.virtualmachinegroup.actuator import VirtualMachineGroupActuator
-from tests.unit.fakes import FakeNova, World
+from tests.unit.fakes import FakeServers, World
 
 SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb", "securityGroups": ["web"]}
 
 
-def nova(world: World) -> FakeNova:
-    assert isinstance(world.cloud, FakeNova)
+def nova(world: World) -> FakeServers:
+    assert isinstance(world.cloud, FakeServers)
     return world.cloud
 
 

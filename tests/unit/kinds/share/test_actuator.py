@@ -14,8 +14,8 @@ from kumo.engine.reconciler import Engine
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.share.actuator import ShareActuator
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
-from tests.unit.fakes import FakeNova, World, make_body
-from tests.unit.kinds.share.fake_manila import EXPORTS, TYPE_ID, FakeManila
+from tests.unit.fakes import FakeServers, World, make_body
+from tests.unit.fakes.sharedfs import EXPORTS, TYPE_ID, FakeSharedFS
 
 SPEC = {
     "protocol": "NFS",
@@ -37,12 +37,12 @@ def add_vm(world: World, name: str, ip: str, group: str | None = "web", **meta: 
     return body
 
 
-class NovaAndManila(FakeNova, FakeManila):
+class NovaAndManila(FakeServers, FakeSharedFS):
     """One project's cloud: VMs and shares side by side (for the deletion order)."""
 
     def __init__(self) -> None:
-        FakeNova.__init__(self)
-        FakeManila.__init__(self)
+        FakeServers.__init__(self)
+        FakeSharedFS.__init__(self)
 
 
 def new_world(members: int = 2, spec: dict | None = None) -> World:
@@ -55,8 +55,8 @@ def new_world(members: int = 2, spec: dict | None = None) -> World:
     return world
 
 
-def manila(world: World) -> FakeManila:
-    assert isinstance(world.cloud, FakeManila)
+def manila(world: World) -> FakeSharedFS:
+    assert isinstance(world.cloud, FakeSharedFS)
     return world.cloud
 
 

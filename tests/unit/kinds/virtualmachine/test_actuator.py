@@ -53,7 +53,7 @@ def test_create_records_id_then_becomes_ready_with_addresses() -> None:
 def one_turn_two_vms() -> tuple[World, float | None]:
     """A cloud that builds one server at a time: vm-a takes the turn; vm-b's first pass."""
     world = World()
-    world.cloud.max_queued_builds = 1
+    world.cloud.queued_builds_limit = 1
     world.add(VIRTUAL_MACHINE, "vm-a", SPEC)
     world.add(VIRTUAL_MACHINE, "vm-b", SPEC)
     reconcile(world, "vm-a")

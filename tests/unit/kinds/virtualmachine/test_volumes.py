@@ -20,43 +20,43 @@ from kumo.engine.objects import Key
 from kumo.kinds.virtualmachine import plan
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
 from kumo.kinds.volume.actuator import VolumeActuator
-from tests.unit.fakes import FakeNova, World
-from tests.unit.kinds.volume.fake_cinder import FakeCinder
+from tests.unit.fakes import FakeServers, World
+from tests.unit.fakes.blockstorage import FakeBlockStorage
 
 BASE = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
 
 
-class Cloud(FakeNova, FakeCinder):
+class Cloud(FakeServers, FakeBlockStorage):
     """Nova and Cinder agreeing on attachments, as the real pair does: Nova shows the
     volume on the server at once, Cinder shows it ``attaching`` until the next read;
     a server Nova finishes deleting frees its volumes. Nova refuses to attach a volume
     that is attached elsewhere."""
 
     def __init__(self) -> None:
-        FakeNova.__init__(self)
-        FakeCinder.__init__(self)
+        FakeServers.__init__(self)
+        FakeBlockStorage.__init__(self)
 
     async def attach_volume(self, server_id: str, volume_id: str, device: str | None) -> None:
         volume = self._read(volume_id)
         assert volume is not None
         if volume.attachments or volume.status != "available":
             raise TerminalError("InvalidVolume", f"volume {volume_id} is {volume.status}")
-        await FakeCinder.attach_volume(self, server_id, volume_id, device)
+        await FakeBlockStorage.attach_volume(self, server_id, volume_id, device)
         server = self.servers[server_id]
         server["volumes"] = sorted({*(server.get("volumes") or ()), volume_id})
 
     async def detach_volume(self, server_id: str, volume_id: str) -> None:
-        await FakeCinder.detach_volume(self, server_id, volume_id)
+        await FakeBlockStorage.detach_volume(self, server_id, volume_id)
         server = self.servers[server_id]
         server["volumes"] = [v for v in server.get("volumes") or () if v != volume_id]
 
     async def find_volumes_by_name(self, name: str) -> list[model.Volume]:
         self.calls.append("find_volumes_by_name")
-        return await FakeCinder.find_volumes_by_name(self, name)
+        return await FakeBlockStorage.find_volumes_by_name(self, name)
 
     def settle(self, status: str = "ACTIVE") -> None:
         going = {sid for sid, s in self.servers.items() if s["status"] == "DELETING"}
-        FakeNova.settle(self, status)
+        FakeServers.settle(self, status)
         for vid, volume in list(self.volumes.items()):
             kept = tuple(s for s in volume.attachments if s not in going)
             if kept != volume.attachments:

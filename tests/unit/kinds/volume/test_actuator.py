@@ -9,18 +9,18 @@ from typing import Any
 from kumo.api.kinds import VOLUME
 from kumo.cloud import model
 from kumo.kinds.volume.actuator import VolumeActuator
-from tests.unit.fakes import FakeNova, World
-from tests.unit.kinds.volume.fake_cinder import FakeCinder
+from tests.unit.fakes import FakeServers, World
+from tests.unit.fakes.blockstorage import FakeBlockStorage
 
 SPEC = {"size": 2, "volumeType": "lvmdriver-1", "description": "data"}
 
 
-class NovaAndCinder(FakeNova, FakeCinder):
+class NovaAndCinder(FakeServers, FakeBlockStorage):
     """One project's cloud: servers and volumes side by side."""
 
     def __init__(self) -> None:
-        FakeNova.__init__(self)
-        FakeCinder.__init__(self)
+        FakeServers.__init__(self)
+        FakeBlockStorage.__init__(self)
 
 
 def new_world(**spec: Any) -> World:

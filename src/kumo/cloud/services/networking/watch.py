@@ -1,0 +1,167 @@
+"""Neutron's watchers, one per part of the networking service.
+
+- **Security groups**: one listing of the project's groups without their rules, per
+  interval, keeping Kumo's (tag ``kumo``, or the description's marker word: Neutron takes
+  tags only after a create, so a group whose tags never came is still seen by its
+  marker); Neutron bumps a group's ``revision_number`` whenever a rule of it is created
+  or deleted, so only a group whose revision moved has its rules read again.
+- **Floating IPs**: one listing of the project's floating IPs per interval (not filtered
+  by tag: Neutron takes a floating IP's tags only after its create, so one whose tags are
+  missing — a crash between the two calls, a ``kumo`` tag removed by hand — is still seen
+  by its marker). Each carries ``port_details``, so whether it still points at its
+  target's server is read from this one list; ports are looked up only to repair.
+- **Networks and routers**: see :class:`NetworkWatcher`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kumo.cloud import model
+from kumo.cloud.cache import ResourceCache
+from kumo.cloud.watcher import Changes, WatchEnv, Watcher
+from kumo.engine import sweep
+from kumo.ports import FloatingIPsPort, NetworksPort, SecurityGroupsPort
+
+
+class SecurityGroupWatcher(Watcher):
+    """Neutron: Kumo's security groups without their rules (one call), then the rules
+    of each group whose ``revision_number`` moved — so while nothing changes, the cost
+    is one call per interval whatever the number of groups and rules."""
+
+    service = "networking.security-groups"
+    api, resource = "network", "security_groups"
+
+    def __init__(self, cloud: SecurityGroupsPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
+        self.security_groups: ResourceCache[model.SecurityGroup] = ResourceCache(
+            "security groups", lambda g: g.id, model.described_owner
+        )
+        self.caches = self.singles = (self.security_groups,)
+        self.marks = (("security_group", self.security_groups, model.described_marker),)
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_security_group(resource.id)
+
+    async def refresh(self, full: bool) -> Changes:
+        cache = self.security_groups
+        stats = self.env.stats
+        token = cache.begin()
+        stats.count("security-groups")
+        listed = await self.cloud.security_group_versions()
+        groups = []
+        for group in listed:
+            cached = cache.lookup(group.id)
+            fresh = isinstance(cached, model.SecurityGroup) and cached.revision == group.revision
+            if not full and isinstance(cached, model.SecurityGroup) and fresh:
+                groups.append(dataclasses.replace(group, rules=cached.rules))
+                continue
+            stats.count("security-group-rules")
+            rules = await self.cloud.fetch_security_group_rules(group.id)
+            groups.append(dataclasses.replace(group, rules=tuple(rules)))
+        return [(cache, c) for c in cache.replace(token, groups)]
+
+
+class FloatingIPWatcher(Watcher):
+    """Neutron floating IPs: the project's, in one listing per interval (see the module
+    docstring for why it is not filtered by tag). A disassociation or a deletion made
+    out of band, and a target's port going with its server, show in the next listing."""
+
+    service = "networking.floating-ips"
+    api, resource = "network", "floatingips"
+
+    def __init__(self, cloud: FloatingIPsPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
+        self.floating_ips: ResourceCache[model.FloatingIP] = ResourceCache(
+            "floating ips", lambda f: f.id, model.floating_ip_owner
+        )
+        self.caches = self.singles = (self.floating_ips,)
+        self.marks = (("floatingip", self.floating_ips, model.floating_ip_marker),)
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        await self.cloud.delete_floating_ip(resource.id)
+
+    async def refresh(self, full: bool) -> Changes:
+        token = self.floating_ips.begin()
+        self.env.stats.count("floating-ips")
+        listed = await self.cloud.fetch_floating_ips()
+        return [(self.floating_ips, c) for c in self.floating_ips.replace(token, listed)]
+
+
+class NetworkWatcher(Watcher):
+    """Neutron networks and routers: Kumo's networks and their subnets, Kumo's routers
+    and their interface ports — at most four calls per interval whatever the number of
+    networks, subnets and routers (one while the project has no Kumo network: routers
+    are listed then only by the full relist), and no per-object GET. Kumo's are the
+    project's marked by tag or, before their tags came (a lost create answer, a crash
+    between the create and the tag call), by the description's marker word. A subnet or
+    an interface removed by hand, or a router's gateway changed, shows in the next
+    listing."""
+
+    service = "networking.networks"
+    api, resource = "network", "networks"
+
+    def __init__(self, cloud: NetworksPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
+        self.networks: ResourceCache[model.Network] = ResourceCache(
+            "networks", lambda n: n.id, model.described_owner
+        )
+        self.routers: ResourceCache[model.Router] = ResourceCache(
+            "routers", lambda r: r.id, model.described_owner
+        )
+        self.caches = self.singles = (self.networks, self.routers)
+        # Routers first: the orphan sweep deletes a leaked router before its network.
+        self.marks = (
+            ("router", self.routers, model.described_marker),
+            ("network", self.networks, model.described_marker),
+        )
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        if resource.kind != "router":
+            await self.cloud.delete_network(resource.id)
+            return
+        router = await self.cloud.get_router(resource.id)
+        if router is None:
+            return
+        # Only the subnets of its own network (the same owner's, this cluster's current
+        # marker) are Kumo's to detach: a subnet of another object's network, another
+        # cluster's, a legacy-marked one or a user's stays, and so does the router.
+        subnet_owners = {
+            subnet.id: marker.uid if marker is not None and marker.current else None
+            for network in self.networks.live()
+            for marker in (model.marker_of(network.tags),)
+            for subnet in network.subnets
+        }
+        own, foreign = sweep.router_interfaces(resource.owner, router.interfaces, subnet_owners)
+        for subnet_id in own:
+            await self.cloud.remove_router_interface(resource.id, subnet_id)
+        if foreign:
+            raise sweep.OrphanKept(
+                f"router {resource.id} keeps an interface on subnet(s) {', '.join(foreign)} "
+                "that are not on its own network: those were not detached and the router "
+                "is kept (detach them, then the next sweep deletes it)"
+            )
+        await self.cloud.delete_router(resource.id)
+
+    async def refresh(self, full: bool) -> Changes:
+        stats = self.env.stats
+        networks_token = self.networks.begin()
+        stats.count("networks-list")
+        networks = await self.cloud.fetch_networks()
+        changes: Changes = [
+            (self.networks, c) for c in self.networks.replace(networks_token, networks)
+        ]
+        # A Kumo router serves a Kumo network: with none (and none cached) only the full
+        # relist looks, so a project without Networks pays one call per interval.
+        if full or networks or self.routers.items() or not self.routers.synced:
+            routers_token = self.routers.begin()
+            stats.count("routers-list")
+            routers = await self.cloud.fetch_routers()
+            changes += [(self.routers, c) for c in self.routers.replace(routers_token, routers)]
+        return changes
+
+    def transitional(self) -> bool:
+        return any(n.status not in ("ACTIVE", "DOWN") for n in self.networks.items())
