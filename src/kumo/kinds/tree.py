@@ -301,9 +301,12 @@ def build(objects: Objects, root: ObjectKey) -> Node:
 class Listed(Protocol):
     """A cloud resource carrying this cluster's marker (:class:`kumo.ports.model.Marked`)."""
 
-    kind: str
-    id: str
-    owner: str
+    @property
+    def kind(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
 
 
 def look_up(root: Node, listed: Iterable[Listed]) -> None:
