@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import logging
 import os
 import ssl
 import tempfile
@@ -48,6 +49,8 @@ from kumo.engine.errors import ObjectGone, TerminalError, TransientError
 from kumo.engine.objects import Body, Obj
 from kumo.engine.text import EVENT_LIMIT, public_text
 from kumo.runtime.leader import LeaseRecord
+
+log = logging.getLogger("kumo.kube")
 
 MERGE = "application/merge-patch+json"
 #: How long this client uses a ServiceAccount token read from its file (client-go's
@@ -198,7 +201,16 @@ class KubeClient:
         """Log in afresh, unless another request did since it used ``seen``."""
         async with self._renewing:
             if self._info is seen and self._login is not None:
-                fresh = await self._login()
+                try:
+                    fresh = await self._login()
+                except Exception as error:  # an exec plugin failing, a kubeconfig gone
+                    # Its text may quote the plugin's output: the log only, not the status.
+                    log.warning("logging in to the API server failed: %s", error)
+                    raise TransientError(
+                        "KubernetesLoginFailed",
+                        f"logging in to the API server failed ({type(error).__name__}): "
+                        "see the operator's log",
+                    ) from error
                 if fresh is None:
                     raise TransientError(
                         "KubernetesCredentials", "no Kubernetes credentials (kubeconfig gone?)"
@@ -252,6 +264,11 @@ class KubeClient:
         status, payload = await self._send(info, method, path, body, content_type)
         if status == 401 and self._login is not None:
             # The token expired, rotated or was revoked: log in afresh, try once more.
+            log.info(
+                "%s %s: the API server refused the credentials (401), logging in again",
+                method,
+                path,
+            )
             info = await self._renew(info)
             status, payload = await self._send(info, method, path, body, content_type)
         if status == 404:

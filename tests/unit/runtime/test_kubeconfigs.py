@@ -315,3 +315,26 @@ def test_no_kubeconfig_is_no_client(
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     with pytest.raises(RuntimeError, match="no Kubernetes credentials"):
         KubeClient.from_environment()
+
+
+def test_a_failing_renewal_is_transient_and_quotes_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An exec plugin failing mid-run: the write is retried later; what the plugin
+    printed reaches the log only, never an object's status."""
+
+    async def login() -> kopf.ConnectionInfo:
+        raise RuntimeError("exec: process returned 1. token=hunter2 expired")
+
+    async def scenario() -> None:
+        client = KubeClient(None, login=login)
+        try:
+            with pytest.raises(TransientError) as failed:
+                await client.get_namespace("ns")
+            assert failed.value.reason == "KubernetesLoginFailed"
+            assert "hunter2" not in str(failed.value)
+        finally:
+            await client.close()
+
+    asyncio.run(scenario())
+    assert "hunter2" in caplog.text
