@@ -209,7 +209,7 @@ class KubeClient:
                     raise TransientError(
                         "KubernetesLoginFailed",
                         f"logging in to the API server failed ({type(error).__name__}): "
-                        "see the operator's log",
+                        "the log has its message",
                     ) from error
                 if fresh is None:
                     raise TransientError(
