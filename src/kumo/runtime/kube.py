@@ -59,6 +59,9 @@ TOKEN_REREAD = timedelta(minutes=1)
 #: Credentials this close to their expiration are renewed before a request, not after
 #: the API server refused them.
 EXPIRY_SKEW = timedelta(seconds=10)
+#: How long a login may take (an exec plugin that hangs): requests wait for it, so it
+#: is bounded; long enough for a person to finish an interactive one (`kumo plan`).
+LOGIN_TIMEOUT = 120.0
 
 #: What gives fresh credentials: :func:`login` (None when there are none).
 Login = Callable[[], Awaitable[kopf.ConnectionInfo | None]]
@@ -202,8 +205,8 @@ class KubeClient:
         async with self._renewing:
             if self._info is seen and self._login is not None:
                 try:
-                    fresh = await self._login()
-                except Exception as error:  # an exec plugin failing, a kubeconfig gone
+                    fresh = await asyncio.wait_for(self._login(), LOGIN_TIMEOUT)
+                except Exception as error:  # an exec plugin failing or hanging, no kubeconfig
                     # Its text may quote the plugin's output: the log only, not the status.
                     log.warning("logging in to the API server failed: %s", error)
                     raise TransientError(

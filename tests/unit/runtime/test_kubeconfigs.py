@@ -317,6 +317,21 @@ def test_no_kubeconfig_is_no_client(
         KubeClient.from_environment()
 
 
+def _refusal(login: kube.Login) -> TransientError:
+    """What the first request of a client whose login fails raises."""
+
+    async def scenario() -> TransientError:
+        client = KubeClient(None, login=login)
+        try:
+            with pytest.raises(TransientError) as failed:
+                await client.get_namespace("ns")
+            return failed.value
+        finally:
+            await client.close()
+
+    return asyncio.run(scenario())
+
+
 def test_a_failing_renewal_is_transient_and_quotes_nothing(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -326,15 +341,17 @@ def test_a_failing_renewal_is_transient_and_quotes_nothing(
     async def login() -> kopf.ConnectionInfo:
         raise RuntimeError("exec: process returned 1. token=hunter2 expired")
 
-    async def scenario() -> None:
-        client = KubeClient(None, login=login)
-        try:
-            with pytest.raises(TransientError) as failed:
-                await client.get_namespace("ns")
-            assert failed.value.reason == "KubernetesLoginFailed"
-            assert "hunter2" not in str(failed.value)
-        finally:
-            await client.close()
-
-    asyncio.run(scenario())
+    refused = _refusal(login)
+    assert refused.reason == "KubernetesLoginFailed" and "hunter2" not in str(refused)
     assert "hunter2" in caplog.text
+
+
+def test_a_hanging_login_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exec plugin that never answers must not stall every write for ever."""
+    monkeypatch.setattr(kube, "LOGIN_TIMEOUT", 0.05)
+
+    async def login() -> kopf.ConnectionInfo:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    assert _refusal(login).reason == "KubernetesLoginFailed"
