@@ -258,9 +258,9 @@ def _count_notice(notice: Notice) -> None:
 def build_registry(lifecycle: Lifecycle) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
-    @kopf.on.login(registry=registry)
-    def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo | None:
-        return kube_login(settings, lifecycle.identity)
+    @kopf.on.login(registry=registry)  # again on each 401 and expiry: fresh credentials
+    async def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo | None:
+        return await kube_login(settings, lifecycle.identity)
 
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:

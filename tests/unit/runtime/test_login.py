@@ -3,6 +3,7 @@ does), not kopf's assumed DNS name, which host-network Pods cannot resolve."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import kopf
@@ -34,7 +35,7 @@ def test_in_cluster_address_comes_from_the_service_environment(
 ) -> None:
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
-    info = kube.login(kopf.OperatorSettings())
+    info = asyncio.run(kube.login(kopf.OperatorSettings()))
     assert info is not None
     assert (info.server, info.token, info.default_namespace) == (
         "https://127.0.0.1:6443",
@@ -48,7 +49,7 @@ def test_ipv6_service_address_is_bracketed(
 ) -> None:
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    info = kube.login(kopf.OperatorSettings())
+    info = asyncio.run(kube.login(kopf.OperatorSettings()))
     assert info is not None and info.server == "https://[fd00::1]:443"
 
 
@@ -57,7 +58,7 @@ def test_without_the_environment_kopfs_default_stays(
 ) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
-    info = kube.login(kopf.OperatorSettings())
+    info = asyncio.run(kube.login(kopf.OperatorSettings()))
     assert info is not None and info.server == "https://kubernetes.default.svc"
 
 
@@ -68,13 +69,13 @@ def test_kopfs_requests_name_the_process_in_their_user_agent(
     same for every operator): the API server's audit log then tells which operator wrote."""
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
-    info = kube.login(kopf.OperatorSettings(), "kumo-0_7_ab12cd")
+    info = asyncio.run(kube.login(kopf.OperatorSettings(), "kumo-0_7_ab12cd"))
     assert info is not None
     assert info.as_http_headers() == {
         "Authorization": "Bearer t0ken",
         "User-Agent": f"kumo/{__version__} (kumo-0_7_ab12cd)",
     }
     assert info.server == "https://127.0.0.1:6443", "the credentials are kept as they were"
-    anonymous = kube.login(kopf.OperatorSettings())
+    anonymous = asyncio.run(kube.login(kopf.OperatorSettings()))
     assert anonymous is not None
     assert anonymous.as_http_headers()["User-Agent"] == f"kumo/{__version__}"

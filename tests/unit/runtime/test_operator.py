@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 from pathlib import Path
@@ -54,7 +55,7 @@ def test_kopfs_login_names_the_process_as_its_lease_does(
         for h in build_registry(lifecycle)._activities.get_all_handlers()
         if h.activity.value == "authentication"
     ]
-    info = login.fn(settings=kopf.OperatorSettings())
+    info = asyncio.run(login.fn(settings=kopf.OperatorSettings()))
     assert info.server == "https://127.0.0.1:6443"
     assert info.as_http_headers()["User-Agent"] == f"kumo/{__version__} ({lifecycle.identity})"
 
