@@ -193,6 +193,16 @@ INVALID = [
         "maxSurge and maxUnavailable cannot both be 0",
     ),
     (
+        "vmg-surge-not-a-share",
+        mutate(VMG, "spec.strategy", {"maxSurge": "1"}),
+        "spec.strategy.maxSurge",
+    ),
+    (
+        "vmg-surge-over-100",
+        mutate(VMG, "spec.strategy", {"maxSurge": "101%"}),
+        "spec.strategy.maxSurge",
+    ),
+    (
         "vm-long-metadata-key",
         mutate(VM, "spec.metadata", {"k" * 256: "v"}),
         "metadata keys are at most 255 characters",
