@@ -193,6 +193,16 @@ INVALID = [
         "maxSurge and maxUnavailable cannot both be 0",
     ),
     (
+        "vmg-surge-not-a-share",
+        mutate(VMG, "spec.strategy", {"maxSurge": "1"}),
+        "spec.strategy.maxSurge",
+    ),
+    (
+        "vmg-surge-over-100",
+        mutate(VMG, "spec.strategy", {"maxSurge": "101%"}),
+        "spec.strategy.maxSurge",
+    ),
+    (
         "vm-long-metadata-key",
         mutate(VM, "spec.metadata", {"k" * 256: "v"}),
         "metadata keys are at most 255 characters",
@@ -356,6 +366,11 @@ def test_explain_documents_fields(crds: KubeEnv) -> None:
     assert "secretRef" in out and "Read the script from a Secret key" in out
     lb = kubectl("explain", "loadbalancer.spec.ports.monitors").stdout
     assert "one per pool" in lb
+    # Orphan releases: the marker is swapped for kumo-orphan, not kept.
+    policy = " ".join(kubectl("explain", "volume.spec.deletionPolicy").stdout.split())
+    assert "replaced by `kumo-orphan=<uid>`" in policy
+    surge = " ".join(kubectl("explain", "vmg.spec.strategy.maxSurge").stdout.split())
+    assert "Unset: 1 (`Random`), 0 (`Ordinal`" in surge
 
 
 def test_scale_subresource_and_printer_columns(namespace: str) -> None:

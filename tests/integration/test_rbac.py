@@ -100,6 +100,8 @@ def can(*args: str) -> bool:
         ("watch", "virtualmachines.kumo.dev", "--all-namespaces"),
         ("patch", "loadbalancers.kumo.dev/status", "-n", "team-a"),
         ("create", "virtualmachines.kumo.dev", "-n", "team-a"),
+        # blockOwnerDeletion on members: OpenShift's owner-reference admission checks it.
+        ("update", "virtualmachinegroups.kumo.dev", "--subresource=finalizers", "-n", "team-a"),
         ("delete", "virtualmachines.kumo.dev", "-n", "team-a"),
         ("get", "secret/kumo-cloud-credentials", "-n", "team-a"),
         ("get", "secret/kumo-default-cloud", "-n", "kumo-system"),
@@ -134,6 +136,7 @@ def test_kumo_may(rbac: KubeEnv, args: tuple[str, ...]) -> None:
         ("update", "secret/kumo-cloud-credentials", "-n", "team-a"),
         ("delete", "loadbalancers.kumo.dev", "-n", "team-a"),
         ("update", "virtualmachines.kumo.dev", "-n", "team-a"),
+        ("update", "virtualmachines.kumo.dev", "--subresource=finalizers", "-n", "team-a"),
         ("create", "pods", "-n", "team-a"),
         ("delete", "customresourcedefinitions.apiextensions.k8s.io"),
         ("update", "leases.coordination.k8s.io/kube-scheduler", "-n", "kumo-system"),

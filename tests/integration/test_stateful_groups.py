@@ -9,8 +9,13 @@ ones."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import yaml
+
+from tests.integration.apiserver_audit import writes_since
 from tests.integration.helpers import (
     VM_SPEC,
     apply,
@@ -27,6 +32,7 @@ from tests.integration.test_shares import active_rules, share_manifest
 from tests.integration.test_vm_volumes import attached_servers, volume_of
 
 API = "kumo.dev/v1alpha1"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples/more/stateful-group.yaml"
 
 
 def group(name: str, replicas: int, **spec: Any) -> dict[str, Any]:
@@ -37,8 +43,7 @@ def group(name: str, replicas: int, **spec: Any) -> dict[str, Any]:
         "spec": {
             "replicas": replicas,
             "haPolicy": "none",
-            "identity": "Ordinal",
-            "strategy": {"maxSurge": 0, "maxUnavailable": 1},
+            "identity": "Ordinal",  # no strategy: Ordinal's default replaces in place
             "template": dict(VM_SPEC),
             "volumeTemplates": [{"name": "data", "size": 1}],
             **spec,
@@ -65,6 +70,20 @@ def volume_ids(ns: str, group_name: str, replicas: int) -> dict[int, str]:
     }
 
 
+def servers_with_volumes(
+    conn: Any, ns: str, group_name: str, ids: dict[int, str]
+) -> dict[int, str]:
+    """Each member's server ID, once every member is Ready with its volume attached."""
+    return {
+        i: wait_until(
+            f"{group_name}-{i} has its volume",
+            lambda i=i: member_with_volume(conn, ns, f"{group_name}-{i}", ids[i]),
+            240,
+        )
+        for i in ids
+    }
+
+
 def test_ordinals_keep_their_volumes_through_replacement_and_scaling(
     namespace: str, kumo_operator: Any, demo_conn: Any
 ) -> None:
@@ -72,14 +91,7 @@ def test_ordinals_keep_their_volumes_through_replacement_and_scaling(
     apply(ns, group("db", 3))
     ids = volume_ids(ns, "db", 3)
     wait_ready("vmg", "db", ns, timeout=300)
-    servers = {
-        i: wait_until(
-            f"db-{i} has its volume",
-            lambda i=i: member_with_volume(demo_conn, ns, f"db-{i}", ids[i]),
-            240,
-        )
-        for i in range(3)
-    }
+    servers = servers_with_volumes(demo_conn, ns, "db", ids)
 
     # Out of band: db-1's server goes; its replacement gets the same Cinder volume.
     demo_conn.compute.delete_server(servers[1])
@@ -239,15 +251,26 @@ def refused(ns: str, body: dict[str, Any]) -> str:
     return str(proc.stderr)
 
 
+def accepted(ns: str, body: dict[str, Any]) -> None:
+    kubectl("apply", "--dry-run=server", "-n", ns, "-f", "-", input=json.dumps(body))
+
+
 def test_admission_refuses_surge_templates_without_ordinal_and_changes(
     namespace: str, kumo_operator: Any
 ) -> None:
     ns = namespace
     surge = group("s", 0, strategy={"maxSurge": 1, "maxUnavailable": 0})
     assert "spec.strategy.maxSurge: must be 0 with identity Ordinal" in refused(ns, surge)
-    default_strategy = group("d", 0)
-    del default_strategy["spec"]["strategy"]  # the default has maxSurge 1
-    assert "maxSurge: must be 0" in refused(ns, default_strategy)
+    surge = group("s", 0, strategy={"maxSurge": "25%"})
+    assert "spec.strategy.maxSurge: must be 0 with identity Ordinal" in refused(ns, surge)
+    stuck = group("u", 0, strategy={"maxUnavailable": "0%"})
+    assert "spec.strategy.maxUnavailable: cannot be 0 with identity Ordinal" in refused(ns, stuck)
+    not_a_share = group("p", 0, strategy={"maxUnavailable": "25"})
+    assert "spec.strategy.maxUnavailable: Invalid value" in refused(ns, not_a_share)
+    for strategy in ({}, {"maxUnavailable": "50%"}, {"maxSurge": 0}, {"maxSurge": "0%"}):
+        accepted(ns, group("a", 0, strategy=strategy))
+    random = group("r", 0, identity="Random", volumeTemplates=[], strategy={"maxSurge": 0})
+    accepted(ns, random)  # maxUnavailable then defaults to 1
     random = group("r", 0, identity="Random")
     assert "spec.volumeTemplates: requires spec.identity: Ordinal" in refused(ns, random)
     twice = group("t", 0, volumeTemplates=[{"name": "a", "size": 1}, {"name": "a", "size": 1}])
@@ -265,3 +288,53 @@ def test_admission_refuses_surge_templates_without_ordinal_and_changes(
         assert proc.returncode != 0 and message in proc.stderr, (spec, proc.stderr)
     kubectl("delete", "vmg", "ok", "-n", ns, "--wait=false")
     wait_gone("vmg", "ok", ns, 60)
+
+
+def test_the_example_needs_no_strategy_and_rolls_delete_then_create(
+    namespace: str, kumo_operator: Any, demo_conn: Any
+) -> None:
+    """examples/more/stateful-group.yaml as shipped (no `strategy`: Ordinal's default,
+    maxSurge 0 / maxUnavailable 1), without its snapshots (test_group_snapshots): a flavor
+    change replaces db-1, then db-0, each deleted before it is made again and the next
+    one deleted only once it is back — as the API server's audit log saw Kumo's writes."""
+    ns = namespace
+    body = yaml.safe_load(EXAMPLE.read_text())
+    assert "strategy" not in body["spec"], "the example shows that none is needed"
+    del body["spec"]["snapshotBeforeReplace"]
+    body["spec"]["volumeRetention"]["whenDeleted"] = "Delete"
+    apply(ns, body)
+    ids = volume_ids(ns, "db", 2)
+    wait_ready("vmg", "db", ns, timeout=300)
+    first = servers_with_volumes(demo_conn, ns, "db", ids)
+
+    since = datetime.now(UTC)
+    patch = {"spec": {"template": {"image": "centos79", "flavor": "m1.small"}}}
+    kubectl("patch", "vmg", "db", "-n", ns, "--type=merge", "-p", json.dumps(patch))
+
+    def replaced(i: int) -> str | None:
+        server_id = member_with_volume(demo_conn, ns, f"db-{i}", ids[i])
+        return server_id if server_id not in (None, first[i]) else None
+
+    for i in (1, 0):
+        wait_until(f"db-{i} replaced, with its volume", lambda i=i: replaced(i), 300)
+    status = wait_ready("vmg", "db", ns, timeout=60)["status"]
+    assert status["updatedReplicas"] == 2
+
+    members: list[tuple[str, str]] = []
+    for w in writes_since(since, containing=ns):
+        member = w.resource == "virtualmachines" and w.name.startswith("db-") and w.code < 300
+        # A delete repeated while the member waits for its server to go counts once.
+        if member and w.verb in ("create", "delete") and (w.verb, w.name) not in members[-1:]:
+            members.append((w.verb, w.name))
+    assert members == [
+        ("delete", "db-1"),
+        ("create", "db-1"),
+        ("delete", "db-0"),
+        ("create", "db-0"),
+    ], "one member at a time, highest ordinal first, never two of a name"
+
+    kubectl("delete", "vmg", "db", "-n", ns, "--wait=false")
+    wait_gone("vmg", "db", ns, 300)
+    for i in range(2):
+        wait_gone("vol", f"db-data-{i}", ns, 180)
+    assert not any(kumo_leftovers(demo_conn, ns).values())

@@ -174,7 +174,9 @@ class ManagedSpec(KumoModel):
 
     deletion_policy: DeletionPolicy = "Delete"
     """What happens to the cloud resources when this object is deleted: `Delete` removes
-    them, `Orphan` leaves them in the cloud (Kumo's ownership marker stays on them)."""
+    them, `Orphan` leaves them in the cloud, released: Kumo's ownership marker is replaced
+    by `kumo-orphan=<uid>` (the orphan sweep leaves them alone; `spec.import` may take
+    them over)."""
     management_policy: ManagementPolicy = "Manage"
     """`Manage` (default): Kumo makes the cloud match the spec. `Observe`: Kumo only reads
     the resource and reports what differs from the spec in `status.drift` and the

@@ -38,6 +38,7 @@ _KEPT = {
     "x-kubernetes-list-map-keys",
     "x-kubernetes-map-type",
     "x-kubernetes-validations",
+    "x-kubernetes-int-or-string",
 }
 
 
@@ -75,7 +76,7 @@ def _convert(node: Schema, defs: dict[str, Schema]) -> Schema:
     if "oneOf" in node:
         # Only value validations (required lists) are allowed inside oneOf.
         out["oneOf"] = [{"required": list(branch["required"])} for branch in node["oneOf"]]
-    if "type" not in out:
+    if "type" not in out and not out.get("x-kubernetes-int-or-string"):
         raise ValueError(f"cannot derive a structural type for schema {node!r}")
     return out
 
@@ -86,9 +87,13 @@ def _unwrap(node: Schema, defs: dict[str, Schema]) -> Schema:
     site_default = node.get("default")
     if "anyOf" in node:
         branches = [b for b in node["anyOf"] if b.get("type") != "null"]
-        if len(branches) != 1:
+        if sorted(b.get("type", "") for b in branches) == ["integer", "string"]:
+            node = {k: v for k, v in node.items() if k != "anyOf"}
+            node.update(_int_or_string(branches))
+        elif len(branches) != 1:
             raise ValueError(f"unions are not structural: {node!r}")
-        node = {**{k: v for k, v in node.items() if k != "anyOf"}, **branches[0]}
+        else:
+            node = {**{k: v for k, v in node.items() if k != "anyOf"}, **branches[0]}
     if "allOf" in node and len(node["allOf"]) == 1:
         node = {**{k: v for k, v in node.items() if k != "allOf"}, **node["allOf"][0]}
     if "$ref" in node:
@@ -100,6 +105,37 @@ def _unwrap(node: Schema, defs: dict[str, Schema]) -> Schema:
     if site_default is not None:
         node["default"] = site_default
     return node
+
+
+def _int_or_string(branches: list[Schema]) -> Schema:
+    """``int | str`` (a count or a percentage, like a Deployment's maxSurge): an
+    int-or-string field. A structural schema cannot type its branches, so their bounds
+    and pattern become one CEL rule on the field (the API server names the field)."""
+    number = next(b for b in branches if b["type"] == "integer")
+    text = next(b for b in branches if b["type"] == "string")
+    unknown = (set(number) - {"type", "minimum", "maximum"}) | (set(text) - {"type", "pattern"})
+    if unknown:
+        raise ValueError(f"int-or-string branches may carry only bounds and a pattern: {unknown}")
+    int_checks = [f"self >= {number['minimum']}"] if "minimum" in number else []
+    int_checks += [f"self <= {number['maximum']}"] if "maximum" in number else []
+    out: Schema = {"x-kubernetes-int-or-string": True}
+    if int_checks or "pattern" in text:
+        pattern = text.get("pattern")
+        on_int = " && ".join(int_checks) or "true"
+        if pattern and "'" in pattern:
+            raise ValueError(f"a pattern with a quote does not fit a CEL raw string: {pattern}")
+        on_str = f"self.matches(r'{pattern}')" if pattern else "true"
+        low, high = number.get("minimum"), number.get("maximum")
+        span = f" from {low}" if low is not None else ""
+        span += f" to {high}" if high is not None else ""
+        like = f" matching {pattern}" if pattern else ""
+        out["x-kubernetes-validations"] = [
+            {
+                "rule": f"type(self) == int ? {on_int} : {on_str}",
+                "message": f"must be an integer{span} or a string{like}",
+            }
+        ]
+    return out
 
 
 def _json_type(value: object) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, Strict, StringConstraints, field_validator
 
 from kumo.api.common import (
     CLOUD_NAME_MAX,
@@ -37,21 +37,45 @@ MAX_ZONES = 32
 SERVER_GROUP_POLICY: dict[str, str] = {"soft": "soft-anti-affinity", "hard": "anti-affinity"}
 
 
+#: A share of `replicas`, as a Deployment's rollout limits take one ("25%").
+PERCENT_PATTERN = r"^(100|[1-9]?[0-9])%$"
+
+#: A count of members, or a percentage of `replicas` (a Kubernetes int-or-string).
+IntOrPercent = (
+    Annotated[int, Strict(), Field(ge=0, le=MAX_REPLICAS)]
+    | Annotated[str, StringConstraints(pattern=PERCENT_PATTERN)]
+)
+
+
+def cel_zero(value: str) -> str:
+    """CEL: the int-or-string ``value`` is 0 whatever ``replicas`` is (``0`` or ``"0%"``)."""
+    return f"(type({value}) == int ? {value} == 0 : {value} == '0%')"
+
+
 class RolloutStrategy(KumoModel):
-    """How members are replaced when the template changes."""
+    """How members are replaced when the template changes. Unset limits default by
+    `identity`: `Random` surges (maxSurge 1, maxUnavailable 0), `Ordinal` replaces
+    delete-then-create (maxSurge 0, maxUnavailable 1); with `maxSurge: 0` alone,
+    maxUnavailable is 1. A percentage is of `replicas`, as in a Deployment: maxSurge
+    rounds up, maxUnavailable down, and if both come to 0, maxUnavailable is 1."""
 
     cel_rules = (
         Rule(
-            "self.maxSurge > 0 || self.maxUnavailable > 0",
+            f"!has(self.maxSurge) || !has(self.maxUnavailable) || "
+            f"!{cel_zero('self.maxSurge')} || !{cel_zero('self.maxUnavailable')}",
             "spec.strategy: maxSurge and maxUnavailable cannot both be 0 (a rollout could "
             "never replace a member)",
         ),
     )
 
-    max_surge: int = Field(default=1, ge=0)
-    """How many members above `replicas` may exist during a rollout."""
-    max_unavailable: int = Field(default=0, ge=0)
-    """How many members below `replicas` may be not Ready during a rollout."""
+    max_surge: IntOrPercent | None = None
+    """How many members above `replicas` may exist during a rollout: a count or a
+    percentage of `replicas` ("25%", rounded up). Unset: 1 (`Random`), 0 (`Ordinal`,
+    which allows only 0)."""
+    max_unavailable: IntOrPercent | None = None
+    """How many members below `replicas` may be not Ready during a rollout: a count or a
+    percentage of `replicas` ("25%", rounded down). Unset: 0 (`Random`), or 1 with
+    identity `Ordinal` or `maxSurge: 0`."""
 
 
 class GroupImport(KumoModel):
@@ -130,12 +154,18 @@ class VirtualMachineGroupSpec(ManagedSpec):
             "an ordinal)",
         ),
         Rule(
-            # No strategy: the default's maxSurge is 1.
-            "!has(self.identity) || self.identity != 'Ordinal' || (has(self.strategy) "
-            "&& has(self.strategy.maxSurge) && self.strategy.maxSurge == 0)",
+            # No strategy, or no maxSurge: Ordinal's default is 0.
+            "!has(self.identity) || self.identity != 'Ordinal' || !has(self.strategy) "
+            f"|| !has(self.strategy.maxSurge) || {cel_zero('self.strategy.maxSurge')}",
             "spec.strategy.maxSurge: must be 0 with identity Ordinal (a member is replaced "
-            "delete-then-create under its own name and volumes; set strategy: "
-            "{maxSurge: 0, maxUnavailable: 1})",
+            "delete-then-create under its own name and volumes; leave it unset)",
+        ),
+        Rule(
+            "!has(self.identity) || self.identity != 'Ordinal' || !has(self.strategy) "
+            f"|| !has(self.strategy.maxUnavailable) "
+            f"|| !{cel_zero('self.strategy.maxUnavailable')}",
+            "spec.strategy.maxUnavailable: cannot be 0 with identity Ordinal (maxSurge is 0: "
+            "a rollout could never replace a member; leave it unset for 1)",
         ),
         Rule(
             "!has(self.identity) || self.identity != 'Ordinal' || !has(self.__import__)",
@@ -180,7 +210,7 @@ class VirtualMachineGroupSpec(ManagedSpec):
     availability_zones: list[CloudName] = Field(default_factory=list, max_length=MAX_ZONES)
     """Spread members round-robin over these Nova availability zones (at most 32)."""
     strategy: RolloutStrategy = Field(default_factory=RolloutStrategy)
-    """Rolling replacement limits."""
+    """Rolling replacement limits; unset ones default by `identity`."""
     import_: GroupImport | None = Field(default=None, alias="import")
     """Take over existing servers as members (each member imports one; see
     `import.members`) instead of booting new ones."""
@@ -188,7 +218,7 @@ class VirtualMachineGroupSpec(ManagedSpec):
     """`Random`: members are named `<group>-<random>`. `Ordinal`: members are named
     `<group>-<i>`, i = 0..replicas-1; scale-down removes the highest ordinals, a missing
     ordinal is made again under the same name, a rollout deletes then recreates each
-    member (maxSurge must be 0). Cannot change."""
+    member (maxSurge 0, maxUnavailable 1 by default). Cannot change."""
     volume_templates: list[VolumeTemplate] = Field(
         default_factory=list, max_length=MAX_VOLUME_TEMPLATES, json_schema_extra=atomic_list
     )

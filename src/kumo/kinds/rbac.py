@@ -64,6 +64,16 @@ def kind_rules() -> tuple[Rule, ...]:
                 "Objects one kind makes of another (a group's members).",
             )
         )
+    owners = [record.info.plural for record in RECORDS if record.creates]
+    if owners:
+        rules.append(
+            Rule(
+                _rule([GROUP], [f"{p}/finalizers" for p in owners], ["update"]),
+                "What a kind creates names it owner with blockOwnerDeletion: true; an API\n"
+                "server with OwnerReferencesPermissionEnforcement (OpenShift) lets only who\n"
+                "may update the owner's finalizers set that.",
+            )
+        )
     rules.append(
         Rule(
             _rule([GROUP], [f"{p}/status" for p in plurals], ["get", "patch"]),

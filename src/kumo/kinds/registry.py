@@ -39,7 +39,9 @@ class KindRecord:
     services: tuple[str, ...]
     #: Kinds whose objects its actuator creates and deletes in Kubernetes (a group's
     #: members): RBAC grants create/delete on them, and it is deleted before them (else
-    #: it would make them again).
+    #: it would make them again). It owns them (``blockOwnerDeletion: true``): RBAC also
+    #: grants update on its own ``<plural>/finalizers``, which OpenShift's owner-reference
+    #: admission requires for that.
     creates: tuple[KindInfo, ...] = ()
 
 

@@ -52,3 +52,18 @@ def test_what_kinds_reference_outside_kumo_is_readable() -> None:
     assert boot["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
     secrets = [r for r in operator_rules() if r["resources"] == ["secrets"]]
     assert [r.get("resourceNames") for r in secrets] == [["kumo-cloud-credentials"]]
+
+
+def test_who_sets_block_owner_deletion_may_update_the_owners_finalizers() -> None:
+    """OpenShift's owner-reference admission refuses blockOwnerDeletion: true from whom
+    may not update the owner's finalizers: every kind whose code sets it has that right."""
+    kinds_dir = ROOT / "src/kumo/kinds"
+    setters = {
+        path.parent.name
+        for path in kinds_dir.glob("*/*.py")
+        if '"blockOwnerDeletion": True' in path.read_text()
+    }
+    assert setters, "no kind sets blockOwnerDeletion: is the check still looking?"
+    by_package = {r.info.kind.lower(): r.info.plural for r in registry.RECORDS}
+    (finalizers,) = [r for r in operator_rules() if r["verbs"] == ["update"]]
+    assert finalizers["resources"] == [f"{by_package[p]}/finalizers" for p in sorted(setters)]

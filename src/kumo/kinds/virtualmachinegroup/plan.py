@@ -23,6 +23,7 @@ from typing import Any
 from kumo.api.common import ImportRef, ManagedSpec, import_key
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
 from kumo.kinds.labels import TEMPLATE_HASH_LABEL
+from kumo.kinds.virtualmachinegroup import strategy
 
 DEFAULT_POLICY = ManagedSpec.model_fields["deletion_policy"].default
 #: Reasons of an import refused before the server was marked (engine/ownership.py).
@@ -149,13 +150,14 @@ def _plan_templates(
         return 0, delete, updated
 
     # Bring current members up to `desired` without exceeding desired + maxSurge in all.
+    limits = strategy.resolve(spec.strategy, spec.identity, desired)
     need = desired - len(updated)
-    room = desired + spec.strategy.max_surge - (len(updated) + len(old))
+    room = desired + limits.max_surge - (len(updated) + len(old))
     creates = max(0, min(need, room))
 
     # Retire old members while at least desired - maxUnavailable stay ready.
     ready_total = sum(m.ready for m in updated) + len(old)
-    removable = ready_total - (desired - spec.strategy.max_unavailable)
+    removable = ready_total - (desired - limits.max_unavailable)
     delete += [m.name for m in _victims(old, max(0, min(len(old), removable)))]
     return creates, delete, [*updated, *old]
 
@@ -305,15 +307,10 @@ def _zones_for(zones: list[str], members: list[MemberView], count: int) -> list[
 
 def validate(spec: VirtualMachineGroupSpec) -> str | None:
     """Spec problems the schema cannot express (no CEL on Kubernetes 1.20)."""
-    if spec.strategy.max_surge == 0 and spec.strategy.max_unavailable == 0:
-        return "spec.strategy: maxSurge and maxUnavailable cannot both be 0"
+    if problem := strategy.problem(spec.strategy, spec.identity):
+        return problem
     if spec.volume_templates and spec.identity != "Ordinal":
         return "spec.volumeTemplates: requires spec.identity: Ordinal"
-    if spec.identity == "Ordinal" and spec.strategy.max_surge > 0:
-        return (
-            "spec.strategy.maxSurge: must be 0 with identity Ordinal (a member is replaced "
-            "delete-then-create under its own name and volumes)"
-        )
     if spec.identity == "Ordinal" and spec.import_ is not None:
         return "spec.import: not supported with identity Ordinal"
     if spec.snapshot_before_replace is not None and not spec.volume_templates:
@@ -410,7 +407,8 @@ def plan_ordinals(
     broken = [m for m in old if not m.ready]
     ready_old = sorted((m for m in old if m.ready), key=lambda m: rank(m.name))
     ready_total = sum(m.ready for m in kept)
-    removable = max(0, ready_total - (desired - spec.strategy.max_unavailable))
+    limits = strategy.resolve(spec.strategy, spec.identity, desired)
+    removable = max(0, ready_total - (desired - limits.max_unavailable))
     delete += [m.name for m in broken] + [m.name for m in ready_old[:removable]]
 
     # A missing ordinal is made again under its name, once the one of that name is gone.
