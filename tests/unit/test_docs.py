@@ -35,7 +35,11 @@ NOT_KUMO = {
     "apiGroup", "binaryData", "caBundle", "emptyDir", "httpGet", "runAsNonRoot",
     "runAsUser", "patchesJson6902", "persistentVolumeClaimRetentionPolicy", "maxItems",
     "maxLength", "maxProperties", "RuntimeDefault", "Terminating", "Metadata", "InProgress",
-    "Failed",
+    "Failed", "ownerReferences",
+    # kubeconfig fields (the client's credentials: docs/install.md)
+    "expirationTimestamp", "tokenFile",
+    # Python's typing (docs/architecture.md)
+    "Any",
     # Cluster API (docs/clusters.md), and the provider kinds it plans for Kumo
     "controlPlaneRef", "kubeletExtraArgs", "KumoCluster",
     # The operator's Pod, PodDisruptionBudget, kubelet configuration
