@@ -334,35 +334,34 @@ def report(o: Observed, d: Decision, step_seconds: float) -> Result:
     failure with that status. ``step_seconds``: the look again while a snapshot is
     made (snapshots are not watched)."""
     spec = o.spec
-    notes = ""
-    extra: dict[str, Any] = {}
-    if spec.identity == "Ordinal":
-        applied = o.applied or Applied()
-        count = o.status.get("snapshotCount") or 0
-        if d.snapshots is not None:
-            count = d.snapshots.count - (len(d.snapshots.create) - applied.snapshots_made)
-        extra = {
-            "retainedVolumes": d.retained or None,
-            "retainedVolumeCount": len(d.retained),
-            "snapshotCount": count,
-        }
-        notes = f"; {len(d.retained)} volume(s) retained" if d.retained else ""
-        if d.snapshots is not None:
-            waiting = [m for m in d.snapshots.waiting if m not in applied.refused_members]
-            if waiting:
-                notes += f"; snapshotting the volumes of {', '.join(waiting)} before replacing"
-        if d.blocked:
-            ordinals = sorted(set(d.blocked.values()))
-            notes += (
-                f"; Volume(s) {', '.join(sorted(d.blocked))} exist and are not this group's: "
-                f"member(s) {', '.join(plan.member_name(o.group, i) for i in ordinals)} "
-                "not made"
-            )
-    else:
-        entries = import_entries(o)
-        extra = {"imports": entries or None}
-        group_id = o.server_group.id if o.server_group else None
-        notes = plan.import_notes(spec, entries, outside(o), group_id)
+    applied = o.applied or Applied()
+    count = o.status.get("snapshotCount") or 0
+    if d.snapshots is not None:
+        count = d.snapshots.count - (len(d.snapshots.create) - applied.snapshots_made)
+    entries = import_entries(o)
+    # Both identities report every field: the API server defaults the two counts to 0
+    # (the CRD schema), so a status without them differs from the stored one and every
+    # pass of a Random group wrote it again.
+    extra: dict[str, Any] = {
+        "imports": entries or None,
+        "retainedVolumes": d.retained or None,
+        "retainedVolumeCount": len(d.retained),
+        "snapshotCount": count,
+    }
+    group_id = o.server_group.id if o.server_group else None
+    notes = plan.import_notes(spec, entries, outside(o), group_id)
+    notes += f"; {len(d.retained)} volume(s) retained" if d.retained else ""
+    if d.snapshots is not None:
+        waiting = [m for m in d.snapshots.waiting if m not in applied.refused_members]
+        if waiting:
+            notes += f"; snapshotting the volumes of {', '.join(waiting)} before replacing"
+    if d.blocked:
+        ordinals = sorted(set(d.blocked.values()))
+        notes += (
+            f"; Volume(s) {', '.join(sorted(d.blocked))} exist and are not this group's: "
+            f"member(s) {', '.join(plan.member_name(o.group, i) for i in ordinals)} "
+            "not made"
+        )
     result = _result(o, extra, notes)
     failure = None
     if d.snapshots is not None:
