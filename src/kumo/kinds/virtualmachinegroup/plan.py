@@ -48,6 +48,7 @@ class MemberView:
 class NewMember:
     zone: str | None = None
     import_: ImportRef | None = None  # the server it imports instead of booting one
+    ordinal: int | None = None  # identity Ordinal: its ordinal (its name and volumes)
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,16 @@
-"""``spec.snapshotBeforeReplace``: the rollout step that snapshots a member's volumes before
-the group deletes it (snapshot_plan.py decides; this carries it out).
+"""``spec.snapshotBeforeReplace``: the writes of the rollout step that snapshots a member's
+volumes before the group deletes it (``snapshot_plan.py`` decides, in the pass's one
+decision: ``decision.py``).
 
-Called by the actuator only when a pass is about to replace members for a template
-change and the spec asks for snapshots: one filtered snapshot listing per such pass, none
-otherwise (a converged group lists nothing and writes nothing). Snapshots are not watched,
-so while one is being made the group looks again after :data:`STEP_SECONDS`.
+The group lists its snapshots only when a pass is about to replace members for a template
+change and the spec asks for snapshots (``decision.wants_snapshots``): a converged group
+lists nothing and writes nothing. Snapshots are not watched, so while one is being made the
+group looks again after :data:`STEP_SECONDS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from kumo.api import kinds
 from kumo.api.virtualmachinegroup import VirtualMachineGroupSpec
@@ -19,47 +19,32 @@ from kumo.engine.failpoints import failpoint
 from kumo.engine.objects import Body, Context, Obj
 from kumo.kinds import snapshots
 from kumo.kinds.labels import VOLUME_TEMPLATE_LABEL
-from kumo.kinds.virtualmachinegroup import plan, snapshot_plan
-from kumo.ports.model import SNAPSHOT_GROUP_KEY
+from kumo.kinds.virtualmachinegroup import decision, snapshot_plan
+from kumo.ports.model import SNAPSHOT_GROUP_KEY, Snapshot
 
 STEP_SECONDS = 2.0
-#: Volume states (the Volume object's ``status.volumeStatus``) Cinder snapshots from.
-STEADY = frozenset({"available", "in-use"})
-FIELD = "spec.snapshotBeforeReplace"
 
 
-@dataclass(frozen=True)
-class Gate:
-    """What the step lets through: members held back (not deleted this pass), the
-    snapshot count, the failure to report (the rollout stops), a note for the message."""
-
-    held: frozenset[str]
-    count: int
-    failure: TerminalError | None = None
-    note: str = ""
+async def listed(ctx: Context, obj: Obj) -> list[Snapshot]:
+    """The group's snapshots (one filtered listing)."""
+    return await ctx.cloud.list_snapshots(
+        {SNAPSHOT_GROUP_KEY: snapshots.group_key(obj.namespace, obj.name)}
+    )
 
 
-async def gate(
+async def apply(
     ctx: Context,
     obj: Obj,
     spec: VirtualMachineGroupSpec,
     hash_: str,
-    members: Sequence[Body],
+    decided: snapshot_plan.SnapshotPlan,
     volumes: Sequence[Body],
-) -> Gate:
-    """Snapshot the template volumes of ``members`` (those the pass would replace);
-    hold back each whose snapshots are not all ``available``."""
+) -> decision.Applied:
+    """Take the snapshots ``decided`` asks for and prune those beyond ``keep``. A
+    snapshot the cloud refuses (a quota) keeps its member: the refusal is reported."""
     assert spec.snapshot_before_replace is not None
-    replacements = [_replacement(obj, spec, m, volumes) for m in members]
-    owners = frozenset(b["metadata"]["uid"] for b in volumes if b["metadata"].get("uid"))
-    listed = await ctx.cloud.list_snapshots(
-        {SNAPSHOT_GROUP_KEY: snapshots.group_key(obj.namespace, obj.name)}
-    )
-    decided = snapshot_plan.plan_snapshots(
-        spec.snapshot_before_replace.keep, replacements, listed, owners
-    )
-    failure = _failed(decided)
     refused: set[str] = set()
+    failure: TerminalError | None = None
     made = 0
     for replacement, volume in decided.create:
         if replacement.member in refused:
@@ -73,7 +58,7 @@ async def gate(
                 error.reason,
                 f"snapshot of volume {volume.volume_id} (Volume {volume.name}) refused: "
                 f"{error.detail}; member {replacement.member} is not replaced",
-                field=FIELD,
+                field=decision.SNAPSHOT_FIELD,
                 recheck=error.recheck,
             )
     for snapshot in decided.prune:
@@ -86,33 +71,7 @@ async def gate(
             f"deleted {len(decided.prune)} snapshot(s) beyond keep "
             f"({spec.snapshot_before_replace.keep} per volume)",
         )
-    held = frozenset(m.member for m in replacements) - set(decided.cleared)
-    waiting = [m for m in decided.waiting if m not in refused]
-    note = f"; snapshotting the volumes of {', '.join(waiting)} before replacing" if waiting else ""
-    return Gate(held, decided.count - (len(decided.create) - made), failure, note)
-
-
-def _replacement(
-    obj: Obj, spec: VirtualMachineGroupSpec, member: Body, volumes: Sequence[Body]
-) -> snapshot_plan.Replacement:
-    name = member["metadata"]["name"]
-    ordinal = plan.ordinal_of(obj.name, name)
-    by_name = {b["metadata"]["name"]: b for b in volumes}
-    refs = []
-    for template in spec.volume_templates:
-        body = by_name.get(plan.volume_name(obj.name, template.name, ordinal or 0))
-        if body is None or not body["metadata"].get("uid"):
-            continue
-        status = body.get("status") or {}
-        refs.append(
-            snapshot_plan.VolumeRef(
-                body["metadata"]["name"],
-                body["metadata"]["uid"],
-                status.get("id"),
-                steady=status.get("volumeStatus") in STEADY,
-            )
-        )
-    return snapshot_plan.Replacement(name, str(member["metadata"].get("uid", "")), tuple(refs))
+    return decision.Applied(made, failure, frozenset(refused))
 
 
 async def _take(
@@ -153,17 +112,4 @@ async def _take(
         "SnapshotCreated",
         f"snapshot {snapshot.id} of volume {volume.volume_id} (Volume {volume.name}) "
         f"before replacing {replacement.member}",
-    )
-
-
-def _failed(decided: snapshot_plan.SnapshotPlan) -> TerminalError | None:
-    if not decided.failed:
-        return None
-    member, snapshot, volume = decided.failed[0]
-    return TerminalError(
-        "SnapshotFailed",
-        f"snapshot {snapshot.id} of volume {volume.volume_id} (Volume {volume.name}) is "
-        f"{snapshot.status}: member {member} is not replaced and the rollout stops; delete "
-        "the snapshot to try again, or remove snapshotBeforeReplace to replace without one",
-        field=FIELD,
     )
