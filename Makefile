@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: up down test test-clusters chaos unit lint crds rbac argocd venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia clean image
+.PHONY: up down test test-clusters chaos unit lint crds rbac argocd monitoring venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia clean image
 
 up: venv
 	bash dev/up.sh
@@ -44,6 +44,10 @@ rbac: venv
 # from deploy/argocd/health.lua and the kind registry (docs/install.md).
 argocd: venv
 	$(VENV)/bin/kumo argocd-cm --component deploy/argocd
+
+# The plain Prometheus rule file from the PrometheusRule (deploy/monitoring/; docs/operations.md).
+monitoring: venv
+	$(VENV)/bin/python dev/monitoring/rules.py
 
 venv:
 	bash dev/venv.sh

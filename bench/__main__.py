@@ -8,6 +8,7 @@ python -m bench idle-neutron [--groups 10,100]  idle Neutron requests/min by sec
 python -m bench idle-cinder [--volumes 10,1000]  idle Cinder requests/min by volumes
 python -m bench stateful [--n 50 --repeat 3]   a stateful group (volumes) vs. direct openstacksdk
 python -m bench octavia-cost [--sizes 20,50,100]  what a member change costs the lab's Octavia
+python -m bench metrics-hook [--requests 200000]  CPU per cloud request of the metrics hook
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import argparse
 import signal
 from types import FrameType
 
-from bench import group, memory
+from bench import group, memory, metrics_cost
 
 
 def stop_as_interrupted(signum: int, frame: FrameType | None) -> None:
@@ -41,6 +42,9 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     memory.add_arguments(sub.add_parser("memory", help="in-memory drift benchmark"))
     group.add_arguments(sub.add_parser("group", help="in-memory CPU per VM by group size"))
+    metrics_cost.add_arguments(
+        sub.add_parser("metrics-hook", help="in-memory CPU per cloud request of the metrics")
+    )
     from bench import stack  # needs only the venv; the lab is touched when it runs
 
     stack.add_arguments(sub.add_parser("stack", help="real-stack: kumo, direct, heat"), False)
@@ -66,6 +70,8 @@ def main() -> None:
         memory.run(args)
     elif args.command == "group":
         group.run(args)
+    elif args.command == "metrics-hook":
+        metrics_cost.run(args)
     elif args.command == "idle-neutron":
         idle.run(args)
     elif args.command == "idle-cinder":

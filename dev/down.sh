@@ -3,6 +3,7 @@
 source "$(dirname "$0")/lib.sh"
 cd "$KUMO_ROOT"
 bash dev/operator.sh stop
+bash dev/prometheus.sh stop || true
 bash dev/capi/down.sh || true
 bash dev/openstack/lab.sh down || true
 bash dev/kube/down.sh || true

@@ -13,10 +13,12 @@ log "types (mypy)"
 log "import boundaries (import-linter)"
 .venv/bin/lint-imports
 log "unit tests"
+bash dev/prometheus.sh install   # promtool: the alerts' unit tests (tests/unit/test_monitoring.py)
 .venv/bin/pytest tests/unit -q
 log "starting the local Kubernetes API and OpenStack (first run installs and builds)"
 bash dev/kube/up.sh
 bash dev/openstack/lab.sh up
+bash dev/prometheus.sh start   # the lab's Prometheus (its tests: tests/integration/test_monitoring.py)
 log "the operator image (make image: cached by a hash of its inputs, rebuilt when they change)"
 bash dev/image/build.sh
 log "integration tests"

@@ -16,6 +16,7 @@ for crd in $(.venv/bin/kumo kinds --plural); do
 done
 
 bash dev/operator.sh start
+bash dev/prometheus.sh start   # the lab's Prometheus, scraping the operator (docs/operations.md)
 
 log "applying examples/ to namespace default"
 "$KUBECTL" apply -n default -f examples/ >/dev/null
@@ -37,5 +38,6 @@ Kumo is running against a local Kubernetes API and a local OpenStack:
   kubectl scale vmg virtualmachinegroup-sample --replicas=3
   export OS_CLIENT_CONFIG_FILE=$KUMO_STATE/clouds.yaml
   openstack --os-cloud kumo-demo server list
+Prometheus: $(bash dev/prometheus.sh url)   (up{job="kumo"}, the alerts: docs/operations.md)
 Logs: $KUMO_STATE/logs/   Stop everything: make down
 MSG

@@ -20,6 +20,7 @@ import yaml
 
 from kumo.api.kinds import KINDS
 from kumo.kinds.registry import deletion_order
+from tests.integration import prometheus
 from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
 from tests.integration.polling import wait_until
 
@@ -262,9 +263,16 @@ class KumoOperator:
             stderr=subprocess.STDOUT,
         )
         KumoOperator.running += 1
+        # The lab's Prometheus scrapes it while it runs (tests/integration/prometheus.py).
+        prometheus.register(self.target, [f"127.0.0.1:{self.port}"], operator=self.log_path.stem)
+
+    @property
+    def target(self) -> str:
+        return f"test-{self.port}"
 
     def kill(self) -> None:
         """SIGKILL: the crash a production operator must survive."""
+        prometheus.unregister(self.target)
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait(timeout=30)
@@ -277,6 +285,7 @@ class KumoOperator:
             self.proc.terminate()
 
     def stop(self) -> None:
+        prometheus.unregister(self.target)
         if self.proc is not None:
             self.proc.terminate()
             try:

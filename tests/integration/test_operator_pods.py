@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration import prometheus
 from tests.integration.helpers import (
     EXAMPLES,
     apply,
@@ -220,8 +221,18 @@ def pod_operators(
             timeout=260,
         )
         names = wait_until("two Ready operator Pods", two_ready_pods, 120)
+        # The lab's Prometheus scrapes both Pods (each picked a free port on the host's
+        # network and wrote it to its /tmp/metrics-port).
+        ports = {
+            name: (pod_process(name) / "root/tmp/metrics-port").read_text().strip()
+            for name in names
+        }
+        prometheus.register(
+            "operator-pods", [f"127.0.0.1:{port}" for port in ports.values()], operator="pod"
+        )
         yield names
     finally:
+        prometheus.unregister("operator-pods")
         logs = STATE / "logs"
         for pod_dir in (STATE / "node/pod-logs").glob(f"{LEASE_NAMESPACE}_kumo-*"):
             for log in pod_dir.glob("kumo/*.log"):
@@ -242,6 +253,15 @@ def test_two_pods_ready_restricted_but_for_the_host_network_one_leads_runs_the_s
         assert ready(pod), pod["metadata"]["name"]
         assert pod["spec"]["serviceAccountName"] == "kumo"
         assert pod["spec"]["nodeName"] == "kumo-lab-node"
+    # The lab's Prometheus scrapes both replicas; one says it leads (kumo_leader).
+    wait_until(
+        "Prometheus scraping both Pods, one leading",
+        lambda: (
+            len(prometheus.query('up{job="kumo",operator="pod"} == 1')) == 2
+            and prometheus.query('sum(kumo_leader{operator="pod"})')[0]["value"][1] == "1"
+        ),
+        60,
+    )
 
     for manifest in SEED:
         apply(namespace, EXAMPLES / manifest)
