@@ -38,6 +38,8 @@ NOT_KUMO = {
     "Failed", "ownerReferences",
     # kubeconfig fields (the client's credentials: docs/install.md)
     "expirationTimestamp", "tokenFile",
+    # The Prometheus operator's Prometheus resource (docs/operations.md)
+    "ruleSelector", "serviceMonitorSelector", "serviceMonitorNamespaceSelector",
     # Python's typing (docs/architecture.md)
     "Any",
     # Cluster API (docs/clusters.md), and the provider kinds it plans for Kumo
