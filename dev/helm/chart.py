@@ -160,7 +160,7 @@ def templates(
         )
     }
     notify_flag, _, notify_ref = added["cloud-notifications"].partition("=")
-    watch_flag, _, watch_example = added["single-namespace"].partition("=")
+    watch_flag, _, _ = added["single-namespace"].partition("=")
     c = container(dep)
     repository, _, tag = c["image"].rpartition(":")
     metrics_port = next(p["containerPort"] for p in c["ports"] if p["name"] == "http")
