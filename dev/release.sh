@@ -21,7 +21,7 @@ label() { "${PODMAN[@]}" image inspect --format "{{index .Config.Labels \"$1\"}}
 revision="$(label org.opencontainers.image.revision)"
 [ -n "$revision" ] || die "$image lacks its source commit label"
 
-dist="$KUMO_ROOT/dist"
+dist="${KUMO_DIST:-$KUMO_ROOT/dist}"   # KUMO_DIST: elsewhere (tests/integration/test_release.py)
 mkdir -p "$dist"
 rm -f "$dist"/kumo-* "$dist/SHA256SUMS"
 KUBECTL="${KUBECTL:-$(command -v kubectl || true)}"
@@ -45,4 +45,5 @@ venv="$(tools_venv cyclonedx-python-lib==11.12.0)"
   "$dist/dpkg-status.tmp" "$dist/python.tmp" >"$dist/kumo-$version.cdx.json"
 rm -f "$dist"/*.tmp
 (cd "$dist" && sha256sum "kumo-$version.yaml" "kumo-$version.oci.tar" "kumo-$version.cdx.json" >SHA256SUMS)
-log "release: dist/kumo-$version.yaml, dist/kumo-$version.oci.tar, dist/kumo-$version.cdx.json ($revision)"
+log "release: $dist/kumo-$version.{yaml,oci.tar,cdx.json} ($revision)"
+echo "$dist"

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -48,7 +49,7 @@ def sbom(image: str, version: str, revision: str, status: str, python: str) -> s
 
     bom = Bom()
     repo, _, _ = image.rpartition(":")
-    bom.metadata.component = Component(
+    bom.metadata.component = root = Component(
         name="kumo",
         version=version,
         type=ComponentType.CONTAINER,
@@ -58,7 +59,8 @@ def sbom(image: str, version: str, revision: str, status: str, python: str) -> s
         ],
     )
     for name, ver in json.loads(python):
-        purl = PackageURL(type="pypi", name=name.lower().replace("_", "-"), version=ver)
+        # The purl spec names PyPI packages as PEP 503 normalises them.
+        purl = PackageURL(type="pypi", name=re.sub(r"[-_.]+", "-", name).lower(), version=ver)
         bom.components.add(
             Component(
                 name=name,
@@ -85,6 +87,7 @@ def sbom(image: str, version: str, revision: str, status: str, python: str) -> s
                 bom_ref=str(purl),
             )
         )
+    bom.register_dependency(root, bom.components)  # all installed in the image
     return JsonV1Dot6(bom).output_as_string(indent=2)
 
 
