@@ -2,7 +2,9 @@
 `kubectl kustomize deploy/` with the version's image; the image archive is the image,
 labelled with its version and source commit; the CycloneDX SBOM lists the image's
 Python packages (deploy/image/requirements.lock, and Kumo) and its Debian packages.
-Runs podman (the image, cached by `make image`), not the lab's cluster."""
+Runs podman (the image, cached by `make image`); and on the lab, the bundle applied
+(beside the lab's Kumo, as tests/integration/test_helm.py's release) gives two Ready
+Pods and a leader."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import json
 import os
 import re
 import subprocess
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +22,10 @@ import pytest
 import yaml
 
 from kumo import __version__
-from tests.integration.kube_fixtures import kubectl
+from tests.integration.helm_lab_postrender import render
+from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
+from tests.integration.kumo_fixtures import wait_until
+from tests.integration.test_helm import leader, two_ready
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,3 +97,67 @@ def test_the_sbom_lists_the_images_python_and_debian_packages(dist: Path) -> Non
     assert pypi.get("kumo") == __version__
     debs = {p.split("/")[2].split("@")[0] for p in purls if p.startswith("pkg:deb/debian/")}
     assert {"python3.11", "libc6", "ca-certificates", "base-files"} <= debs, sorted(debs)
+
+
+# --- the lab: the bundle applied gives two Ready Pods ---------------------------------
+
+CTR = ["ctr", "--address", "/run/kumo-lab-node/containerd.sock", "-n", "k8s.io"]
+
+
+def isolated(bundle: list[dict[str, Any]], name: str, watched: str) -> list[dict[str, Any]]:
+    """The bundle as it would run beside the lab's Kumo: namespace ``name`` instead of
+    kumo-system, the ClusterRoles (and bindings) suffixed with it, watching ``watched``
+    only, run on the lab's node as deploy/overlays/lab runs deploy/ (the host network;
+    helm_lab_postrender.py). The CRDs are the lab's already (the same, checked)."""
+    text = yaml.safe_dump_all([d for d in bundle if d["kind"] != "CustomResourceDefinition"])
+    docs = [d for d in yaml.safe_load_all(text.replace("kumo-system", name)) if d]
+    for doc in docs:
+        if doc["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            doc["metadata"]["name"] += f"-{name}"
+        if doc.get("roleRef", {}).get("kind") == "ClusterRole":
+            doc["roleRef"]["name"] += f"-{name}"
+        if doc["kind"] == "Namespace":  # the host network needs `privileged`
+            doc["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "privileged"
+        if doc["kind"] == "Deployment":
+            args = doc["spec"]["template"]["spec"]["containers"][0]["args"]
+            args += [f"--namespace={watched}", "--lease-name=kumo-bundle"]
+    return render(docs)
+
+
+def test_the_bundle_applied_on_the_lab_gives_two_ready_pods(
+    dist: Path, crds: KubeEnv, namespace: str
+) -> None:
+    bundle = [d for d in yaml.safe_load_all((dist / f"kumo-{__version__}.yaml").read_text()) if d]
+    for crd in (d for d in bundle if d["kind"] == "CustomResourceDefinition"):
+        live = json.loads(kubectl("get", "crd", crd["metadata"]["name"], "-o", "json").stdout)
+        assert live["spec"]["versions"] == crd["spec"]["versions"], crd["metadata"]["name"]
+    image = f"localhost/kumo:{__version__}"
+    archive = dist / f"kumo-{__version__}.oci.tar"
+    subprocess.run(
+        [*CTR, "images", "import", "--base-name", "localhost/kumo", "--index-name", image,
+         str(archive)],
+        capture_output=True, check=True, timeout=300,
+    )  # fmt: skip
+    name = f"kumo-bundle-{uuid.uuid4().hex[:6]}"
+    docs = isolated(bundle, name, namespace)
+    started = time.monotonic()
+    try:
+        kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+        names = wait_until(
+            "two Ready Pods of the bundle", lambda: two_ready(name, __version__), 240
+        )
+        holder = wait_until("a Pod of the bundle to lead", lambda: leader(name, "kumo-bundle"), 60)
+        assert holder in names
+        print(f"bundle applied to two Ready Pods and a leader: {time.monotonic() - started:.0f} s")
+    finally:
+        kubectl(
+            "delete",
+            "-f",
+            "-",
+            "--ignore-not-found",
+            "--wait=false",
+            input=yaml.safe_dump_all(docs),
+        )
+        delete_namespace(name)
+        left = kubectl("get", "clusterroles,clusterrolebindings", "-o", "name").stdout
+        assert name not in left, left
