@@ -25,7 +25,11 @@ dist="${KUMO_DIST:-$KUMO_ROOT/dist}"   # KUMO_DIST: elsewhere (tests/integration
 mkdir -p "$dist"
 rm -f "$dist"/kumo-* "$dist/SHA256SUMS"
 KUBECTL="${KUBECTL:-$(command -v kubectl || true)}"
-[ -n "$KUBECTL" ] || die "make release needs kubectl (kustomize)"
+if [ -z "$KUBECTL" ]; then  # the lab's (dev/kube/build.sh)
+  # shellcheck source=dev/kube/env.sh
+  source "$HERE/kube/env.sh"
+fi
+[ -x "$KUBECTL" ] || die "make release needs kubectl (for kustomize): on PATH, \$KUBECTL, or dev/kube/build.sh"
 "$KUBECTL" kustomize deploy >"$dist/kumo.kustomized.tmp"
 "$KUMO_ROOT/.venv/bin/python" "$HERE/release/bundle.py" yaml "${KUMO_IMAGE:-$IMAGE_REPO}:$version" \
   <"$dist/kumo.kustomized.tmp" >"$dist/kumo-$version.yaml"
