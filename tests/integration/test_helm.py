@@ -174,7 +174,8 @@ def release(
         f"clusterNameSuffix=-{name}",
         f"extraArgs={{--lease-name={lease},--drift-seconds=5}}",
     ]
-    helm_args = ["-n", name, "--post-renderer", str(postrender)]
+    helm_args = ["--kubeconfig", str(crds.kubeconfig), "-n", name]
+    helm_args += ["--post-renderer", str(postrender)]
     clouds = yaml.safe_load(Path(openstack_lab).read_text())
     secret = {
         "apiVersion": "v1",
@@ -205,7 +206,7 @@ def release(
         }
     finally:
         subprocess.run(
-            [helm, "uninstall", "kumo", "-n", name, "--wait", "--timeout", "120s"],
+            [helm, "uninstall", "kumo", *helm_args[:4], "--wait", "--timeout", "120s"],
             capture_output=True,
         )
         delete_namespace(name)
