@@ -159,5 +159,6 @@ def test_the_bundle_applied_on_the_lab_gives_two_ready_pods(
             input=yaml.safe_dump_all(docs),
         )
         delete_namespace(name)
+        subprocess.run([*CTR, "images", "rm", image], capture_output=True)
         left = kubectl("get", "clusterroles,clusterrolebindings", "-o", "name").stdout
         assert name not in left, left
