@@ -132,6 +132,19 @@ def two_ready(namespace: str, tag: str) -> list[str] | None:
     return None
 
 
+def two_ready_or_why(namespace: str, tag: str, timeout: float) -> list[str]:
+    """Wait for two_ready; on timeout fail with what the namespace shows."""
+    try:
+        return wait_until(  # type: ignore[no-any-return]
+            f"two Ready Pods in {namespace}", lambda: two_ready(namespace, tag), timeout
+        )
+    except AssertionError as error:
+        shown = kubectl(
+            "get", "deploy,rs,pods,events", "-n", namespace, "-o", "wide", check=False
+        )  # fmt: skip
+        raise AssertionError(f"{error}\n{shown.stdout[-4000:]}{shown.stderr[-1000:]}") from None
+
+
 @pytest.fixture
 def release(
     helm: str,
@@ -195,7 +208,7 @@ def release(
         # merge keeps keys it did not write) and let the Pods read it.
         kubectl("apply", "-f", "-", input=json.dumps(secret))
         kubectl("rollout", "restart", "deployment/kumo", "-n", name)
-        names = wait_until("two Ready Pods of the release", lambda: two_ready(name, "dev"), 240)
+        names = two_ready_or_why(name, "dev", 240)
         yield {
             "helm": helm,
             "namespace": name,

@@ -25,7 +25,7 @@ from kumo import __version__
 from tests.integration.helm_lab_postrender import render
 from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
 from tests.integration.kumo_fixtures import wait_until
-from tests.integration.test_helm import leader, two_ready
+from tests.integration.test_helm import leader, two_ready_or_why
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -143,9 +143,7 @@ def test_the_bundle_applied_on_the_lab_gives_two_ready_pods(
     started = time.monotonic()
     try:
         kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
-        names = wait_until(
-            "two Ready Pods of the bundle", lambda: two_ready(name, __version__), 240
-        )
+        names = two_ready_or_why(name, __version__, 240)
         holder = wait_until("a Pod of the bundle to lead", lambda: leader(name, "kumo-bundle"), 60)
         assert holder in names
         print(f"bundle applied to two Ready Pods and a leader: {time.monotonic() - started:.0f} s")
