@@ -139,10 +139,10 @@ def two_ready_or_why(namespace: str, tag: str, timeout: float) -> list[str]:
             f"two Ready Pods in {namespace}", lambda: two_ready(namespace, tag), timeout
         )
     except AssertionError as error:
-        shown = kubectl(
-            "get", "deploy,rs,pods,events", "-n", namespace, "-o", "wide", check=False
-        )  # fmt: skip
-        raise AssertionError(f"{error}\n{shown.stdout[-4000:]}{shown.stderr[-1000:]}") from None
+        pods_shown = kubectl("get", "pods", "-n", namespace, "-o", "wide", check=False).stdout
+        columns = "custom-columns=OBJ:.involvedObject.name,REASON:.reason,MSG:.message"
+        events = kubectl("get", "events", "-n", namespace, "-o", columns, check=False).stdout
+        raise AssertionError(f"{error}\n{pods_shown}\n{events[-3000:]}") from None
 
 
 @pytest.fixture
