@@ -310,7 +310,7 @@ VALUES_COMMENTS = {
     "resources": "# The operator container's resources.",
     "clusterNameSuffix": "# Appended to the ClusterRoles' and ClusterRoleBindings' names: a second\n"
     "# release in one cluster (say, watching one namespace) needs its own.",
-    "extraArgs": "# More `kumo run` flags, e.g. [--lease-name=kumo-b, --orphan-sweep=report].",
+    "extraArgs": "# More `kumo run` flags, e.g. [--orphan-sweep=report, --drift-seconds=5].",
 }
 
 

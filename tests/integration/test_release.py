@@ -120,7 +120,7 @@ def isolated(bundle: list[dict[str, Any]], name: str, watched: str) -> list[dict
             doc["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "privileged"
         if doc["kind"] == "Deployment":
             args = doc["spec"]["template"]["spec"]["containers"][0]["args"]
-            args += [f"--namespace={watched}", "--lease-name=kumo-bundle"]
+            args += [f"--namespace={watched}"]  # Lease <name>/kumo: distinct by namespace
     return render(docs)
 
 
@@ -144,7 +144,7 @@ def test_the_bundle_applied_on_the_lab_gives_two_ready_pods(
     try:
         kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
         names = two_ready_or_why(name, __version__, 240)
-        holder = wait_until("a Pod of the bundle to lead", lambda: leader(name, "kumo-bundle"), 60)
+        holder = wait_until("a Pod of the bundle to lead", lambda: leader(name, "kumo"), 60)
         assert holder in names
         print(f"bundle applied to two Ready Pods and a leader: {time.monotonic() - started:.0f} s")
     finally:
