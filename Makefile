@@ -4,6 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
+.PHONY: helm helm-bin release
 .PHONY: up down test test-clusters chaos unit lint crds rbac argocd monitoring venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia clean image
 
 up: venv
@@ -51,6 +52,18 @@ monitoring: venv
 
 venv:
 	bash dev/venv.sh
+
+# The Helm chart deploy/helm/kumo, generated from deploy/ (dev/helm/chart.py; docs/install.md).
+helm: venv
+	$(VENV)/bin/python dev/helm/chart.py
+
+# Helm itself, built from its Go module and cached (dev/helm/build.sh prints its path).
+helm-bin:
+	bash dev/helm/build.sh
+
+# The release bundle in dist/: kumo-<version>.yaml, the image archive, its SBOM (dev/release.sh).
+release: venv
+	bash dev/release.sh
 
 # The operator image (podman, Debian bookworm from scratch): localhost/kumo:dev
 image: venv

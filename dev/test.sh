@@ -21,6 +21,7 @@ bash dev/openstack/lab.sh up
 bash dev/prometheus.sh start   # the lab's Prometheus (its tests: tests/integration/test_monitoring.py)
 log "the operator image (make image: cached by a hash of its inputs, rebuilt when they change)"
 bash dev/image/build.sh
+bash dev/helm/build.sh >/dev/null   # Helm for tests/integration/test_helm.py (cached)
 log "integration tests"
 .venv/bin/pytest tests/integration --durations=40 "$@"
 # The short chaos run (the long one: make chaos). Its own pytest session: it brings its
