@@ -11,7 +11,8 @@ field (``import.members``), camelCase words (``maxSurge``, also as keys in a YAM
 snippet), PascalCase words (``ImportNotFound``), ``kumo_…`` names. A word of one
 lowercase part (``replicas``) cannot be told from prose and is not checked. The only
 list kept here is :data:`NOT_KUMO`: words of Kubernetes, OpenStack and other tools the
-docs quote, none of them Kumo's.
+docs quote, none of them Kumo's. The Helm chart's values (deploy/helm/kumo/values.yaml)
+count as fields.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ NOT_KUMO = {
     "apiGroup", "binaryData", "caBundle", "emptyDir", "httpGet", "runAsNonRoot",
     "runAsUser", "patchesJson6902", "persistentVolumeClaimRetentionPolicy", "maxItems",
     "maxLength", "maxProperties", "RuntimeDefault", "Terminating", "Metadata", "InProgress",
-    "Failed", "ownerReferences",
+    "Failed", "ownerReferences", "IfNotPresent",
     # kubeconfig fields (the client's credentials: docs/install.md)
     "expirationTimestamp", "tokenFile",
     # The Prometheus operator's Prometheus resource (docs/operations.md)
@@ -148,6 +149,8 @@ def in_code(word: str) -> bool:
 def is_field_path(token: str) -> bool:
     """A path of a kind's fields: from spec or status, or a tail of one (``import.id``)."""
     parts = tuple(p for p in re.split(r"\[\d*\]|\.", token) if p)
+    if parts in chart_values():
+        return True
     if parts[0] in ("spec", "status"):
         return parts in schema_paths()
     return any(path[-len(parts) :] == parts for path in schema_paths())
@@ -159,11 +162,29 @@ def starts_at_a_field(token: str) -> bool:
     first = re.split(r"\[|\.", token)[0]
     if FILE.search(token) or first == "metadata":
         return False
-    return first in ("spec", "status") or any(path[-1] == first for path in schema_paths())
+    return first in ("spec", "status") or any(
+        path[-1] == first for path in schema_paths() | chart_values()
+    )
+
+
+@cache
+def chart_values() -> frozenset[tuple[str, ...]]:
+    """Every key path of the Helm chart's values (``("image", "tag")``): docs/install.md
+    documents them beside the kinds' fields."""
+    found: set[tuple[str, ...]] = set()
+
+    def walk(node: object, path: tuple[str, ...]) -> None:
+        if isinstance(node, dict):
+            for name, value in node.items():
+                found.add((*path, str(name)))
+                walk(value, (*path, str(name)))
+
+    walk(yaml.safe_load((ROOT / "deploy/helm/kumo/values.yaml").read_text()), ())
+    return frozenset(found)
 
 
 def field_names() -> frozenset[str]:
-    return frozenset(path[-1] for path in schema_paths())
+    return frozenset(path[-1] for path in schema_paths() | chart_values())
 
 
 def documented() -> dict[str, set[tuple[str, str]]]:
