@@ -38,13 +38,28 @@ def allow_unmarked_imports(namespace: str) -> None:
     kubectl("label", "namespace", namespace, f"{IMPORT_LABEL}=true", "--overwrite")
 
 
-def events_of(namespace: str, name: str, reason: str) -> list[str]:
-    """The messages of the events with ``reason`` about the object ``name``."""
+def events_of(namespace: str, name: str, reason: str | None = None) -> list[str]:
+    """The messages of the events about the object ``name`` (with ``reason``, if given)."""
+    selector = f"involvedObject.name={name}" + (f",reason={reason}" if reason else "")
     out = kubectl(
-        "get", "events", "-n", namespace, "-o", "json",
-        "--field-selector", f"involvedObject.name={name},reason={reason}",
+        "get", "events", "-n", namespace, "-o", "json", "--field-selector", selector
     ).stdout  # fmt: skip
     return [e.get("message", "") for e in json.loads(out)["items"]]
+
+
+def default_cloud_secret(openstack_lab: str, namespace: str) -> dict[str, Any]:
+    """The operator's default-cloud Secret in ``namespace``, naming the lab's kumo-demo
+    cloud (what deploy/default-cloud ships empty)."""
+    clouds = yaml.safe_load(Path(openstack_lab).read_text())
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "kumo-default-cloud", "namespace": namespace},
+        "stringData": {
+            "clouds.yaml": yaml.safe_dump({"clouds": {"kumo-demo": clouds["clouds"]["kumo-demo"]}}),
+            "cloud": "kumo-demo",
+        },
+    }
 
 
 #: The smallest server the lab builds.

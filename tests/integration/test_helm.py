@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.helpers import owned_servers, wait_gone, wait_ready
+from tests.integration.helpers import default_cloud_secret, owned_servers, wait_gone, wait_ready
 from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
 from tests.integration.kumo_fixtures import KumoOperator, wait_until
 
@@ -189,16 +189,7 @@ def release(
     ]
     helm_args = ["--kubeconfig", str(crds.kubeconfig), "-n", name]
     helm_args += ["--post-renderer", str(postrender)]
-    clouds = yaml.safe_load(Path(openstack_lab).read_text())
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "kumo-default-cloud", "namespace": name},
-        "stringData": {
-            "clouds.yaml": yaml.safe_dump({"clouds": {"kumo-demo": clouds["clouds"]["kumo-demo"]}}),
-            "cloud": "kumo-demo",
-        },
-    }
+    secret = default_cloud_secret(openstack_lab, name)
     kumo_operator.stop()
     try:
         started = time.monotonic()

@@ -29,6 +29,7 @@ from tests.integration import prometheus
 from tests.integration.helpers import (
     EXAMPLES,
     apply,
+    default_cloud_secret,
     members_of,
     owned_servers,
     wait_gone,
@@ -196,16 +197,7 @@ def pod_operators(
         ["bash", str(REPO / "dev/kube/node.sh"), "import-image"], capture_output=True, text=True
     )
     assert imported.returncode == 0, f"node.sh import-image: {imported.stderr[-2000:]}"
-    clouds = yaml.safe_load(Path(openstack_lab).read_text())
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "kumo-default-cloud", "namespace": LEASE_NAMESPACE},
-        "stringData": {
-            "clouds.yaml": yaml.safe_dump({"clouds": {"kumo-demo": clouds["clouds"]["kumo-demo"]}}),
-            "cloud": "kumo-demo",
-        },
-    }
+    secret = default_cloud_secret(openstack_lab, LEASE_NAMESPACE)
     kumo_operator.stop()
     try:
         kubectl("apply", "-k", str(REPO / "deploy/overlays/lab"))

@@ -13,8 +13,7 @@ from typing import Any
 
 import yaml
 
-from tests.integration.helpers import apply, vm, wait_ready
-from tests.integration.kube_fixtures import kubectl
+from tests.integration.helpers import apply, events_of, vm, wait_ready
 from tests.integration.kumo_fixtures import STATE, KumoOperator, like, wait_until
 
 NOVA_API_LOG = STATE / "logs" / "nova-api.log"
@@ -40,14 +39,6 @@ def nova_server_creates(offset: int) -> dict[str, str]:
         if match and '"POST /v2.1/servers HTTP' in line:
             found[match["global"]] = match["local"]
     return found
-
-
-def event_messages(namespace: str, name: str) -> list[str]:
-    out = kubectl(
-        "get", "events", "-n", namespace, "-o", "json",
-        "--field-selector", f"involvedObject.name={name}",
-    ).stdout  # fmt: skip
-    return [e.get("message", "") for e in json.loads(out)["items"]]
 
 
 def demo_password(clouds_yaml: str) -> str:
@@ -97,7 +88,7 @@ def test_a_vm_pass_is_named_by_one_request_id_in_nova_api_the_json_log_and_its_e
         wait_until(
             "the pass's event carries its request ID",
             lambda: [
-                m for m in event_messages(namespace, "traced") if m.endswith(f"(request {pass_id})")
+                m for m in events_of(namespace, "traced") if m.endswith(f"(request {pass_id})")
             ],
             30,
         )
