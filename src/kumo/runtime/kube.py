@@ -127,6 +127,18 @@ def kubeconfig_loader() -> KubeConfigLoader | None:
     return KubeConfigLoader(config_dict=merged.config, config_base_path=None)
 
 
+def current_namespace() -> str:
+    """The namespace kubectl would use: the current context's, else ``default`` (also
+    when there is no kubeconfig, or one kubectl would refuse: the command then fails at
+    login with the reason)."""
+    try:
+        loader = kubeconfig_loader()
+    except Exception:  # kubernetes_asyncio raises ConfigException, KeyError, TypeError
+        return "default"
+    context = ((loader.current_context or {}).get("context") or {}) if loader else {}
+    return str(context.get("namespace") or "default")
+
+
 async def login_with_kubeconfig(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo | None:
     """The kubeconfig's credentials now: an exec plugin is run, a ``tokenFile`` read.
     Embedded certificate data is written by kubernetes_asyncio to private temporary

@@ -16,18 +16,14 @@ error (one line on standard error: no kubeconfig, the API server away, no such o
 from __future__ import annotations
 
 import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
-
-import yaml
 
 from kumo.api.kinds import KINDS, KindInfo
 from kumo.engine.objects import Body
 from kumo.kinds import tree, why
-from kumo.runtime import cluster, commands
+from kumo.runtime import cluster, commands, kube
 from kumo.runtime.commands import EXIT_OK, CommandError
 
 #: The reason of the orphan sweep's events (kumo.runtime.sweep).
@@ -57,21 +53,6 @@ class ClusterReads:
         await self.kube.close()
 
 
-def current_namespace(env: dict[str, str], home: Path) -> str:
-    """The namespace kubectl would use: the current context's, else ``default``."""
-    paths = [p for p in (env.get("KUBECONFIG") or "").split(os.pathsep) if p]
-    for path in paths or [str(home / ".kube" / "config")]:
-        try:
-            config = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError):
-            continue
-        current = config.get("current-context")
-        for ctx in config.get("contexts") or []:
-            if ctx.get("name") == current:
-                return str((ctx.get("context") or {}).get("namespace") or "default")
-    return "default"
-
-
 def target(text: str) -> tuple[KindInfo, str]:
     """``vmg/web`` (any name kubectl knows the kind by) → its kind and name."""
     kind, slash, name = text.partition("/")
@@ -90,7 +71,7 @@ class UsageError(Exception):
 
 async def _snapshot(args: Any) -> tuple[ClusterReads, dict[tree.ObjectKey, Body], tree.ObjectKey]:
     info, name = target(args.target)
-    namespace = args.namespace or current_namespace(dict(os.environ), Path.home())
+    namespace = args.namespace or kube.current_namespace()
     reads = ClusterReads()
     try:
         objects = await reads.objects(namespace)

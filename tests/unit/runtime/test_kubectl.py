@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kumo import cli
-from kumo.runtime import kubectl
+from kumo.runtime import kube, kubectl
 
 
 def test_target_takes_any_name_kubectl_knows() -> None:
@@ -40,16 +40,25 @@ def test_no_kubeconfig_is_one_line_and_exit_1(
     assert err.startswith("kubectl kumo why: kubeconfig ") and err.count("\n") == 1
 
 
-def test_the_namespace_is_the_contexts(tmp_path: Path) -> None:
+def test_the_namespace_is_the_contexts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "config"
+    cluster = "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:6443'}\n"
+    user = "users:\n- name: u\n  user: {token: t}\n"
     config.write_text(
-        "current-context: b\ncontexts:\n- name: a\n  context: {namespace: x}\n"
-        "- name: b\n  context: {namespace: team}\n"
+        cluster + user + "current-context: b\ncontexts:\n"
+        "- name: a\n  context: {cluster: c, user: u, namespace: x}\n"
+        "- name: b\n  context: {cluster: c, user: u, namespace: team}\n"
     )
-    assert kubectl.current_namespace({"KUBECONFIG": str(config)}, tmp_path) == "team"
-    config.write_text("current-context: a\ncontexts:\n- name: a\n  context: {}\n")
-    assert kubectl.current_namespace({"KUBECONFIG": str(config)}, tmp_path) == "default"
-    assert kubectl.current_namespace({}, tmp_path) == "default"
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    assert kube.current_namespace() == "team"
+    config.write_text(
+        cluster
+        + user
+        + "current-context: a\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\n"
+    )
+    assert kube.current_namespace() == "default"
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    assert kube.current_namespace() == "default"
 
 
 def test_the_package_installs_the_plugin() -> None:
