@@ -37,6 +37,7 @@ lint: venv
 
 crds: venv
 	$(VENV)/bin/kumo crds > deploy/base/crds/kumo.dev.yaml
+	$(VENV)/bin/kumo crds --group infrastructure.kumo.dev > deploy/base/crds/infrastructure.kumo.dev.yaml
 
 rbac: venv
 	$(VENV)/bin/kumo rbac > deploy/base/rbac.yaml

@@ -1,5 +1,5 @@
--- Argo CD health of a Kumo object (every kind of kumo.dev: they all carry the same
--- engine-written conditions). `kumo argocd-cm` installs it for each kind; tested by
+-- Argo CD health of a Kumo object (every kind of kumo.dev and infrastructure.kumo.dev:
+-- they all carry the same engine-written conditions). `kumo argocd-cm` installs it for each kind; tested by
 -- tests/argocd (gopher-lua, Argo CD's interpreter) on bodies captured from the lab.
 --
 --   Suspended    paused: annotation kumo.dev/paused "true", or condition Paused=True

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import yaml
 
 from kumo import __version__
+from kumo.api.common import GROUPS
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.engine.sweep import DATA_KINDS, MAX_ORPHANS
 
@@ -62,10 +63,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def _crds(_: argparse.Namespace) -> int:
+def _crds(args: argparse.Namespace) -> int:
     from kumo.api.crd import crd_documents
 
-    sys.stdout.write(yaml.safe_dump_all(crd_documents(), sort_keys=False))
+    sys.stdout.write(yaml.safe_dump_all(crd_documents(args.group), sort_keys=False))
     return 0
 
 
@@ -254,6 +255,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     crds = sub.add_parser("crds", help="print the CustomResourceDefinitions (YAML)")
+    crds.add_argument(
+        "--group",
+        choices=GROUPS,
+        default=GROUPS[0],
+        help="the API group: kumo.dev (Kumo's kinds) or infrastructure.kumo.dev (the "
+        "Cluster API provider's)",
+    )
     crds.set_defaults(func=_crds)
 
     rbac = sub.add_parser(

@@ -33,7 +33,7 @@ def test_committed_argocd_files_are_current() -> None:
 def test_every_kind_gets_the_one_script() -> None:
     patch = yaml.safe_load((COMPONENT / argocd.PATCH).read_text())
     assert set(patch["data"]) == {
-        f"resource.customizations.health.kumo.dev_{k.kind}" for k in KINDS
+        f"resource.customizations.health.{k.group}_{k.kind}" for k in KINDS
     }
     assert set(patch["data"].values()) == {SCRIPT.read_text()}
 

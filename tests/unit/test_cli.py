@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from kumo import __version__, cli
-from kumo.api.kinds import KINDS
+from kumo.api.common import GROUP, INFRA_GROUP
+from kumo.api.kinds import KINDS, of_group
 from kumo.cli import build_parser, main
 from kumo.cloud.tenancy import Rules
 from kumo.runtime import commands
@@ -19,7 +20,17 @@ from kumo.runtime.operator import OperatorOptions
 def test_crds_prints_every_kind(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["crds"]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
-    assert [d["spec"]["names"]["kind"] for d in docs] == [info.kind for info in KINDS]
+    assert [d["spec"]["names"]["kind"] for d in docs] == [
+        info.kind for info in KINDS if info.group == GROUP
+    ]
+
+
+def test_crds_of_the_cluster_api_provider(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["crds", "--group", INFRA_GROUP]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert [d["spec"]["names"]["kind"] for d in docs] == [i.kind for i in of_group(INFRA_GROUP)]
+    assert {d["spec"]["group"] for d in docs} == {INFRA_GROUP}
+    assert {d["metadata"]["labels"]["cluster.x-k8s.io/v1beta2"] for d in docs} == {"v1alpha1"}
 
 
 def test_run_options_have_production_defaults() -> None:

@@ -16,8 +16,7 @@ from typing import Any
 
 import yaml
 
-from kumo.api.common import GROUP
-from kumo.api.kinds import KINDS
+from kumo.api.kinds import KINDS, KindInfo
 
 #: What the files of deploy/argocd are called.
 SCRIPT = "health.lua"
@@ -28,9 +27,9 @@ HEADER = (
 )
 
 
-def health_key(kind: str) -> str:
-    """The ``argocd-cm`` key of ``kind``'s health script."""
-    return f"resource.customizations.health.{GROUP}_{kind}"
+def health_key(info: KindInfo) -> str:
+    """The ``argocd-cm`` key of a kind's health script (its group's and kind's)."""
+    return f"resource.customizations.health.{info.group}_{info.kind}"
 
 
 def config_map_patch(script: str) -> dict[str, Any]:
@@ -40,7 +39,7 @@ def config_map_patch(script: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "argocd-cm"},
-        "data": {health_key(info.kind): script for info in KINDS},
+        "data": {health_key(info): script for info in KINDS},
     }
 
 

@@ -18,6 +18,9 @@ from pydantic_core import CoreSchema
 GROUP = "kumo.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+#: The Cluster API provider's group (kumo.api.capi); each group is a CRD file of its own.
+INFRA_GROUP = f"infrastructure.{GROUP}"
+GROUPS = (GROUP, INFRA_GROUP)
 
 #: Finalizer names of the operator Kumo replaces; treated as aliases of Kumo's own
 #: so objects created from Verda manifests are never stuck in deletion.

@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kumo.api.common import GROUP, VERSION, object_rules
-from kumo.api.kinds import KINDS, KindInfo
+from kumo.api.capi import CONTRACT_LABEL, INFRA_GROUP
+from kumo.api.common import GROUP, object_rules
+from kumo.api.kinds import KindInfo, of_group
 
 Schema = dict[str, Any]
 
@@ -156,11 +157,19 @@ def _object_validations(kind: KindInfo) -> Schema:
 
 def crd_document(kind: KindInfo) -> Schema:
     """Return the CustomResourceDefinition of one kind."""
+    properties: Schema = {
+        "apiVersion": {"type": "string", "description": kind.api_version},
+        "kind": {"type": "string", "description": kind.kind},
+        "metadata": {"type": "object"},
+        "spec": structural_schema(kind.spec_model),
+    }
+    if kind.status_model is not None:
+        properties["status"] = structural_schema(kind.status_model)
     version: Schema = {
-        "name": VERSION,
+        "name": kind.version,
         "served": True,
         "storage": True,
-        "subresources": {"status": {}},
+        "subresources": {"status": {}} if kind.status_model is not None else {},
         "additionalPrinterColumns": [
             {
                 "name": c.name,
@@ -176,29 +185,30 @@ def crd_document(kind: KindInfo) -> Schema:
                 "type": "object",
                 "description": kind.description,
                 "required": ["spec"],
-                "properties": {
-                    "apiVersion": {"type": "string", "description": "kumo.dev/v1alpha1"},
-                    "kind": {"type": "string", "description": kind.kind},
-                    "metadata": {"type": "object"},
-                    "spec": structural_schema(kind.spec_model),
-                    "status": structural_schema(kind.status_model),
-                },
+                "properties": properties,
                 **_object_validations(kind),
             }
         },
     }
+    if not version["subresources"]:
+        del version["subresources"]
     if kind.scalable:
         version["subresources"]["scale"] = {
             "specReplicasPath": ".spec.replicas",
             "statusReplicasPath": ".status.replicas",
             "labelSelectorPath": ".status.selector",
         }
+    metadata: Schema = {"name": kind.crd_name}
+    if kind.group == INFRA_GROUP:
+        # Cluster API maps its contract to the provider's versions by this label (its
+        # book: "All resources: version").
+        metadata["labels"] = {CONTRACT_LABEL: kind.version}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{kind.plural}.{GROUP}"},
+        "metadata": metadata,
         "spec": {
-            "group": GROUP,
+            "group": kind.group,
             "scope": "Namespaced",
             "names": {
                 "kind": kind.kind,
@@ -206,13 +216,14 @@ def crd_document(kind: KindInfo) -> Schema:
                 "plural": kind.plural,
                 "singular": kind.singular,
                 "shortNames": list(kind.short_names),
-                "categories": ["kumo"],
+                "categories": list(kind.categories),
             },
             "versions": [version],
         },
     }
 
 
-def crd_documents() -> list[Schema]:
-    """Return the CRDs of every kind, in a stable order."""
-    return [crd_document(kind) for kind in KINDS]
+def crd_documents(group: str = GROUP) -> list[Schema]:
+    """Return the CRDs of every kind of ``group``, in a stable order (each group is one
+    file of deploy/base/crds/)."""
+    return [crd_document(kind) for kind in of_group(group)]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from kumo.api import (
+    capi,
     dnsrecord,
     floatingip,
     keypair,
@@ -22,7 +23,7 @@ from kumo.api import (
     virtualmachinegroup,
     volume,
 )
-from kumo.api.common import GROUP
+from kumo.api.common import GROUP, VERSION
 
 READY = '.status.conditions[?(@.type=="Ready")].status'
 STALLED = '.status.conditions[?(@.type=="Stalled")].status'
@@ -50,19 +51,32 @@ class KindInfo:
     plural: str
     short_names: tuple[str, ...]
     spec_model: type[BaseModel]
-    status_model: type[BaseModel]
+    #: None: a kind with no status (a Cluster API template: CRD only, no controller).
+    status_model: type[BaseModel] | None
     description: str
     printer_columns: tuple[PrinterColumn, ...]
     scalable: bool = False
+    group: str = GROUP
+    version: str = VERSION
+    categories: tuple[str, ...] = ("kumo",)
 
     @property
     def singular(self) -> str:
         return self.kind.lower()
 
     @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def crd_name(self) -> str:
+        """The CRD's name, e.g. ``virtualmachines.kumo.dev``."""
+        return f"{self.plural}.{self.group}"
+
+    @property
     def finalizer(self) -> str:
         """Kumo's finalizer for this kind, e.g. ``virtualmachine.kumo.dev/finalizer``."""
-        return f"{self.singular}.{GROUP}/finalizer"
+        return f"{self.singular}.{self.group}/finalizer"
 
 
 VIRTUAL_MACHINE = KindInfo(
@@ -250,6 +264,85 @@ NETWORK = KindInfo(
     ),
 )
 
+#: Cluster API's kinds of Kumo (``infrastructure.kumo.dev``): reconciled like the others,
+#: and listed in CAPI's category too.
+CAPI_CATEGORIES = ("kumo", capi.CATEGORY)
+
+KUMO_CLUSTER = KindInfo(
+    kind="KumoCluster",
+    plural="kumoclusters",
+    short_names=("kcl",),
+    spec_model=capi.KumoClusterSpec,
+    status_model=capi.KumoClusterStatus,
+    description="A Cluster API Cluster's infrastructure on Kumo: network, security groups, "
+    "the API load balancer, server groups.",
+    printer_columns=(
+        PrinterColumn("Cluster", ".status.clusterName"),
+        PrinterColumn("Endpoint", ".spec.controlPlaneEndpoint.host"),
+        PrinterColumn("Provisioned", ".status.initialization.provisioned", "boolean"),
+        PrinterColumn("Ready", READY),
+        PrinterColumn("Parts", ".status.parts", description="parts Ready/all", priority=1),
+        STALLED_COLUMN,
+        AGE,
+    ),
+    group=capi.INFRA_GROUP,
+    version=capi.INFRA_VERSION,
+    categories=CAPI_CATEGORIES,
+)
+
+KUMO_MACHINE = KindInfo(
+    kind="KumoMachine",
+    plural="kumomachines",
+    short_names=("kma",),
+    spec_model=capi.KumoMachineSpec,
+    status_model=capi.KumoMachineStatus,
+    description="A Cluster API Machine's server on Kumo: one VirtualMachine, never rebuilt.",
+    printer_columns=(
+        PrinterColumn("Cluster", ".status.clusterName"),
+        PrinterColumn("Provider ID", ".spec.providerID"),
+        PrinterColumn("Provisioned", ".status.initialization.provisioned", "boolean"),
+        PrinterColumn("Ready", READY),
+        PrinterColumn("Flavor", ".spec.flavor", priority=1),
+        PrinterColumn("Image", ".spec.image", priority=1),
+        STALLED_COLUMN,
+        AGE,
+    ),
+    group=capi.INFRA_GROUP,
+    version=capi.INFRA_VERSION,
+    categories=CAPI_CATEGORIES,
+)
+
+#: Templates CAPI makes KumoClusters and KumoMachines from: CRDs only, no controller.
+KUMO_CLUSTER_TEMPLATE = KindInfo(
+    kind="KumoClusterTemplate",
+    plural="kumoclustertemplates",
+    short_names=(),
+    spec_model=capi.KumoClusterTemplateSpec,
+    status_model=None,
+    description="A KumoCluster for a ClusterClass.",
+    printer_columns=(AGE,),
+    group=capi.INFRA_GROUP,
+    version=capi.INFRA_VERSION,
+    categories=CAPI_CATEGORIES,
+)
+
+KUMO_MACHINE_TEMPLATE = KindInfo(
+    kind="KumoMachineTemplate",
+    plural="kumomachinetemplates",
+    short_names=(),
+    spec_model=capi.KumoMachineTemplateSpec,
+    status_model=None,
+    description="KumoMachines for a control plane or a MachineDeployment.",
+    printer_columns=(
+        PrinterColumn("Flavor", ".spec.template.spec.flavor"),
+        PrinterColumn("Image", ".spec.template.spec.image"),
+        AGE,
+    ),
+    group=capi.INFRA_GROUP,
+    version=capi.INFRA_VERSION,
+    categories=CAPI_CATEGORIES,
+)
+
 #: Kinds others use first: where no reference orders two kinds, the fixtures and the bench
 #: delete the later one first (``registry.deletion_order``), so security groups and
 #: KeyPairs, which VMs name, come before them here (deleting everything takes them last).
@@ -264,4 +357,15 @@ KINDS: tuple[KindInfo, ...] = (
     FLOATING_IP,
     DNS_RECORD,
     SHARE,
+    # A KumoMachine makes a VirtualMachine, a KumoCluster the rest: both go first.
+    KUMO_MACHINE,
+    KUMO_CLUSTER,
 )
+
+#: Kinds with a CRD and no controller.
+TEMPLATES: tuple[KindInfo, ...] = (KUMO_CLUSTER_TEMPLATE, KUMO_MACHINE_TEMPLATE)
+
+
+def of_group(group: str) -> tuple[KindInfo, ...]:
+    """Every kind with a CRD in ``group``: the reconciled ones, then the templates."""
+    return tuple(info for info in (*KINDS, *TEMPLATES) if info.group == group)

@@ -38,7 +38,11 @@ class RealServers(KumoModel):
     port: int = Field(ge=1, le=65535)
     """Port the backends listen on."""
     virtual_machine_group_ref: str = Field(min_length=1, max_length=KUBE_NAME_MAX)
-    """Name of a VirtualMachineGroup in the same namespace."""
+    """Name of a VirtualMachineGroup in the same namespace: its members are the VMs
+    labelled `kumo.dev/group=<name>`."""
+    group_object: bool = True
+    """`false`: no VirtualMachineGroup object is needed: the pool follows the VMs labelled
+    `kumo.dev/group=<virtualMachineGroupRef>` (a KumoCluster's control-plane machines)."""
     drain_seconds: int = Field(default=10, ge=0, le=3600)
     """Seconds a leaving member (its VM is being deleted or is no longer Ready) stays in
     the pool at weight 0, so open connections can finish, before it is removed; its

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
@@ -95,6 +95,10 @@ class VirtualMachineTemplate(KumoModel):
     Nova's default quota is 128 and Kumo adds two); updated in place."""
 
 
+#: ``Always``: a server that must go (lost, in ERROR past its grace, a field Nova cannot
+#: change in place changed) is replaced. ``Never``: it is reported, never rebuilt.
+ReplacementPolicy = Literal["Always", "Never"]
+
 #: Nova's default limit of volumes attached to one server (``max_volumes_per_server``
 #: is unlimited by default, but libvirt has 26 virtio disks to name: vdb..vdz).
 MAX_VOLUMES = 25
@@ -158,6 +162,12 @@ class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec, ImportableSpec):
     """Nova server group ID to schedule into (a VirtualMachineGroup sets it for its
     members). Changing it replaces the server. Not checked on import: Nova cannot add an
     existing server to a group, so an imported server stays outside it."""
+    replacement_policy: ReplacementPolicy = "Always"
+    """`Always` (default): a server lost, left in ERROR or whose replaced-on-change field
+    changed is replaced by a new one. `Never`: it is reported instead (`ServerLost`,
+    `ServerError`, `ReplacementRefused`, naming the field) and no second server is ever
+    made: for a server whose identity others hold (a Cluster API Machine's providerID),
+    which is replaced by deleting the object."""
 
 
 class Address(KumoModel):

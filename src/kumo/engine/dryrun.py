@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kumo.api.common import import_key
-from kumo.engine.objects import Body, KubeApi, Obj
+from kumo.engine.objects import Body, External, KubeApi, Obj
 from kumo.ports import Cloud
 
 if TYPE_CHECKING:
@@ -116,6 +116,9 @@ class RecordingKube:
 
     async def get_secret(self, namespace: str, name: str) -> Body | None:
         return await self.inner.get_secret(namespace, name)
+
+    async def get_external(self, ref: External, namespace: str, name: str) -> Body | None:
+        return await self.inner.get_external(ref, namespace, name)
 
 
 class MutedEvents:

@@ -102,6 +102,16 @@ class Obj:
         return [f for f in self.finalizers if f in mine]
 
 
+class External(NamedTuple):
+    """A kind of another API that kinds read by name only (a get: never listed, watched
+    or written): Cluster API's Cluster and Machine, read by a KumoCluster or KumoMachine."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+
+
 class Events(Protocol):
     def emit(self, obj: Obj, type_: str, reason: str, message: str) -> None: ...
 
@@ -116,6 +126,9 @@ class KubeApi(Protocol):
     async def delete(self, info: KindInfo, namespace: str, name: str) -> None: ...
     async def get_config_map(self, namespace: str, name: str) -> Body | None: ...
     async def get_secret(self, namespace: str, name: str) -> Body | None: ...
+    async def get_external(self, ref: External, namespace: str, name: str) -> Body | None:
+        """One object of another API (``ref``) by name; None when it does not exist."""
+        ...
 
 
 class Store(Protocol):

@@ -15,7 +15,9 @@ from typing import Any
 
 import yaml
 
+from kumo.api.capi import CAPI_GROUP
 from kumo.api.common import GROUP
+from kumo.kinds.capi import CLUSTER, MACHINE
 from kumo.kinds.registry import RECORDS
 
 NAMESPACE = "kumo-system"
@@ -47,39 +49,49 @@ def _rule(
     return body
 
 
+def _by_group(plurals: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """(group, plural) pairs as group → plurals, in first-seen order."""
+    found: dict[str, list[str]] = {}
+    for group, plural in plurals:
+        found.setdefault(group, []).append(plural)
+    return found
+
+
 def kind_rules() -> tuple[Rule, ...]:
-    """What the operator does to its own kinds, from the registry."""
-    plurals = [record.info.plural for record in RECORDS]
-    created = list(dict.fromkeys(info.plural for r in RECORDS for info in r.creates))
+    """What the operator does to its own kinds, from the registry (one rule per API
+    group: Kumo's kinds, then the Cluster API provider's)."""
+    kinds = _by_group([(r.info.group, r.info.plural) for r in RECORDS])
+    made = list(dict.fromkeys((i.group, i.plural) for r in RECORDS for i in r.creates))
+    owners = _by_group(
+        [(r.info.group, f"{r.info.plural}/finalizers") for r in RECORDS if r.creates]
+    )
     rules = [
         Rule(
-            _rule([GROUP], plurals, ["get", "list", "watch", "patch"]),
-            "Kumo's own kinds: watch them and manage their finalizers.",
+            _rule([group], plurals, ["get", "list", "watch", "patch"]),
+            "Kumo's own kinds: watch them and manage their finalizers."
+            if group == GROUP
+            else "Cluster API's kinds of Kumo: watch them, their finalizers, write\n"
+            "spec.controlPlaneEndpoint and spec.providerID.",
         )
+        for group, plurals in kinds.items()
     ]
-    if created:
-        rules.append(
-            Rule(
-                _rule([GROUP], created, ["create", "delete"]),
-                "Objects one kind makes of another (a group's members).",
-            )
-        )
-    owners = [record.info.plural for record in RECORDS if record.creates]
-    if owners:
-        rules.append(
-            Rule(
-                _rule([GROUP], [f"{p}/finalizers" for p in owners], ["update"]),
-                "What a kind creates names it owner with blockOwnerDeletion: true; an API\n"
-                "server with OwnerReferencesPermissionEnforcement (OpenShift) lets only who\n"
-                "may update the owner's finalizers set that.",
-            )
-        )
-    rules.append(
-        Rule(
-            _rule([GROUP], [f"{p}/status" for p in plurals], ["get", "patch"]),
-            "Their status.",
-        )
+    made_why = "Objects one kind makes of another (a group's members, a KumoCluster's parts)."
+    for group, plurals in _by_group(made).items():
+        rules.append(Rule(_rule([group], plurals, ["create", "delete"]), made_why))
+        made_why = ""
+    owner_why = (
+        "What a kind creates names it owner with blockOwnerDeletion: true; an API\n"
+        "server with OwnerReferencesPermissionEnforcement (OpenShift) lets only who\n"
+        "may update the owner's finalizers set that."
     )
+    for group, plurals in owners.items():
+        rules.append(Rule(_rule([group], plurals, ["update"]), owner_why))
+        owner_why = ""
+    status_why = "Their status."
+    for group, plurals in kinds.items():
+        status = [f"{p}/status" for p in plurals]
+        rules.append(Rule(_rule([group], status, ["get", "patch"]), status_why))
+        status_why = ""
     return tuple(rules)
 
 
@@ -97,6 +109,11 @@ OTHER_RULES = (
         "namespace opts in (kumo-boot-secrets).",
     ),
     Rule(_rule(["", "events.k8s.io"], ["events"], ["create", "patch"])),
+    Rule(
+        _rule([CAPI_GROUP], [CLUSTER.plural, MACHINE.plural], ["get"]),
+        "A KumoCluster reads its owning Cluster, a KumoMachine its Machine and Cluster, by\n"
+        "name only (kinds/capi.py): never listed or watched.",
+    ),
     Rule(
         _rule(["apiextensions.k8s.io"], ["customresourcedefinitions"], ["get", "list", "watch"]),
         "kopf discovers resources and watches namespaces.",

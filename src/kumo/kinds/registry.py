@@ -14,11 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kumo.api import kinds
+from kumo.api.common import GROUP
 from kumo.api.kinds import KindInfo
 from kumo.engine.objects import Actuator
 from kumo.kinds.dnsrecord.actuator import DNSRecordActuator
 from kumo.kinds.floatingip.actuator import FloatingIPActuator
 from kumo.kinds.keypair.actuator import KeyPairActuator
+from kumo.kinds.kumocluster.actuator import KumoClusterActuator
+from kumo.kinds.kumomachine.actuator import KumoMachineActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.kinds.network.actuator import NetworkActuator
 from kumo.kinds.references import REFERENCES
@@ -35,7 +38,8 @@ class KindRecord:
     #: Builds a fresh actuator (each caller gets its own: actuators may hold state).
     actuator: Callable[[], Actuator]
     #: The cloud services its actuator calls, by their names in
-    #: :data:`kumo.ports.SERVICES` (a unit test checks them against the calls it makes).
+    #: :data:`kumo.ports.SERVICES` (a unit test checks them against the calls it makes);
+    #: none for a kind that only makes objects of other kinds (a KumoMachine).
     services: tuple[str, ...]
     #: Kinds whose objects its actuator creates and deletes in Kubernetes (a group's
     #: members): RBAC grants create/delete on them, and it is deleted before them (else
@@ -68,6 +72,22 @@ RECORDS: tuple[KindRecord, ...] = (
     KindRecord(kinds.SHARE, ShareActuator, ("sharedfs",)),
     # Compute too: an image source, and whether an attached server is Kumo's.
     KindRecord(kinds.VOLUME, VolumeActuator, ("blockstorage", "compute")),
+    # Cluster API's kinds (infrastructure.kumo.dev): their parts are Kumo objects. A
+    # KumoMachine calls no cloud service itself (its VirtualMachine does); a KumoCluster
+    # makes its machine sets' server groups.
+    KindRecord(kinds.KUMO_MACHINE, KumoMachineActuator, (), creates=(kinds.VIRTUAL_MACHINE,)),
+    KindRecord(
+        kinds.KUMO_CLUSTER,
+        KumoClusterActuator,
+        ("compute",),
+        creates=(
+            kinds.NETWORK,
+            kinds.SECURITY_GROUP,
+            kinds.LOAD_BALANCER,
+            kinds.FLOATING_IP,
+            kinds.DNS_RECORD,
+        ),
+    ),
 )
 
 
@@ -113,6 +133,10 @@ def deletion_order() -> tuple[KindInfo, ...]:
 
 
 def members() -> tuple[KindInfo, ...]:
-    """Kinds some other kind creates: deleting their creator deletes them."""
-    made = {info.kind for record in RECORDS for info in record.creates}
+    """Kinds some other kind of Kumo's own group creates as its members (a group's VMs
+    and Volumes): deleting their creator deletes them. Not the kinds a Cluster API kind
+    makes as its parts: those are ordinary Kumo objects a user makes too."""
+    made = {
+        info.kind for record in RECORDS if record.info.group == GROUP for info in record.creates
+    }
     return tuple(record.info for record in RECORDS if record.info.kind in made)

@@ -42,11 +42,10 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
 from kumo import __version__
-from kumo.api.common import GROUP, VERSION
 from kumo.api.kinds import KindInfo
 from kumo.engine.conditions import now_rfc3339
 from kumo.engine.errors import ObjectGone, TerminalError, TransientError
-from kumo.engine.objects import Body, Obj
+from kumo.engine.objects import Body, External, Obj
 from kumo.engine.text import EVENT_LIMIT, public_text
 from kumo.runtime.leader import LeaseRecord
 
@@ -313,7 +312,7 @@ class KubeClient:
     def _path(info: KindInfo, namespace: str | None, name: str | None = None) -> str:
         """A kind's collection in one namespace (or, with None, in all), or one object."""
         where = f"namespaces/{namespace}/" if namespace else ""
-        base = f"/apis/{GROUP}/{VERSION}/{where}{info.plural}"
+        base = f"/apis/{info.api_version}/{where}{info.plural}"
         return f"{base}/{name}" if name else base
 
     async def patch_status(self, obj: Obj, status: Body) -> Body:
@@ -358,10 +357,16 @@ class KubeClient:
                 "GET", f"{path}?limit=500{'&continue=' + token if token else ''}"
             )
             for item in (page or {}).get("items", []):
-                items.append({"apiVersion": f"{GROUP}/{VERSION}", "kind": info.kind, **item})
+                items.append({"apiVersion": info.api_version, "kind": info.kind, **item})
             token = ((page or {}).get("metadata") or {}).get("continue") or ""
             if not token:
                 return items
+
+    async def get_external(self, ref: External, namespace: str, name: str) -> Body | None:
+        """An object of another API by name (a Cluster API Cluster or Machine): a get
+        only, so RBAC grants ``get`` on it and nothing more."""
+        path = f"/apis/{ref.group}/{ref.version}/namespaces/{namespace}/{ref.plural}/{name}"
+        return await self._request("GET", path)  # type: ignore[no-any-return]
 
     # -- core objects --------------------------------------------------------------------
 
@@ -385,7 +390,7 @@ class KubeClient:
 
     async def post_event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         involved = {
-            "apiVersion": f"{GROUP}/{VERSION}",
+            "apiVersion": obj.info.api_version,
             "kind": obj.info.kind,
             "name": obj.name,
             "namespace": obj.namespace,

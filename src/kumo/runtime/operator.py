@@ -24,7 +24,6 @@ from typing import Any
 
 import kopf
 
-from kumo.api.common import GROUP, VERSION
 from kumo.api.kinds import KINDS
 from kumo.cloud import tenancy
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
@@ -274,7 +273,7 @@ def build_registry(lifecycle: Lifecycle) -> kopf.OperatorRegistry:
         await lifecycle.cleanup()
 
     for info in KINDS:
-        _watch(registry, lifecycle, info.kind, GROUP, VERSION, info.plural)
+        _watch(registry, lifecycle, info.kind, info.group, info.version, info.plural)
 
     return registry
 

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from pydantic import Field
 
-from kumo.api.common import KumoModel, exactly_one_of
+from kumo.api.common import GROUPS, INFRA_GROUP, KumoModel, exactly_one_of
 from kumo.api.crd import crd_documents, structural_schema
-from kumo.api.kinds import KINDS
+from kumo.api.kinds import KINDS, TEMPLATES
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -110,9 +110,11 @@ def _walk(node: object):
             yield from _walk(value)
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+@pytest.mark.parametrize("kind", (*KINDS, *TEMPLATES), ids=lambda k: k.kind)
 def test_every_field_is_structural_and_described(kind) -> None:
     for model in (kind.spec_model, kind.status_model):
+        if model is None:
+            continue
         for node in _walk(structural_schema(model)):
             if "properties" in node:
                 for name, prop in node["properties"].items():
@@ -150,6 +152,35 @@ def test_scale_subresource_only_on_groups() -> None:
     assert not any(scales.values())
 
 
-def test_committed_crds_are_current() -> None:
-    committed = list(yaml.safe_load_all((ROOT / "deploy/base/crds/kumo.dev.yaml").read_text()))
-    assert committed == crd_documents(), "deploy/crds is stale: run `make crds`"
+@pytest.mark.parametrize("group", GROUPS)
+def test_committed_crds_are_current(group: str) -> None:
+    committed = list(yaml.safe_load_all((ROOT / f"deploy/base/crds/{group}.yaml").read_text()))
+    assert committed == crd_documents(group), "deploy/crds is stale: run `make crds`"
+
+
+def test_the_cluster_api_crds_carry_the_contract_label_and_category() -> None:
+    """CAPI maps its contract v1beta2 to the CRD's versions by a label (its book, "All
+    resources: version"); kumo.dev's CRDs carry none."""
+    for doc in crd_documents(INFRA_GROUP):
+        assert doc["metadata"]["labels"] == {"cluster.x-k8s.io/v1beta2": "v1alpha1"}
+        assert "cluster-api" in doc["spec"]["names"]["categories"]
+        assert doc["spec"]["scope"] == "Namespaced"
+    assert all("labels" not in doc["metadata"] for doc in crd_documents())
+
+
+def test_a_template_has_no_status() -> None:
+    """A kind without a status model (a CAPI template) has neither a status schema nor
+    a status subresource (not an empty ``properties: {}``)."""
+    (template,) = [
+        d
+        for d in crd_documents(INFRA_GROUP)
+        if d["spec"]["names"]["kind"] == ("KumoMachineTemplate")
+    ]
+    version = template["spec"]["versions"][0]
+    assert "subresources" not in version
+    assert set(version["schema"]["openAPIV3Schema"]["properties"]) == {
+        "apiVersion",
+        "kind",
+        "metadata",
+        "spec",
+    }

@@ -15,7 +15,7 @@ from typing import Any
 from kumo.api.kinds import KINDS, KindInfo
 from kumo.cloud.dryrun import DryRunCloud
 from kumo.engine.errors import ObjectGone, TransientError
-from kumo.engine.objects import Body, Context, Obj
+from kumo.engine.objects import Body, Context, External, Obj
 from kumo.engine.reconciler import Engine
 from kumo.runtime.store import MemoryStore
 from tests.unit.fakes.servers import FakeServers, new_id
@@ -79,6 +79,7 @@ class FakeKube:
         self.store = store
         self._rv = itertools.count(2)
         self.secret_reads: list[tuple[str, str]] = []
+        self.external_reads: list[tuple[str, str, str]] = []
         self.patches: list[tuple[str, Body]] = []
         self._made: dict[str, int] = {}  # name → how many objects of it were created
 
@@ -155,6 +156,12 @@ class FakeKube:
     async def get_secret(self, namespace: str, name: str) -> Body | None:
         self.secret_reads.append((namespace, name))
         return self.store.get("Secret", namespace, name)
+
+    async def get_external(self, ref: External, namespace: str, name: str) -> Body | None:
+        """Another API's object (a CAPI Cluster, Machine): the store holds it by kind."""
+        self.external_reads.append((ref.kind, namespace, name))
+        found = self.store.get(ref.kind, namespace, name)
+        return copy.deepcopy(found) if found is not None else None
 
 
 class World:

@@ -35,10 +35,16 @@ def operator_rules() -> list[dict]:
 
 
 def test_create_and_delete_only_what_a_kind_creates() -> None:
+    """A group's members, a KumoCluster's parts, a KumoMachine's VM: nothing else (so
+    `delete loadbalancers` is allowed, for a KumoCluster; `delete shares` is not)."""
     writes = [r for r in operator_rules() if {"create", "delete"} & set(r["verbs"])]
     kumo = [r for r in writes if r["apiGroups"] == ["kumo.dev"]]
-    assert [r["resources"] for r in kumo] == [[i.plural for i in registry.members()]]
+    made = dict.fromkeys(i.plural for r in registry.RECORDS for i in r.creates)
+    assert [r["resources"] for r in kumo] == [list(made)]
     assert [r["verbs"] for r in kumo] == [["create", "delete"]]
+    assert "loadbalancers" in made and "shares" not in made
+    infra = [r for r in writes if "infrastructure.kumo.dev" in r["apiGroups"]]
+    assert infra == [], "Kumo creates no Cluster API object: CAPI does"
 
 
 def test_what_kinds_reference_outside_kumo_is_readable() -> None:
@@ -58,12 +64,16 @@ def test_who_sets_block_owner_deletion_may_update_the_owners_finalizers() -> Non
     """OpenShift's owner-reference admission refuses blockOwnerDeletion: true from whom
     may not update the owner's finalizers: every kind whose code sets it has that right."""
     kinds_dir = ROOT / "src/kumo/kinds"
+    # Its own code, or kinds/children.py's (``children.apply``: a KumoCluster's parts).
     setters = {
         path.parent.name
         for path in kinds_dir.glob("*/*.py")
-        if '"blockOwnerDeletion": True' in path.read_text()
+        if '"blockOwnerDeletion": True' in path.read_text() or "children.apply(" in path.read_text()
     }
+    assert '"blockOwnerDeletion": True' in (kinds_dir / "children.py").read_text()
     assert setters, "no kind sets blockOwnerDeletion: is the check still looking?"
-    by_package = {r.info.kind.lower(): r.info.plural for r in registry.RECORDS}
-    (finalizers,) = [r for r in operator_rules() if r["verbs"] == ["update"]]
-    assert finalizers["resources"] == [f"{by_package[p]}/finalizers" for p in sorted(setters)]
+    by_package = {r.info.kind.lower(): r.info for r in registry.RECORDS}
+    finalizers = [r for r in operator_rules() if r["verbs"] == ["update"]]
+    granted = {f"{res}.{g}" for r in finalizers for g in r["apiGroups"] for res in r["resources"]}
+    wanted = {f"{by_package[p].plural}/finalizers.{by_package[p].group}" for p in setters}
+    assert granted == wanted

@@ -36,7 +36,7 @@ class OneCloud:
 def compute_only() -> list[Any]:
     """The actuators of the kinds on Nova first (a VM's volumes are Cinder's, but none
     is named here): FakeServers is the only cloud here."""
-    return [r.actuator() for r in registry.RECORDS if r.services[0] == "compute"]
+    return [r.actuator() for r in registry.RECORDS if r.services[:1] == ("compute",)]
 
 
 def controller() -> Controller:

@@ -274,8 +274,12 @@ def _addresses(store: Store, namespace: str, tree: plan.Tree) -> dict[str, str |
 
 
 def _check_groups(store: Store, namespace: str, spec: LoadBalancerSpec) -> None:
+    """A port's group must exist, unless it follows labelled VMs alone (``groupObject:
+    false``: no VirtualMachineGroup object stands behind the label)."""
     for i, port in enumerate(spec.ports):
         group = port.real_servers.virtual_machine_group_ref
+        if not port.real_servers.group_object:
+            continue
         if store.get("VirtualMachineGroup", namespace, group) is None:
             raise TerminalError(
                 "GroupNotFound",

@@ -215,7 +215,26 @@ def wanted_rules(
                 target.vm,
             )
             rules.setdefault(rule.key, rule)
-    return Wanted(sorted(rules.values()), waiting, unsure)
+    return Wanted(sorted(rules.values(), key=_order), waiting, unsure)
+
+
+def _order(rule: WantedRule) -> tuple[tuple[bool, object], ...]:
+    """A rule's place in a sorted list. Not the dataclass's own order: two rules for
+    the same port, one from a CIDR and one from a remote group, differ first where one
+    has None and the other a string, which Python cannot compare (a TypeError)."""
+    return tuple(
+        (value is not None, value if value is not None else 0)
+        for value in (
+            rule.direction,
+            rule.ethertype,
+            rule.protocol,
+            rule.port_range_min,
+            rule.port_range_max,
+            rule.remote_ip_prefix,
+            rule.remote_group_id,
+            rule.vm,
+        )
+    )
 
 
 def _targets(

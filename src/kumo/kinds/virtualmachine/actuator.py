@@ -28,7 +28,7 @@ from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering, references, sources
-from kumo.kinds.virtualmachine import plan
+from kumo.kinds.virtualmachine import plan, replacement
 from kumo.ports import markers
 from kumo.ports.model import Server, marker_tags, owner_of, released_tags
 
@@ -86,6 +86,7 @@ class VirtualMachineActuator:
 
         async def replace(server: Server) -> lifecycle.Replacement | None:
             why = plan.replacement(server, hash_, legacy)
+            replacement.refuse(spec, server, why)  # replacementPolicy: Never
             if why == "spec" and (unready or unready_networks):
                 return None  # the server stays until its new groups and networks are Ready
             if why == "spec":
@@ -113,6 +114,7 @@ class VirtualMachineActuator:
 
         async def before_create() -> lifecycle.Wait | None:
             nonlocal refs, key_name
+            replacement.lost(spec, obj)  # replacementPolicy: Never
             if unready_networks:
                 return lifecycle.Wait(
                     "; ".join(unready_networks),

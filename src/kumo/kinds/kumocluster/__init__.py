@@ -1,0 +1,1 @@
+"""KumoCluster → a Cluster API Cluster's infrastructure, made of Kumo objects."""

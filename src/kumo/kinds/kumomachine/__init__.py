@@ -1,0 +1,1 @@
+"""KumoMachine → one VirtualMachine for a Cluster API Machine, never rebuilt."""
