@@ -9,11 +9,9 @@ bash dev/kube/up.sh
 bash dev/openstack/lab.sh up
 source dev/kube/env.sh
 
-log "installing Kumo's CRDs"
-"$KUBECTL" apply -f deploy/base/crds/kumo.dev.yaml >/dev/null
-for crd in $(.venv/bin/kumo kinds --plural); do
-  "$KUBECTL" wait --for=condition=Established "crd/$crd.kumo.dev" --timeout=60s >/dev/null
-done
+log "installing Kumo's CRDs (kumo.dev, and the Cluster API provider's infrastructure.kumo.dev)"
+"$KUBECTL" apply -f deploy/base/crds/ >/dev/null
+"$KUBECTL" wait --for=condition=Established -f deploy/base/crds/ --timeout=60s >/dev/null
 
 bash dev/operator.sh start
 bash dev/prometheus.sh start   # the lab's Prometheus, scraping the operator (docs/operations.md)

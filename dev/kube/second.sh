@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A second Kubernetes cluster beside the lab's: its own etcd (client 127.0.0.1:23791,
 # peer 23801) and kube-apiserver (https://127.0.0.1:6444), the same binaries as
-# dev/kube/up.sh's and the same PKI, with Kumo's CRDs and namespace kumo-system. Two
+# dev/kube/up.sh's and the same PKI, with Kumo's CRDs (both groups) and namespace
+# kumo-system. Two
 # clusters, two Kumos, one OpenStack project: tests/integration/test_two_clusters.py
 # (docs/install.md, "Running several clusters on one cloud").
 #
@@ -44,10 +45,11 @@ case "${1:-}" in
     # The bootstrap controller makes kube-system (whose UID names the cluster to Kumo).
     wait_for "namespace kube-system on $API_URL" 60 \
       "$KUBECTL" --kubeconfig "$SECOND_KUBECONFIG" get namespace kube-system
+    # Every CRD Kumo watches (its Cluster API provider's too: kumo run watches them).
     "$KUBECTL" --kubeconfig "$SECOND_KUBECONFIG" apply \
-      -f "$KUMO_ROOT/deploy/base/namespace.yaml" -f "$KUMO_ROOT/deploy/base/crds/kumo.dev.yaml" >/dev/null
+      -f "$KUMO_ROOT/deploy/base/namespace.yaml" -f "$KUMO_ROOT/deploy/base/crds/" >/dev/null
     "$KUBECTL" --kubeconfig "$SECOND_KUBECONFIG" wait --for=condition=Established \
-      -f "$KUMO_ROOT/deploy/base/crds/kumo.dev.yaml" --timeout=60s >/dev/null
+      -f "$KUMO_ROOT/deploy/base/crds/" --timeout=60s >/dev/null
     log "second cluster ready at $API_URL (KUBECONFIG=$SECOND_KUBECONFIG)"
     echo "$SECOND_KUBECONFIG"
     ;;

@@ -49,9 +49,7 @@ def crds(kube_env: KubeEnv) -> KubeEnv:
     namespace kumo-system, ServiceAccount and RBAC."""
     kubectl("apply", "-k", str(REPO_ROOT / "deploy"))
     for info in KINDS:
-        kubectl(
-            "wait", "--for=condition=Established", f"crd/{info.plural}.kumo.dev", "--timeout=60s"
-        )
+        kubectl("wait", "--for=condition=Established", f"crd/{info.crd_name}", "--timeout=60s")
     return kube_env
 
 

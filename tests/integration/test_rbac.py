@@ -103,6 +103,10 @@ def can(*args: str) -> bool:
         # blockOwnerDeletion on members: OpenShift's owner-reference admission checks it.
         ("update", "virtualmachinegroups.kumo.dev", "--subresource=finalizers", "-n", "team-a"),
         ("delete", "virtualmachines.kumo.dev", "-n", "team-a"),
+        # A KumoCluster makes and deletes its API LoadBalancer (and its other parts).
+        ("delete", "loadbalancers.kumo.dev", "-n", "team-a"),
+        ("patch", "kumoclusters.infrastructure.kumo.dev", "-n", "team-a"),
+        ("patch", "kumomachines.infrastructure.kumo.dev/status", "-n", "team-a"),
         ("get", "secret/kumo-cloud-credentials", "-n", "team-a"),
         ("get", "secret/kumo-default-cloud", "-n", "kumo-system"),
         ("get", "configmap/boot-script", "-n", "team-a"),
@@ -134,7 +138,8 @@ def test_kumo_may(rbac: KubeEnv, args: tuple[str, ...]) -> None:
         ("list", "configmaps", "-n", "kube-system"),
         ("create", "secrets", "-n", "team-a"),
         ("update", "secret/kumo-cloud-credentials", "-n", "team-a"),
-        ("delete", "loadbalancers.kumo.dev", "-n", "team-a"),
+        ("delete", "shares.kumo.dev", "-n", "team-a"),
+        ("create", "kumomachines.infrastructure.kumo.dev", "-n", "team-a"),
         ("update", "virtualmachines.kumo.dev", "-n", "team-a"),
         ("update", "virtualmachines.kumo.dev", "--subresource=finalizers", "-n", "team-a"),
         ("create", "pods", "-n", "team-a"),

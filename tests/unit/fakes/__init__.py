@@ -27,7 +27,7 @@ def make_body(
     info: KindInfo, name: str, spec: Body, namespace: str = "default", **meta: Any
 ) -> Body:
     return {
-        "apiVersion": "kumo.dev/v1alpha1",
+        "apiVersion": info.api_version,
         "kind": info.kind,
         "metadata": {
             "name": name,

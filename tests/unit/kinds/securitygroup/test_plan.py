@@ -137,3 +137,23 @@ def test_status_names_rules_and_their_vms() -> None:
     ]
     vm = make_body(VIRTUAL_MACHINE, "app", {"securityGroups": ["default-web", "other"]})
     assert plan.users([vm], {"web", "default-web"}) == ["app"]
+
+
+def test_one_port_from_a_cidr_and_from_a_remote_group_sorts() -> None:
+    """The same port opened from a CIDR and from a group (a KumoCluster's API rules):
+    the rules differ first where one has no prefix and the other no remote group, which
+    the dataclass's own order cannot compare (it raised TypeError)."""
+    found = wanted(
+        [
+            {"protocol": "tcp", "port": 6443, "cidr": "10.6.0.0/24"},
+            {"protocol": "tcp", "port": 6443, "securityGroupRef": "db"},
+            {"protocol": "tcp", "port": 6443, "cidr": "0.0.0.0/0"},
+            {"protocol": "tcp", "securityGroupRef": "db"},
+        ]
+    )
+    assert [(r.port_range_min, r.remote_ip_prefix, r.remote_group_id) for r in found.rules] == [
+        (None, None, "sg-db"),
+        (6443, None, "sg-db"),
+        (6443, "0.0.0.0/0", None),
+        (6443, "10.6.0.0/24", None),
+    ]
