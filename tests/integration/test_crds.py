@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kumo.api.crd import crd_documents
 from kumo.api.common import GROUP, GROUPS
+from kumo.api.crd import crd_documents
 from kumo.api.kinds import KINDS, TEMPLATES
 from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
 
