@@ -22,6 +22,10 @@ bash dev/prometheus.sh start   # the lab's Prometheus (its tests: tests/integrat
 log "the operator image (make image: cached by a hash of its inputs, rebuilt when they change)"
 bash dev/image/build.sh
 bash dev/helm/build.sh >/dev/null   # Helm for tests/integration/test_helm.py (cached)
+# Cluster API for tests/integration/test_capi_provider.py, which starts it for its module
+# (cached; a cold build takes minutes, not to be counted in a test's time).
+log "Cluster API (dev/capi/build.sh: cached)"
+bash dev/capi/build.sh >/dev/null
 log "integration tests"
 .venv/bin/pytest tests/integration --durations=40 "$@"
 # The short chaos run (the long one: make chaos). Its own pytest session: it brings its

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from kumo.ports import markers
+from tests.integration.capi_fixtures import *  # noqa: F403
 from tests.integration.helpers import cluster_id
 from tests.integration.kube_fixtures import *  # noqa: F403
 from tests.integration.kumo_fixtures import *  # noqa: F403

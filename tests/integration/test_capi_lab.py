@@ -12,20 +12,16 @@ import json
 import subprocess
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration.capi_fixtures import start_capi
 from tests.integration.helpers import condition
 from tests.integration.kube_fixtures import KubectlError, KubeEnv
 from tests.integration.polling import wait_until
 
 pytestmark = pytest.mark.clusters
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CAPI_UP = REPO_ROOT / "dev" / "capi" / "up.sh"
-KUBE_ENV_SH = REPO_ROOT / "dev" / "kube" / "env.sh"
 
 CORE = "cluster.x-k8s.io"
 BOOTSTRAP = "bootstrap.cluster.x-k8s.io"
@@ -47,21 +43,9 @@ CRDS = [
 @pytest.fixture(scope="module")
 def capi() -> KubeEnv:
     """The CAPI management cluster with the three managers running (started when they are
-    not: dev/capi/up.sh is idempotent)."""
-    up = subprocess.run(["bash", str(CAPI_UP)], capture_output=True, text=True, timeout=1200)
-    if up.returncode != 0:
-        pytest.fail(f"dev/capi/up.sh failed ({up.returncode}):\n{up.stderr[-4000:]}", pytrace=False)
-    kubectl_path = subprocess.run(
-        ["bash", "-c", f'source "{KUBE_ENV_SH}" && printf "%s" "$KUBECTL"'],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return KubeEnv(
-        kubeconfig=Path(up.stdout.split()[-1]),
-        kubectl_path=Path(kubectl_path),
-        server="https://127.0.0.1:6445",
-    )
+    not: dev/capi/up.sh is idempotent; left running for the next runs of this target)."""
+    env, _ = start_capi()
+    return env
 
 
 @pytest.fixture

@@ -36,15 +36,15 @@ NOT_KUMO = {
     "apiGroup", "binaryData", "caBundle", "emptyDir", "httpGet", "runAsNonRoot",
     "runAsUser", "patchesJson6902", "persistentVolumeClaimRetentionPolicy", "maxItems",
     "maxLength", "maxProperties", "RuntimeDefault", "Terminating", "Metadata", "InProgress",
-    "Failed", "ownerReferences", "IfNotPresent",
+    "Failed", "ownerReferences", "blockOwnerDeletion", "IfNotPresent",
     # kubeconfig fields (the client's credentials: docs/install.md)
     "expirationTimestamp", "tokenFile",
     # The Prometheus operator's Prometheus resource (docs/operations.md)
     "ruleSelector", "serviceMonitorSelector", "serviceMonitorNamespaceSelector",
-    # Python's typing (docs/architecture.md)
-    "Any",
-    # Cluster API (docs/clusters.md), and the provider kinds it plans for Kumo
-    "controlPlaneRef", "kubeletExtraArgs", "KumoCluster",
+    # Python's typing (docs/architecture.md) and its exceptions (docs/clusters.md)
+    "Any", "TypeError",
+    # Cluster API (docs/clusters.md): its objects' fields and conditions
+    "controlPlaneRef", "kubeletExtraArgs", "InfrastructureReady",
     # The operator's Pod, PodDisruptionBudget, kubelet configuration
     "allowPrivilegeEscalation", "imagePullPolicy", "sizeLimit", "minAvailable",
     "cgroupDriver", "failCgroupV1", "failSwapOn",
@@ -85,14 +85,17 @@ def schema_paths() -> frozenset[tuple[str, ...]]:
             if isinstance(node.get(nested), dict):
                 walk(node[nested], path)
 
-    for crd in yaml.safe_load_all((ROOT / "deploy/base/crds/kumo.dev.yaml").read_text()):
-        walk(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"], ())
+    for path in sorted((ROOT / "deploy/base/crds").glob("*.yaml")):  # both API groups
+        for crd in yaml.safe_load_all(path.read_text()):
+            walk(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"], ())
     return frozenset(found)
 
 
 @cache
 def enum_values() -> frozenset[str]:
-    text = (ROOT / "deploy/base/crds/kumo.dev.yaml").read_text()
+    text = "---\n".join(
+        path.read_text() for path in sorted((ROOT / "deploy/base/crds").glob("*.yaml"))
+    )
     found: set[str] = set()
 
     def walk(node: object) -> None:

@@ -14,7 +14,6 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kumo.api.common import API_VERSION
 from kumo.api.kinds import KINDS
 from kumo.engine.sweep import OrphanSweep
 from kumo.ports import model
@@ -112,8 +111,9 @@ def import_yaml(m: Marked) -> str:
     remedy = REMEDIES.get(m.kind)
     if remedy is None or remedy.importer is None:
         return ""
+    api_version = next(i.api_version for i in KINDS if i.kind == remedy.importer)
     return (
-        f"apiVersion: {API_VERSION}\nkind: {remedy.importer}\nmetadata:\n  name: <name>\n"
+        f"apiVersion: {api_version}\nkind: {remedy.importer}\nmetadata:\n  name: <name>\n"
         f"spec:\n  import:\n    id: {m.id}\n  # and the spec fields it must match"
     )
 
@@ -182,8 +182,9 @@ def orphans(marked: list[Marked], live_uids: set[str], sweep: OrphanSweep) -> li
 
 
 async def find_orphans(cloud: Any, kube: Any, sweep: OrphanSweep) -> list[Orphan]:
-    """List ``cloud`` once in full and the cluster's objects of every kind, and say
-    which marked resources have no object."""
+    """List ``cloud`` once in full and the cluster's objects of every kind (a
+    KumoCluster's too: its machine sets' server groups carry its marker), and say which
+    marked resources have no object."""
     await cloud.watch.sync()
     live = {body["metadata"]["uid"] for info in KINDS for body in await kube.list(info, None)}
     return orphans(cloud.watch.marked(), live, sweep)

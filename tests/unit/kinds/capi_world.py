@@ -14,6 +14,7 @@ from kumo.engine.objects import Body
 from kumo.kinds import capi
 from kumo.kinds.kumocluster.actuator import KumoClusterActuator
 from kumo.kinds.kumomachine.actuator import KumoMachineActuator
+from kumo.kinds.registry import RECORDS
 from tests.unit.fakes import World
 
 CLUSTER = "prod"
@@ -23,6 +24,8 @@ NS = "default"
 #: header, indentation, a trailing newline).
 BOOTSTRAP = "## template: jinja\n#cloud-config\nwrite_files:\n-   path: /etc/x\n    content: |\n      a: 1\nruncmd:\n  - 'kubeadm init --config /run/kubeadm/kubeadm.yaml'\n"
 READY = [{"type": "Ready", "status": "True", "reason": "Ready", "message": ""}]
+#: The kinds of a KumoCluster's parts (what its registry record says it creates).
+PART_KINDS = tuple(i.kind for r in RECORDS if r.info is KUMO_CLUSTER for i in r.creates)
 
 
 def owner(kind: str, name: str, uid: str, api: str = "cluster.x-k8s.io/v1beta2") -> Body:
@@ -114,12 +117,11 @@ def bootstrap(world: World, name: str, text: str = BOOTSTRAP) -> None:
 def settle_parts(world: World, vip: str = "10.6.0.10") -> None:
     """The parts' controllers make them Ready (the LB with its VIP, the FloatingIP with its
     address, the DNSRecord with its name)."""
-    for kind in ("Network", "SecurityGroup", "LoadBalancer", "FloatingIP", "DNSRecord"):
+    for kind in PART_KINDS:
         for body in world.store.list(kind, NS):
             name = body["metadata"]["name"]
             status: Body = {"conditions": READY, "id": f"{kind.lower()}-{name}"}
-            if kind in ("Network", "SecurityGroup"):
-                status["name"] = f"{NS}-{name}"
+            status["name"] = f"{NS}-{name}"  # a Network's and a SecurityGroup's Neutron name
             if kind == "LoadBalancer":
                 status["vip"] = vip
             elif kind == "FloatingIP":

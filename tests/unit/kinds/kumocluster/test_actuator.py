@@ -16,6 +16,7 @@ from tests.unit.kinds.capi_world import (
     CLUSTER,
     INFRA,
     NS,
+    PART_KINDS,
     add_cluster,
     add_kumo_cluster,
     add_machine,
@@ -33,7 +34,7 @@ def kcl(world: World) -> dict:
 def parts(world: World) -> dict[str, dict]:
     return {
         f"{kind}/{b['metadata']['name']}": b
-        for kind in ("Network", "SecurityGroup", "LoadBalancer", "FloatingIP", "DNSRecord")
+        for kind in PART_KINDS
         for b in world.store.list(kind, NS)
     }
 
@@ -86,6 +87,7 @@ def test_its_parts_are_kumo_objects_it_owns_named_after_the_cluster() -> None:
     assert ready(kcl(world))["reason"] == "WaitingForParts"
     assert kcl(world)["status"]["parts"] == "0/4"
     assert "initialization" not in kcl(world)["status"]
+    assert kcl(world)["status"]["failureDomains"] == [], "no zone given: none made up"
 
 
 def test_provisioned_once_every_part_is_ready_and_the_endpoint_is_written_once() -> None:
