@@ -357,7 +357,7 @@ KINDS: tuple[KindInfo, ...] = (
     FLOATING_IP,
     DNS_RECORD,
     SHARE,
-    # A KumoMachine makes a VirtualMachine, a KumoCluster the rest: both go first.
+    # Cluster API's: deleted before the Kumo objects they make (registry.deletion_order).
     KUMO_MACHINE,
     KUMO_CLUSTER,
 )
