@@ -206,10 +206,17 @@ def primary_ip(server: Server) -> str | None:
     return candidates[0] if candidates else None
 
 
+#: How Nova words a fault that means no host would take the server: the scheduler's own
+#: "No valid host", and the ends of a build retried on every host it was given (a late
+#: anti-affinity check fails that way: "Exceeded maximum number of retries. Exhausted all
+#: hosts available for retrying build failures", Zed).
+NO_HOST_FAULTS = ("no valid host", "max scheduling attempts", "exhausted all hosts available")
+
+
 def fault_reason(fault: str | None) -> str:
     text = (fault or "").lower()
-    if "no valid host" in text or "max scheduling attempts" in text:
-        return "NoValidHost"  # the second is how a late anti-affinity check fails
+    if any(words in text for words in NO_HOST_FAULTS):
+        return "NoValidHost"
     if "quota" in text:
         return "QuotaExceeded"
     return "ServerError"
