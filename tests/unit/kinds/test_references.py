@@ -34,6 +34,14 @@ def _models(annotation: object) -> list[type[BaseModel]]:
     return []
 
 
+def _is_list(annotation: object) -> bool:
+    """A list, or an optional one (``list[str] | None``)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return len(args) == 1 and _is_list(args[0])
+    return typing.get_origin(annotation) is list
+
+
 def has_field(model: type[BaseModel], path: str) -> bool:
     """True when the camelCase ``path`` (``[]`` marks a list) exists in ``model``."""
     head, _, rest = path.partition(".")
@@ -42,7 +50,7 @@ def has_field(model: type[BaseModel], path: str) -> bool:
     field = next((f for f in model.model_fields.values() if f.alias == name), None)
     if field is None:
         return False
-    if is_list != (typing.get_origin(field.annotation) is list):
+    if is_list != _is_list(field.annotation):
         return False
     if not rest:
         return True

@@ -5,14 +5,16 @@ A pass is the engine's owned-resource lifecycle (engine/lifecycle.py): find the 
 it if an immutable field changed (references resolved first: bad input deletes
 nothing), if it is being deleted behind Kumo's back, or if it stayed in ERROR past its
 grace period (doubling after each replacement) → before a create, wait while the
-server it replaces is still in the server group and for a turn to build → create and
-record its ID at once → wait while it builds → correct description/metadata/tags and
-the security groups (Nova's add/remove security group) in place → once ACTIVE, attach
-and detach ``spec.volumes`` in place (never a volume another server holds) → report
-addresses and volumes. The lifecycle records (or forgets) the ID at once; every
-other status field is written by the engine at the end of the pass.
+server it replaces is still in the server group, while a port of ``spec.ports`` is not
+free (ports.py), and for a turn to build → create and record its ID at once → wait
+while it builds → correct description/metadata/tags and the security groups (Nova's
+add/remove security group) in place → once ACTIVE, attach and detach ``spec.volumes``
+in place (volumes.py: never a volume another server holds) and set
+``allowedAddressPairs`` on the server's own port (ports.py) → report addresses and
+volumes. The lifecycle records (or forgets) the ID at once; every other status field
+is written by the engine at the end of the pass.
 Deletion drains the VM from every LoadBalancer first, then from every Share's access
-rules (members, then storage, then servers).
+rules (drain.py: members, then storage, then servers).
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import ordering, references, sources
+from kumo.kinds import address_pairs, ordering, references, sources
 from kumo.kinds.virtualmachine import drain, plan, volumes
+from kumo.kinds.virtualmachine import ports as vm_ports
 from kumo.ports import markers
-from kumo.ports.model import Server, marker_tags, owner_of, released_tags
+from kumo.ports.model import AddressPair, Server, marker_tags, owner_of, released_tags
 
 #: How often a replacement looks whether the server it replaces has left its group.
 REPLACE_POLL_SECONDS = 2.0
@@ -58,14 +61,20 @@ class VirtualMachineActuator:
         legacy = plan.spec_hash(spec, user_data, legacy=True)
         refs: tuple[str, str, list[str]] | None = None  # resolved before a create
         key_name = spec.key_name  # the KeyPair object's Nova keypair, if one is named
+        port_ids: tuple[str, ...] = ()  # spec.ports, free to boot on (before a create)
+        pairs: list[AddressPair] | None = None  # on the server's own port, once looked at
 
         wanted = volumes.wanted_volumes(ctx, obj, spec)
 
         def status(server: Server) -> dict[str, Any]:
             previous = obj.status.get("volumes") or []
+            same = obj.status.get("id") == server.id
             return {
                 **_status(obj, server, spec, hash_),
                 "volumes": plan.attached_volumes(server, wanted, previous),
+                "allowedAddressPairs": address_pairs.as_status(pairs)
+                if pairs is not None
+                else (obj.status.get("allowedAddressPairs") if same else None),
             }
 
         groups, unready = plan.security_groups(spec, obj.namespace, ctx.store)
@@ -76,11 +85,12 @@ class VirtualMachineActuator:
         unready_networks = [
             f"spec.networks[{i}]: {n.waiting}" for i, n in enumerate(networks) if n.waiting
         ]
+        _, unready_ports = vm_ports.wanted(spec, obj.namespace, ctx.store)
 
         async def replace(server: Server) -> lifecycle.Replacement | None:
             why = plan.replacement(server, hash_, legacy)
-            if why == "spec" and (unready or unready_networks):
-                return None  # the server stays until its new groups and networks are Ready
+            if why == "spec" and (unready or unready_networks or unready_ports):
+                return None  # the server stays until its new groups, networks, ports are Ready
             if why == "spec":
                 # Resolve every reference first: bad input must fail before anything
                 # is deleted.
@@ -105,7 +115,7 @@ class VirtualMachineActuator:
             return None
 
         async def before_create() -> lifecycle.Wait | None:
-            nonlocal refs, key_name
+            nonlocal refs, key_name, port_ids
             if unready_networks:
                 return lifecycle.Wait(
                     "; ".join(unready_networks),
@@ -134,6 +144,12 @@ class VirtualMachineActuator:
                     after=KEY_PAIR_SECONDS,
                     status={k: obj.status[k] for k in kept if obj.status.get(k)},
                 )
+            kept = ("replacingId", *ERROR_COUNTERS)
+            port_ids, waiting = await vm_ports.before_create(
+                ctx, obj, spec, {k: obj.status[k] for k in kept if obj.status.get(k)}
+            )
+            if waiting is not None:
+                return waiting
             if await _still_in_server_group(ctx, obj, spec):
                 old = obj.status["replacingId"]
                 return _replacing(
@@ -171,7 +187,14 @@ class VirtualMachineActuator:
                 )
                 root_volume = (root.size, volume_type)
             return await _create(
-                ctx, obj, spec, user_data, hash_, (*refs, groups_ref), key_name, root_volume
+                ctx,
+                obj,
+                spec,
+                user_data,
+                hash_,
+                (*refs, groups_ref, port_ids),
+                key_name,
+                root_volume,
             )
 
         async def busy(server: Server) -> lifecycle.Wait | None:
@@ -191,6 +214,11 @@ class VirtualMachineActuator:
             if server.status != "ACTIVE":  # attached once it runs
                 return lifecycle.Step(server)
             return await volumes.apply_volumes(ctx, obj, server, wanted)
+
+        async def address(server: Server) -> lifecycle.Step[Server]:
+            nonlocal pairs
+            pairs = await vm_ports.set_address_pairs(ctx, obj, spec, server)
+            return lifecycle.Step(server)
 
         async def report(server: Server) -> Result:
             ready = server.status == "ACTIVE"
@@ -216,7 +244,7 @@ class VirtualMachineActuator:
                 before_create=before_create,
                 replace=replace,
                 busy=busy,
-                updaters=[correct, attach],
+                updaters=[correct, attach, address],
             ),
         )
 
@@ -352,6 +380,8 @@ async def _resolve(
             await cloud.network_id(n.value or name, field=f"spec.networks[{i}]")
             for i, (name, n) in enumerate(zip(spec.networks, networks, strict=True))
         ]
+    elif spec.ports:  # on its Port objects' ports only
+        network_ids = []
     else:
         network_ids = [await cloud.default_network_id(external=False, field="spec.networks")]
     return image_id, flavor_id, network_ids
@@ -363,11 +393,11 @@ async def _create(
     spec: VirtualMachineSpec,
     user_data: str | None,
     hash_: str,
-    refs: tuple[str, str, list[str], list[str]],
+    refs: tuple[str, str, list[str], list[str], tuple[str, ...]],
     key_name: str | None,
     root_volume: tuple[int, str | None] | None = None,
 ) -> Server:
-    image_id, flavor_id, network_ids, security_groups = refs
+    image_id, flavor_id, network_ids, security_groups, port_ids = refs
     server: Server = await ctx.cloud.create_server(
         name=obj.name,
         image_id=image_id,
@@ -382,6 +412,7 @@ async def _create(
         security_groups=security_groups,
         server_group_id=spec.server_group,
         root_volume=root_volume,
+        port_ids=port_ids,
     )
     return server
 
