@@ -36,7 +36,7 @@ class FakePorts(PortsPort):
 
     def __init__(self, tags_in_create: bool = True) -> None:
         self.ports: dict[str, model.Port] = {}
-        self.groups = {"default": "sg-default", "web": "sg-web"}  # name → ID
+        self.security_group_ids = {"default": "sg-default", "web": "sg-web"}
         self.tags_in_create = tags_in_create
         self.torn: list[str] = []  # bound ports deleted (what Kumo must never do)
         self.calls: list[str] = []
