@@ -28,7 +28,7 @@ from kumo.engine.result import Result
 from kumo.kinds import ordering, references
 from kumo.kinds.derived import Derived
 from kumo.kinds.labels import GROUP_LABEL
-from kumo.kinds.loadbalancer import members, plan
+from kumo.kinds.loadbalancer import members, monitors, plan
 from kumo.ports import markers
 from kumo.ports.model import LoadBalancer, marker_tags, owner_of, released_tags
 
@@ -452,7 +452,7 @@ def _report(
 ) -> dict[str, Any]:
     """Status from the observation, plus one warning when the unapplied monitors change."""
     status = plan.status(spec, tree, obj.uid, drains)
-    warning = plan.monitors_warning(obj.status, status["ports"])
+    warning = monitors.monitors_warning(obj.status, status["ports"])
     if warning:
         ctx.events.emit(obj, "Warning", "MonitorsNotApplied", warning)
     return status

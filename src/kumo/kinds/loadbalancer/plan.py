@@ -22,13 +22,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kumo.api.loadbalancer import LoadBalancerSpec, Monitor, Port
+from kumo.api.loadbalancer import LoadBalancerSpec, Port
 from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body
 from kumo.kinds import ordering
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.loadbalancer import members
+from kumo.kinds.loadbalancer.monitors import (
+    monitor_label,
+    monitor_matches,
+    monitor_port,
+    unapplied_monitors,
+)
 from kumo.ports.model import (
     HealthMonitor,
     Listener,
@@ -42,7 +48,6 @@ from kumo.ports.model import (
 
 ACTIVE = "ACTIVE"
 ERROR = "ERROR"
-URL_MONITORS = ("http", "https")
 
 
 @dataclass(frozen=True)
@@ -101,55 +106,6 @@ def referenced_groups(spec: Body) -> set[str]:
         for port in spec.get("ports") or []
         if (ref := (port.get("realServers") or {}).get("virtualMachineGroupRef"))
     }
-
-
-# -- monitors --------------------------------------------------------------------------------
-
-
-def monitor_label(monitor: Monitor) -> str:
-    """``https:80/health/ready``: how an unapplied monitor is named in status and events."""
-    return f"{monitor.protocol}:{monitor.port}{monitor.endpoint or ''}"
-
-
-def monitor_port(port: Port) -> int | None:
-    """Members carry the applied monitor's port only when it differs from the traffic port
-    (Octavia health monitors have no port of their own)."""
-    if not port.monitors or port.monitors[0].port == port.real_servers.port:
-        return None
-    return port.monitors[0].port
-
-
-def monitor_matches(want: Monitor, monitor: HealthMonitor) -> bool:
-    # Octavia types are the upper-cased spec protocols (HTTP, UDP-CONNECT, TLS-HELLO).
-    if monitor.type.upper() != want.protocol.upper():
-        return False
-    if want.protocol in URL_MONITORS:  # Octavia defaults url_path to "/"
-        return (monitor.url_path or "/") == (want.endpoint or "/")
-    return True
-
-
-def foreign_monitor(port: Port, pool: Pool | None, tree: Tree, uid: str) -> bool:
-    """A monitor Kumo did not create sits on the pool and differs from the spec's first:
-    Kumo leaves it alone, so the spec's monitor is not applied either."""
-    if pool is None or not port.monitors or not pool.health_monitor_id:
-        return False
-    current = tree.monitors.get(pool.health_monitor_id)
-    return (
-        current is not None
-        and owner_of(current.tags) != uid
-        and not monitor_matches(port.monitors[0], current)
-    )
-
-
-def unapplied_monitors(
-    port: Port, pool: Pool | None = None, tree: Tree | None = None, uid: str = ""
-) -> list[str]:
-    """Monitors of ``port`` Octavia is not running for Kumo: all but the first (one
-    monitor per pool), and the first too when a foreign monitor occupies the pool."""
-    skipped = port.monitors[1:]
-    if tree is not None and foreign_monitor(port, pool, tree, uid):
-        skipped = port.monitors
-    return [monitor_label(m) for m in skipped]
 
 
 # -- members ---------------------------------------------------------------------------------
@@ -592,19 +548,3 @@ def status(
         "operatingStatus": lb.operating_status,
         "ports": [port_status(p, tree, uid, drains) for p in spec.ports],
     }
-
-
-def _unapplied_by_port(ports: list[dict[str, Any]]) -> dict[int, list[str]]:
-    return {p["port"]: list(p["unappliedMonitors"]) for p in ports if p.get("unappliedMonitors")}
-
-
-def monitors_warning(old_status: Body, new_ports: list[dict[str, Any]]) -> str | None:
-    """The warning to emit when the unapplied monitors changed (once, not every pass)."""
-    new = _unapplied_by_port(new_ports)
-    if not new or new == _unapplied_by_port(old_status.get("ports") or []):
-        return None
-    detail = "; ".join(f"port {port}: {', '.join(labels)}" for port, labels in new.items())
-    return (
-        "Octavia runs one health monitor per pool; Kumo applies the first monitor of "
-        f"each port. Not applied: {detail}"
-    )

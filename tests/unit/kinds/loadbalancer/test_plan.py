@@ -18,7 +18,7 @@ from kumo.cloud.model import (
 )
 from kumo.engine.errors import TerminalError
 from kumo.kinds.labels import GROUP_LABEL
-from kumo.kinds.loadbalancer import plan
+from kumo.kinds.loadbalancer import monitors, plan
 from kumo.kinds.loadbalancer.members import DrainClock, WantedMember
 from kumo.kinds.loadbalancer.plan import Tree
 
@@ -84,15 +84,15 @@ def step_of(
 
 def test_monitor_labels_and_unapplied_monitors() -> None:
     p = spec().ports[0]
-    assert plan.unapplied_monitors(p) == ["https:80/health/ready"]
-    assert plan.monitor_label(p.monitors[0]) == "http:80/health/alive"
-    assert plan.unapplied_monitors(spec(port(monitors=[])).ports[0]) == []
+    assert monitors.unapplied_monitors(p) == ["https:80/health/ready"]
+    assert monitors.monitor_label(p.monitors[0]) == "http:80/health/alive"
+    assert monitors.unapplied_monitors(spec(port(monitors=[])).ports[0]) == []
 
 
 def test_monitor_port_only_when_it_differs() -> None:
-    assert plan.monitor_port(spec().ports[0]) is None
+    assert monitors.monitor_port(spec().ports[0]) is None
     other = port(monitors=[{"protocol": "tcp", "port": 9000}])
-    assert plan.monitor_port(spec(other).ports[0]) == 9000
+    assert monitors.monitor_port(spec(other).ports[0]) == 9000
 
 
 def test_members_are_ready_vms_of_the_group_with_an_ip() -> None:
@@ -202,7 +202,9 @@ def test_referenced_groups_of_a_raw_spec() -> None:
 
 def test_monitor_warning_only_when_the_list_changes() -> None:
     ports = [{"port": 80, "unappliedMonitors": ["https:80/health/ready"]}]
-    message = plan.monitors_warning({}, ports)
+    message = monitors.monitors_warning({}, ports)
     assert message is not None and "port 80: https:80/health/ready" in message
-    assert plan.monitors_warning({"ports": ports}, ports) is None
-    assert plan.monitors_warning({"ports": ports}, [{"port": 80, "unappliedMonitors": []}]) is None
+    assert monitors.monitors_warning({"ports": ports}, ports) is None
+    assert (
+        monitors.monitors_warning({"ports": ports}, [{"port": 80, "unappliedMonitors": []}]) is None
+    )
