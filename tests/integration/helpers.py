@@ -235,6 +235,7 @@ LEFTOVERS: dict[str, Callable[[Any, str], list[str]]] = {
     "floatingip": lambda conn, ns: _floating_ips(conn, namespace_uids(ns)),
     "router": lambda conn, ns: _neutron_marked(conn, "routers", f"{ns}-"),
     "network": lambda conn, ns: _neutron_marked(conn, "networks", f"{ns}-"),
+    "port": lambda conn, ns: _neutron_marked(conn, "ports", f"{ns}-"),
 }
 
 
