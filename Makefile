@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV := .venv
 
 .PHONY: helm helm-bin release
-.PHONY: up down test test-clusters chaos unit lint crds rbac argocd monitoring venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia clean image
+.PHONY: up down test test-long test-clusters chaos unit lint crds rbac argocd monitoring venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia clean image
 
 up: venv
 	bash dev/up.sh
@@ -18,6 +18,10 @@ test: venv
 
 chaos: venv
 	bash dev/chaos.sh
+
+# The slow variants of checks `make test` keeps small (tests marked `long`; docs/testing.md).
+test-long: venv
+	bash dev/test-long.sh
 
 # Cluster API in the lab (issue 42; docs/clusters.md): the CAPI core, kubeadm bootstrap and
 # control-plane managers on a management cluster of their own (https://127.0.0.1:6445),

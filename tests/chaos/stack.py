@@ -304,6 +304,7 @@ MARKERS: dict[str, Callable[[Any], list[Marked]]] = {
     "floatingip": _neutron("floatingip", "ips"),
     "router": _neutron("router", "routers"),
     "network": _neutron("network", "networks"),
+    "port": _neutron("port", "ports"),
 }
 
 

@@ -30,9 +30,18 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test here is an integration test. Those marked ``long`` (bigger fleets,
+    longer windows of a check ``make test`` keeps small) are deselected, not skipped,
+    unless KUMO_TEST_LONG=1 (``make test-long``)."""
     for item in items:
         item.add_marker(pytest.mark.integration)
+    if os.environ.get("KUMO_TEST_LONG") == "1":
+        return
+    long = [item for item in items if item.get_closest_marker("long")]
+    if long:
+        config.hook.pytest_deselected(items=long)
+        items[:] = [item for item in items if not item.get_closest_marker("long")]
 
 
 @pytest.fixture(scope="session", autouse=True)

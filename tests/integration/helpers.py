@@ -15,7 +15,7 @@ from kumo.ports.markers import Marker, cluster_from_uid, metadata_marker, text_m
 from kumo.ports.model import described_marker
 from kumo.runtime.imports import LABEL as IMPORT_LABEL
 from tests.integration.kube_fixtures import kubectl
-from tests.integration.kumo_fixtures import get_obj, wait_until
+from tests.integration.kumo_fixtures import get_obj, list_objs, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -118,10 +118,9 @@ def namespace_events(namespace: str, reason: str) -> list[str]:
 
 
 def members_of(namespace: str, group: str) -> list[dict[str, Any]]:
-    out = kubectl(
-        "get", "vm", "-n", namespace, "-l", f"kumo.dev/group={group}", "-o", "json"
-    ).stdout
-    return [i for i in json.loads(out)["items"] if not i["metadata"].get("deletionTimestamp")]
+    """The group's member VMs not being deleted (read from the API server: tests poll it)."""
+    found = list_objs("virtualmachines", namespace, f"kumo.dev/group={group}")
+    return [i for i in found if not i["metadata"].get("deletionTimestamp")]
 
 
 def server_made_by_hand(conn: Any, name: str, **attrs: Any) -> Any:
@@ -236,6 +235,7 @@ LEFTOVERS: dict[str, Callable[[Any, str], list[str]]] = {
     "floatingip": lambda conn, ns: _floating_ips(conn, namespace_uids(ns)),
     "router": lambda conn, ns: _neutron_marked(conn, "routers", f"{ns}-"),
     "network": lambda conn, ns: _neutron_marked(conn, "networks", f"{ns}-"),
+    "port": lambda conn, ns: _neutron_marked(conn, "ports", f"{ns}-"),
 }
 
 

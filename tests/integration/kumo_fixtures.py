@@ -14,14 +14,16 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import yaml
 
+from kumo.api.common import API_VERSION
 from kumo.api.kinds import KINDS
 from kumo.kinds.registry import deletion_order
 from tests.integration import prometheus
-from tests.integration.kube_fixtures import KubeEnv, delete_namespace, kubectl
+from tests.integration.kube_fixtures import KubeEnv, api_get, delete_namespace, kubectl
 from tests.integration.polling import wait_until
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "get_obj",
     "kumo_operator",
     "namespace",
+    "namespaces_removed",
     "operator_kubeconfig",
     "wait_until",
 ]
@@ -38,9 +41,29 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("KUMO_STATE", REPO_ROOT / ".kumo-dev"))
 
 
+#: Every name kubectl knows a Kumo kind by (plural, singular, short names) → its plural.
+KUMO_ALIASES = {
+    alias: info.plural
+    for info in KINDS
+    for alias in (info.plural, info.singular, info.kind, *info.short_names)
+}
+
+
 def get_obj(kind: str, name: str, namespace: str) -> dict[str, Any] | None:
+    """The object, or None. Kumo's kinds are read straight from the API server (the tests
+    poll them); other kinds through kubectl."""
+    plural = KUMO_ALIASES.get(kind)
+    if plural is not None:
+        return api_get(f"/apis/{API_VERSION}/namespaces/{namespace}/{plural}/{name}")
     out = kubectl("get", kind, name, "-n", namespace, "-o", "json", "--ignore-not-found").stdout
     return json.loads(out) if out.strip() else None
+
+
+def list_objs(plural: str, namespace: str, selector: str = "") -> list[dict[str, Any]]:
+    """A Kumo kind's objects in ``namespace`` (with a label ``selector``), from the API server."""
+    query = f"?labelSelector={quote(selector)}" if selector else ""
+    found = api_get(f"/apis/{API_VERSION}/namespaces/{namespace}/{plural}{query}") or {}
+    return list(found.get("items") or [])
 
 
 @pytest.fixture(scope="session")
@@ -115,12 +138,43 @@ def namespace(crds: KubeEnv) -> Iterator[str]:
     name = f"t-{uuid.uuid4().hex[:8]}"
     kubectl("create", "namespace", name)
     yield name
-    for kind in KUMO_KINDS:
-        kubectl("delete", kind, "--all", "-n", name, "--wait=false", check=False)
+    # One call, kinds in deletion order (kubectl deletes the types in the order given).
+    kubectl("delete", ",".join(KUMO_KINDS), "--all", "-n", name, "--wait=false", check=False)
     if KumoOperator.running:  # Kumo deletes the cloud resources: no leaks between tests
         wait_until(f"Kumo objects in {name} deleted", lambda: not kumo_objects(name), 240)
     release_leftovers(name)
-    delete_namespace(name)
+    # The namespace controller takes seconds per namespace; the next test need not wait
+    # for it. ``namespaces_removed`` checks at the session's end that every one went.
+    kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+    DELETED_NAMESPACES.append(name)
+
+
+#: The namespaces ``namespace`` deleted without waiting.
+DELETED_NAMESPACES: list[str] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def namespaces_removed() -> Iterator[None]:
+    """At the session's end, every test namespace is gone (one listing per poll); one the
+    namespace controller cannot finish is finalized and named in the failure."""
+    yield
+    if not DELETED_NAMESPACES:
+        return
+
+    def left() -> set[str]:
+        found = api_get("/api/v1/namespaces") or {}
+        names = {item["metadata"]["name"] for item in found.get("items") or []}
+        return names & set(DELETED_NAMESPACES)
+
+    try:
+        wait_until("the test namespaces removed", lambda: not left(), 180, interval=2)
+    except AssertionError:
+        stuck = sorted(left())
+        for name in stuck:
+            delete_namespace(name)
+        raise AssertionError(
+            f"namespaces the controller did not remove in 180 s: {stuck}"
+        ) from None
 
 
 def like(operator: KumoOperator, log_name: str) -> KumoOperator:
@@ -139,8 +193,15 @@ TOKEN_SECRET = "kumo-lab-token"
 
 
 def kumo_objects(namespace: str, kube: KubeEnv | None = None) -> list[str]:
-    """Kumo's objects in ``namespace`` (of the lab's cluster, or of ``kube``)."""
-    run = kube.kubectl if kube is not None else kubectl
+    """Kumo's objects in ``namespace`` (of the lab's cluster, or of ``kube``), as
+    ``plural/name``."""
+    if kube is None:
+        return [
+            f"{plural}/{item['metadata']['name']}"
+            for plural in KUMO_KINDS
+            for item in list_objs(plural, namespace)
+        ]
+    run = kube.kubectl
     return run(
         "get", ",".join(KUMO_KINDS), "-n", namespace, "-o", "name", check=False
     ).stdout.split()

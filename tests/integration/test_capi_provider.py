@@ -31,10 +31,11 @@ from tests.integration.kumo_fixtures import KUMO_KINDS, KumoOperator, wait_until
 CLUSTER = "demo"  # examples/capi/cluster.yaml's
 #: What must be gone after the Cluster's deletion: every Kumo kind's objects, and CAPI's.
 LEFT = ",".join((*KUMO_KINDS, "clusters.cluster.x-k8s.io", "machines.cluster.x-k8s.io"))
-#: Deadlines: the first server in a fresh network, behind a new load balancer (the lab ran
-#: it in 79 s beside the rest of the suite), and the whole cluster's deletion.
-PROVISION_SECONDS = 400
-DELETE_SECONDS = 300
+#: Deadlines (within the suite's 600 s per test): the first server in a fresh network,
+#: behind a new load balancer (the lab ran it in 79 s beside the rest of the suite), and
+#: the whole cluster's deletion.
+PROVISION_SECONDS = 240
+DELETE_SECONDS = 180
 
 
 def provisioned(body: dict[str, Any] | None) -> dict[str, Any] | None:

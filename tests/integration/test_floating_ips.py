@@ -1,13 +1,12 @@
 """FloatingIP on the real kube-apiserver and the lab's Neutron (API-level association: the
 fake ML2 driver has no dataplane; the project's router to `public` makes Neutron accept
 it): an address held, then following a VM through a server deleted out of band (the
-same address on the new server's port, timed), an out-of-band disassociation repaired,
+same address on the new server's port; its latency is make bench-fip's), an out-of-band disassociation repaired,
 deletion releasing the address, and Orphan keeping it for an import."""
 
 from __future__ import annotations
 
 import importlib.util
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,6 @@ from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
 CLOUD_PY = Path(__file__).resolve().parents[2] / "dev" / "openstack" / "cloud.py"
-#: The test operator's --drift-seconds (kumo_fixtures.KumoOperator).
-DRIFT_SECONDS = 3.0
 
 
 def fip_manifest(name: str, **spec: Any) -> dict[str, Any]:
@@ -111,40 +108,21 @@ def test_held_then_following_a_vm_through_replacement_then_released(
 
     # Disassociated by hand: put back within an interval.
     demo_conn.network.put(f"/floatingips/{fip_id}", json={"floatingip": {"port_id": None}})
-    started = time.monotonic()
-    wait_until("re-associated", lambda: points_at(server_id), 30, interval=0.2)
-    repaired = time.monotonic() - started
-    print(f"out-of-band disassociation repaired in {repaired:.1f}s")
-    assert repaired <= DRIFT_SECONDS + 2 + 1, repaired
+    wait_until("re-associated", lambda: points_at(server_id), 60)
 
     # The server is deleted out of band: the VM builds a new one, and the same floating
-    # IP follows it to the new server's port. Timed: interval + build + at most 2 s.
+    # IP follows it to the new server's port (how fast: make bench-fip).
     demo_conn.compute.delete_server(server_id)
-    deleted = time.monotonic()
-    marks: dict[str, float] = {}
     new_server = ""
 
     def followed() -> bool:
         nonlocal new_server
-        now = time.monotonic()
         status = (get_obj("vm", "web", ns) or {}).get("status") or {}
         if status.get("id") not in (None, server_id):
             new_server = status["id"]
-            marks.setdefault("new server", now)
-            server = demo_conn.compute.find_server(new_server, ignore_missing=True)
-            if server is not None and server.status == "ACTIVE":
-                marks.setdefault("active", now)
         return bool(new_server) and points_at(new_server) is not None
 
-    wait_until("the same address on the new server", followed, 180, interval=0.2)
-    done = time.monotonic()
-    build = marks.get("active", done) - marks["new server"]
-    print(
-        f"server deleted out of band → address on the new server in {done - deleted:.1f}s "
-        f"(new server recorded after {marks['new server'] - deleted:.1f}s, built in "
-        f"{build:.1f}s, associated {done - marks.get('active', done):.1f}s after ACTIVE)"
-    )
-    assert done - deleted <= DRIFT_SECONDS + build + 2 + 1, marks  # + 1: this poll's own lag
+    wait_until("the same address on the new server", followed, 180)
     after = neutron_fip(demo_conn, fip_id)
     assert after is not None and after["floating_ip_address"] == address, "the same address"
     obj = wait_until("status: the new server", lambda: reports(ns, "web-ip", new_server), 30)
@@ -216,68 +194,3 @@ def test_orphan_keeps_the_address_and_an_import_takes_it_back(
     kubectl("delete", "fip", "again", "-n", ns, "--wait=false")
     wait_gone("fip", "again", ns, 60)
     wait_until("released", lambda: neutron_fip(demo_conn, new_id) is None, 30)
-
-
-SAMPLES = 8
-
-
-def test_repair_time_after_a_server_is_deleted_out_of_band(
-    namespace: str, kumo_operator: Any, demo_conn: Any, demo_router: None
-) -> None:
-    """The issue's bound, measured: the address is on the new server's port at most the
-    drift interval + the build time + 2 s after the old server is deleted. With so few
-    deletions the p95 is taken as the worst but one (7 of 8 within the bound), and the
-    worst may miss it by one more interval at most: a deletion that lands just after a
-    listing, with one slow Nova answer, is seen a listing later (CI saw 6.1 s once)."""
-    ns = namespace
-    apply(ns, vm("web"))
-    server = wait_ready("vm", "web", ns)["status"]["id"]
-    apply(ns, fip_manifest("web-ip", virtualMachineRef="web"))
-    fip_id = wait_ready("fip", "web-ip", ns, timeout=60)["status"]["id"]
-
-    def on(server_id: str) -> bool:
-        port = (neutron_fip(demo_conn, fip_id) or {}).get("port_id")
-        return bool(port) and port in ports_of(demo_conn, server_id)
-
-    wait_until("associated", lambda: on(server), 60)
-    over: list[float] = []  # seconds beyond interval + build, per sample
-    for _ in range(SAMPLES):
-        server, extra = _replace_and_follow(demo_conn, ns, server, on)
-        over.append(extra)
-    over.sort()
-    p95 = over[-2]
-    print(
-        f"repair minus build over {SAMPLES} deletions: "
-        + ", ".join(f"{x:.1f}" for x in over)
-        + f" s; p95 {p95:.1f} s (bound: interval {DRIFT_SECONDS:.0f} s + 2 s)"
-    )
-    assert p95 <= DRIFT_SECONDS + 2 + 0.5, over  # + 0.5: this poll's own lag
-    assert over[-1] <= 2 * DRIFT_SECONDS + 2 + 0.5, over
-    after = neutron_fip(demo_conn, fip_id) or {}
-    assert after.get("id") == fip_id, "the same floating IP throughout"
-
-
-def _replace_and_follow(conn: Any, ns: str, server: str, on: Any) -> tuple[str, float]:
-    """Delete the VM's server out of band; wait until the address is on the new one.
-    Returns the new server and the seconds the repair took beyond the new one's build."""
-    conn.compute.delete_server(server)
-    deleted = time.monotonic()
-    seen: dict[str, float] = {}
-    current = ""
-
-    def followed() -> bool:
-        nonlocal current
-        now = time.monotonic()
-        status = (get_obj("vm", "web", ns) or {}).get("status") or {}
-        if status.get("id") in (None, server):
-            return False
-        current = status["id"]
-        seen.setdefault("new", now)
-        if status.get("phase") == "Running":
-            seen.setdefault("active", now)
-        return bool(on(current))
-
-    wait_until("the address on the new server", followed, 120, interval=0.2)
-    done = time.monotonic()
-    build = seen.get("active", done) - seen["new"]
-    return current, done - deleted - build

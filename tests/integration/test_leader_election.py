@@ -108,6 +108,7 @@ def test_sigterm_releases_the_lease_and_the_standby_takes_over_in_5s(
     assert standby.metric("kumo_reconciles_total") > 0
 
 
+@pytest.mark.long  # make test-long; make test's chaos run kills a leader under a group too
 def test_kill_leader_during_scale_out_leaves_one_server_per_vm(
     namespace: str, kumo_operator: KumoOperator, standby: KumoOperator, demo_conn: Any
 ) -> None:

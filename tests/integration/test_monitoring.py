@@ -29,7 +29,7 @@ from tests.monitoring import ZERO, queries
 #: Keystone are called by Nova and the other services too: printed, not compared.)
 COMPARED = {"compute": "nova", "load-balancer": "octavia", "dns": "designate"}
 ALSO_PRINTED = {"network": "neutron", "image": "glance", "identity": "keystone"}
-SCALE = 20
+SCALE = 8
 
 
 def requests_by_service(port: int) -> dict[str, float]:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from openstack import exceptions as os_exc
 
@@ -60,8 +62,27 @@ def test_namespace_credentials_select_the_project(
     assert owned_servers(demo_conn, uid) == [], "kumo-demo must not see kumo-other's server"
 
 
-def test_quota_exceeded_is_reported(namespace: str, kumo_operator: Any, openstack_lab: str) -> None:
-    """kumo-other keeps Nova's default quota of 10 instances."""
+#: kumo-other's instance quota while a quota test runs: the checks need the quota full,
+#: not many servers (Nova's default of 10 cost a dozen builds per test).
+SMALL_QUOTA = 3
+
+
+@pytest.fixture
+def small_instance_quota(admin_conn: Any) -> Iterator[int]:
+    """kumo-other's instance quota set to SMALL_QUOTA for the test, and back afterwards."""
+    project = admin_conn.identity.find_project("kumo-other", domain_id="default")
+    before = admin_conn.compute.get_quota_set(project.id).instances
+    admin_conn.compute.update_quota_set(project.id, instances=SMALL_QUOTA)
+    try:
+        yield SMALL_QUOTA
+    finally:
+        admin_conn.compute.update_quota_set(project.id, instances=before)
+
+
+def test_quota_exceeded_is_reported(
+    namespace: str, kumo_operator: Any, openstack_lab: str, small_instance_quota: int
+) -> None:
+    """kumo-other's instance quota is small_instance_quota; the group asks for two more."""
     give_namespace_project(namespace, openstack_lab, "kumo-other")
     apply(
         namespace,
@@ -70,7 +91,7 @@ def test_quota_exceeded_is_reported(namespace: str, kumo_operator: Any, openstac
             "kind": "VirtualMachineGroup",
             "metadata": {"name": "greedy"},
             "spec": {
-                "replicas": 12,
+                "replicas": small_instance_quota + 2,
                 "haPolicy": "none",
                 "template": dict(VM_SPEC),
             },
@@ -87,16 +108,20 @@ def test_quota_exceeded_is_reported(namespace: str, kumo_operator: Any, openstac
     failed = wait_until("members over quota report QuotaExceeded", quota_hit, 240)
     assert "quota" in failed[0]["message"].lower()
     group = get_obj("vmg", "greedy", namespace)
-    assert group["status"]["readyReplicas"] <= 10
+    assert group["status"]["readyReplicas"] <= small_instance_quota
 
 
 def test_a_vm_over_quota_builds_soon_after_the_quota_frees(
-    namespace: str, kumo_operator: Any, openstack_lab: str, other_conn: Any
+    namespace: str,
+    kumo_operator: Any,
+    openstack_lab: str,
+    other_conn: Any,
+    small_instance_quota: int,
 ) -> None:
     """A quota is freed by deletions the cloud finishes on its own time, so Kumo asks
-    again after ~5 s, then less often — not after the minute a bad spec waits. Ten
-    servers fill kumo-other's quota; a VM waits on QuotaExceeded; scaling the group to
-    nine frees one place, and the VM must have its server well before a minute."""
+    again after ~5 s, then less often — not after the minute a bad spec waits. A group
+    fills kumo-other's (small) quota; a VM waits on QuotaExceeded; scaling the group down
+    by one frees one place, and the VM must have its server well before a minute."""
     wait_until(
         "kumo-other empty (earlier tests' deletes finished)",
         lambda: not list(other_conn.compute.servers()),
@@ -108,7 +133,7 @@ def test_a_vm_over_quota_builds_soon_after_the_quota_frees(
         "kind": "VirtualMachineGroup",
         "metadata": {"name": "filler"},
         "spec": {
-            "replicas": 10,
+            "replicas": small_instance_quota,
             "haPolicy": "none",
             "template": dict(VM_SPEC),
         },
@@ -118,7 +143,7 @@ def test_a_vm_over_quota_builds_soon_after_the_quota_frees(
     apply(namespace, vm("waiter"))
     wait_reason("vm", "waiter", namespace, "QuotaExceeded", timeout=60)
     refused_at = time.monotonic()
-    group["spec"]["replicas"] = 9
+    group["spec"]["replicas"] = small_instance_quota - 1
     apply(namespace, group)
     wait_ready("vm", "waiter", namespace, timeout=120)
     waited = time.monotonic() - refused_at

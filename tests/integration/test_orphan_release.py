@@ -1,10 +1,10 @@
 """deletionPolicy: Orphan is all or nothing, on the real kube-apiserver and the lab's
 OpenStack: the finalizer goes only once every resource reads back released.
 
-* A LoadBalancer deleted while Octavia is busy with it (a pool member change right
-  before the deletion, and more while Kumo waits): Kumo shows ``Releasing`` (the 409 is
-  waited for, not taken for done), then lets the object go; the LB stays, its marker
-  gone.
+* A LoadBalancer deleted while Octavia is busy with it (a pool member change that
+  octavia-worker, stopped, does not finish): Kumo shows ``Releasing`` (the 409 is waited
+  for, not taken for done) and keeps its finalizer and marker; once the worker resumes it
+  lets the object go; the LB stays, its marker gone.
 * A stateful VirtualMachineGroup switched to Orphan together with a change its pass
   cannot get through (haPolicy soft while Nova's server group quota is used up) and
   deleted at once: the garbage collector deletes members and Volume objects after the
@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
+import os
+import signal
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -29,10 +30,11 @@ import pytest
 from openstack import exceptions as os_exc
 
 from kumo.ports.markers import Marker, marker_of, metadata_marker, text_marker, unreleased
+from tests.chaos.outage import recorded_pid
 from tests.integration.helpers import VM_SPEC, apply, cluster_id, wait_gone, wait_ready
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
-from tests.integration.test_openstack_lbaas_dns import delete_lb_tree, lb_status, retry_conflict
+from tests.integration.test_openstack_lbaas_dns import delete_lb_tree, lb_status
 from tests.integration.test_stateful_groups import group, member_with_volume, volume_ids
 from tests.integration.test_vm_volumes import volume_of
 
@@ -55,23 +57,18 @@ def phase(kind: str, name: str, namespace: str) -> str | None:
 # -- LoadBalancer: a busy Octavia is waited for ------------------------------------------------
 
 
-class KeepBusy(threading.Thread):
-    """Changes a hand-made pool member's weight again each time Octavia has finished the
-    last change, so the load balancer is PENDING_UPDATE nearly all the time."""
-
-    def __init__(self, conn: Any, pool_id: str, member_id: str) -> None:
-        super().__init__(daemon=True)
-        self.conn, self.pool_id, self.member_id = conn, pool_id, member_id
-        self.stopped = threading.Event()
-        self.changes = 0
-
-    def run(self) -> None:
-        while not self.stopped.is_set():
-            weight = 1 + self.changes % 2
-            with contextlib.suppress(os_exc.ConflictException):  # busy: try again
-                self.conn.load_balancer.update_member(self.member_id, self.pool_id, weight=weight)
-                self.changes += 1
-            self.stopped.wait(0.05)
+@contextlib.contextmanager
+def octavia_held_busy() -> Iterator[None]:
+    """octavia-worker stopped (SIGSTOP to its process group) for the block: a change the
+    API takes meanwhile leaves the load balancer PENDING_UPDATE, and Octavia answers 409
+    to any other, for exactly as long as the block lasts. SIGCONT on the way out."""
+    pid = recorded_pid("octavia-worker")
+    assert pid is not None, "the lab's octavia-worker is running"
+    os.killpg(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.killpg(pid, signal.SIGCONT)
 
 
 def test_a_load_balancer_orphan_waits_for_a_busy_octavia_and_is_released(
@@ -95,35 +92,35 @@ def test_a_load_balancer_orphan_waits_for_a_busy_octavia_and_is_released(
     })  # fmt: skip
     ready = wait_ready("lb", "lb", ns, timeout=300)
     lb_id, uid = ready["status"]["id"], ready["metadata"]["uid"]
-    busy: KeepBusy | None = None
     try:
         marked = demo_conn.load_balancer.get_load_balancer(lb_id).tags
         assert marker_of(marked) == Marker(uid, cluster_id()), marked
         (listener,) = demo_conn.load_balancer.listeners(load_balancer_id=lb_id)
         pool_id = listener.default_pool_id
-        # A pool member change right before the deletion (as a group's deletion makes):
-        # Octavia holds the LB PENDING_UPDATE and answers 409 to any other change.
-        member = retry_conflict(
-            lambda: demo_conn.load_balancer.create_member(
-                pool_id, address="192.0.2.77", protocol_port=80
+        with octavia_held_busy():
+            # A pool member change the stopped worker never finishes: the LB stays
+            # PENDING_UPDATE, and Kumo's release (a tag write) gets 409s.
+            # (A 409 here means a change of Kumo's own holds it so already.)
+            with contextlib.suppress(os_exc.ConflictException):
+                demo_conn.load_balancer.create_member(
+                    pool_id, address="192.0.2.77", protocol_port=80
+                )
+            assert lb_status(demo_conn, lb_id) == "PENDING_UPDATE"
+            kubectl("delete", "lb", "lb", "-n", ns, "--wait=false")
+            wait_until(
+                "the LoadBalancer waits for Octavia (Releasing, the 409 in its event)",
+                lambda: (
+                    phase("lb", "lb", ns) == "Releasing"
+                    and any("busy in the cloud (409)" in m for m in events(ns, "lb", "Releasing"))
+                ),
+                90,
             )
-        )
-        kubectl("delete", "lb", "lb", "-n", ns, "--wait=false")
-        busy = KeepBusy(demo_conn, pool_id, member.id)
-        busy.start()
-        wait_until(
-            "the LoadBalancer waits for Octavia (Releasing), its finalizer kept",
-            lambda: (
-                phase("lb", "lb", ns) == "Releasing"
-                or events(ns, "lb", "Releasing")
-                or get_obj("lb", "lb", ns) is None
-            ),
-            60,
-        )
-        assert busy.changes >= 1
-        busy.stopped.set()
-        busy.join(timeout=30)
-        wait_gone("lb", "lb", ns, 120)
+            held = get_obj("lb", "lb", ns)
+            assert held is not None and held["metadata"].get("finalizers"), "finalizer kept"
+            still = demo_conn.load_balancer.get_load_balancer(lb_id).tags
+            assert marker_of(still) == Marker(uid, cluster_id()), f"marker kept: {still}"
+        # Octavia finishes the change; the release goes through and the object goes.
+        wait_gone("lb", "lb", ns, 180)
         waited = events(ns, "lb", "Releasing")
         assert any(f"load balancer {lb_id} is busy in the cloud (409)" in m for m in waited), waited
 
@@ -132,9 +129,6 @@ def test_a_load_balancer_orphan_waits_for_a_busy_octavia_and_is_released(
         assert marker_of(kept.tags) is None, f"Kumo's marker is gone: {kept.tags}"
         assert unreleased(kept.tags) != kept.tags, f"it carries the orphan mark: {kept.tags}"
     finally:
-        if busy is not None:
-            busy.stopped.set()
-            busy.join(timeout=30)
         with contextlib.suppress(Exception):  # not under Kumo's feet, if it can be helped
             wait_gone("lb", "lb", ns, 120)
         if lb_status(demo_conn, lb_id) not in ("GONE", "DELETED"):

@@ -17,6 +17,7 @@ from tests.unit.fakes.floating_ips import FakeFloatingIPs
 from tests.unit.fakes.keypairs import FakeKeyPairs
 from tests.unit.fakes.loadbalancing import FakeLoadBalancing
 from tests.unit.fakes.networks import FakeNetworks
+from tests.unit.fakes.ports import FakePorts
 from tests.unit.fakes.security_groups import FakeSecurityGroups
 from tests.unit.fakes.servers import FakeServers
 from tests.unit.fakes.sharedfs import FakeSharedFS
@@ -34,4 +35,5 @@ def conforms() -> list[object]:
         FakeSecurityGroups(),
         FakeFloatingIPs(),
         FakeNetworks(),
+        FakePorts(),
     ]

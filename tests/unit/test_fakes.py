@@ -20,6 +20,7 @@ from tests.unit.fakes.floating_ips import FakeFloatingIPs
 from tests.unit.fakes.keypairs import FakeKeyPairs
 from tests.unit.fakes.loadbalancing import FakeLoadBalancing
 from tests.unit.fakes.networks import FakeNetworks
+from tests.unit.fakes.ports import FakePorts
 from tests.unit.fakes.security_groups import FakeSecurityGroups
 from tests.unit.fakes.sharedfs import FakeSharedFS
 
@@ -54,6 +55,7 @@ HELPERS: dict[type, set[str]] = {
         "add_router",
         "delete_subnet_out_of_band",
     },
+    FakePorts: {"only_port", "add_port", "bind", "unbind", "edit_out_of_band"},
 }
 FAKES = [(fake, OpenStackCloud, HELPERS[fake]) for fake in fakes().values()]
 

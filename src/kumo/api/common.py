@@ -7,10 +7,18 @@ objects with them, so the two can never disagree.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, StringConstraints
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    StringConstraints,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonDict, JsonSchemaValue
 from pydantic_core import CoreSchema
@@ -309,3 +317,38 @@ class ManagedStatus(KumoModel):
     last_handled_reconcile_at: str | None = None
     """The value of the `kumo.dev/reconcile-requested-at` annotation the last pass served
     (set it to anything new, e.g. the time, to ask for a pass now)."""
+
+
+class ObjectRef(KumoModel):
+    """Another Kumo object of the same namespace, by name (there is no namespace field:
+    a reference never reaches another namespace)."""
+
+    name: str = Field(min_length=1, max_length=KUBE_NAME_MAX)
+    """Name of the object (same namespace)."""
+
+
+#: Neutron's default ``max_allowed_address_pair``.
+MAX_ADDRESS_PAIRS = 10
+
+
+class AddressPair(KumoModel):
+    """An address a port may also send from (Neutron's allowed address pair): a VIP that
+    keepalived (VRRP) moves between servers, without a load balancer."""
+
+    ip_address: str = Field(
+        min_length=1, max_length=CIDR_MAX, pattern=r"^[0-9a-fA-F:.]+(/[0-9]{1,3})?$"
+    )
+    """An IP address or a prefix (`10.0.0.100`, `10.0.0.0/24`)."""
+    mac_address: str | None = Field(
+        default=None, pattern=r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$", max_length=17
+    )
+    """The MAC address it may use; unset: the port's own."""
+
+    @field_validator("ip_address")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError as e:
+            raise ValueError(f"ipAddress {value!r} is not an address or prefix: {e}") from e
+        return value

@@ -17,6 +17,7 @@ from kumo.api import (
     keypair,
     loadbalancer,
     network,
+    port,
     securitygroup,
     share,
     virtualmachine,
@@ -264,6 +265,26 @@ NETWORK = KindInfo(
     ),
 )
 
+PORT = KindInfo(
+    kind="Port",
+    plural="ports",
+    short_names=(),
+    spec_model=port.PortSpec,
+    status_model=port.PortStatus,
+    description="A Neutron port: a fixed address VirtualMachines boot on, kept through "
+    "their replacement.",
+    printer_columns=(
+        PrinterColumn("Address", ".status.address"),
+        PrinterColumn("Phase", ".status.phase"),
+        PrinterColumn("Ready", READY),
+        PrinterColumn("Server", ".status.deviceId"),
+        PrinterColumn("Network", ".status.networkId", priority=1),
+        PrinterColumn("ID", ".status.id", priority=1),
+        STALLED_COLUMN,
+        AGE,
+    ),
+)
+
 #: Cluster API's kinds of Kumo (``infrastructure.kumo.dev``): reconciled like the others,
 #: and listed in CAPI's category too.
 CAPI_CATEGORIES = ("kumo", capi.CATEGORY)
@@ -351,6 +372,7 @@ KINDS: tuple[KindInfo, ...] = (
     SECURITY_GROUP,
     KEY_PAIR,
     VOLUME,  # before the VMs that attach it: deleted after them
+    PORT,  # before the VMs that boot on it: deleted after them
     VIRTUAL_MACHINE,
     VIRTUAL_MACHINE_GROUP,
     LOAD_BALANCER,

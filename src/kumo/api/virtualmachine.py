@@ -9,13 +9,16 @@ from pydantic import ConfigDict, Field, StringConstraints, model_validator
 from kumo.api.common import (
     CLOUD_NAME_MAX,
     KUBE_NAME_MAX,
+    MAX_ADDRESS_PAIRS,
     MAX_DESCRIPTION,
+    AddressPair,
     CloudName,
     ConfigMapKeyRef,
     ImportableSpec,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    ObjectRef,
     Rule,
     SecretKeyRef,
     atomic_list,
@@ -41,6 +44,8 @@ MetadataValue = Annotated[str, StringConstraints(max_length=255)]
 MAX_NETWORKS = 16
 #: ... and the most security groups on its ports.
 MAX_SECURITY_GROUPS = 32
+#: The most Port objects one server takes.
+MAX_PORTS = 16
 
 
 class InitScript(KumoModel):
@@ -72,7 +77,7 @@ class VirtualMachineTemplate(KumoModel):
     """Server description; updated in place."""
     networks: list[CloudName] = Field(default_factory=list, max_length=MAX_NETWORKS)
     """Neutron network names or IDs to attach, in order (at most 16). Empty: the
-    project's network."""
+    project's network (none when the VM names `ports`)."""
     availability_zone: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Nova availability zone. Changing it replaces the server."""
     key_name: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
@@ -93,6 +98,13 @@ class VirtualMachineTemplate(KumoModel):
     )
     """Server metadata (key/value, each at most 255 characters; at most 126 entries:
     Nova's default quota is 128 and Kumo adds two); updated in place."""
+    allowed_address_pairs: list[AddressPair] = Field(
+        default_factory=list, max_length=MAX_ADDRESS_PAIRS
+    )
+    """Addresses the server's own port (the one Nova makes on `networks`) may also send
+    from, set in place on that port: a VIP a group's members share through keepalived
+    (VRRP). In a group's template they are part of the template (a change rolls the
+    members); each member sets them on its server's port, again after a replacement."""
 
 
 #: ``Always``: a server that must go (lost, in ERROR past its grace, a field Nova cannot
@@ -158,6 +170,12 @@ class VirtualMachineSpec(VirtualMachineTemplate, ManagedSpec, ImportableSpec):
     """Boot from a new volume made from `image` instead of the flavor's local disk; the
     volume is deleted with the server. Changing it replaces the server."""
 
+    ports: list[ObjectRef] = Field(default_factory=list, max_length=MAX_PORTS)
+    """Port objects (same namespace) the server is attached to, after `networks`: each
+    waits until it is Ready and no other server holds it (`WaitingForPort`). A replaced
+    server gets the same ports, so the same addresses. With ports and no `networks`, the
+    server is on its ports only. Changing the list replaces the server."""
+
     server_group: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Nova server group ID to schedule into (a VirtualMachineGroup sets it for its
     members). Changing it replaces the server. Not checked on import: Nova cannot add an
@@ -206,6 +224,9 @@ class VirtualMachineStatus(ManagedStatus):
     an imported server: Nova adds a server to a group only when it boots it."""
     volumes: list[AttachedVolume] = Field(default_factory=list)
     """The volumes of `spec.volumes` attached to the server (Nova's view)."""
+    allowed_address_pairs: list[AddressPair] = Field(default_factory=list)
+    """The allowed address pairs Neutron shows on the server's own port, once
+    `spec.allowedAddressPairs` was set on it."""
     spec_hash: str | None = None
     """Hash of the fields whose change replaces the server, as built."""
     error_replacements: int | None = None

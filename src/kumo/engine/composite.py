@@ -6,14 +6,18 @@ resources beside them (its server group, snapshots) — rather than one owned re
 A pass runs, always in this order:
 
 1. anchor: the one resource the parts hang off, found or made by the ownership rules
-   (a group's server group: a member's template hash names it). It may end the pass
-   with a :class:`Wait` (a load balancer just created), or be None (no server group);
+   (a group's server group: a member's template hash names it; a LoadBalancer's Octavia
+   load balancer). It may end the pass with a :class:`Wait` (a LoadBalancer's VIP
+   Network not Ready yet), or be None (no server group);
 2. observe: read everything the decision needs — the watch's caches, the object store,
    the expectations of what the kind just wrote — and write nothing;
 3. decide: ONE pure function of the observation (the kind's ``plan.py``), tested in
    milliseconds; every write of the pass is in what it returns;
 4. apply: carry the decision out, in the kind's typed steps, in one fixed order; it
-   returns the observation as the writes left it (what was created, what went);
+   returns the observation as the writes left it (what was created, what went). A
+   write the cloud refuses because it is busy with the resource (``CloudBusy``:
+   Octavia's 409 while ``PENDING_*``) becomes the kind's ``busy`` :class:`Wait`, when
+   it gives one: waiting on the cloud is progress, not an error;
 5. report: the Result (status fields, readiness) from that, pure; it may raise a
    TerminalError carrying that status (``TerminalError.status``) for a step the
    cloud refused.
@@ -34,12 +38,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from kumo.engine.errors import TransientError
 from kumo.engine.lifecycle import Wait, merge
 from kumo.engine.result import Result
 
 A = TypeVar("A")  # the anchor (or None)
 S = TypeVar("S")  # what a pass observed
 P = TypeVar("P")  # what it decided
+
+#: The reason of a write the cloud refused because it is busy with the resource.
+BUSY = "CloudBusy"
 
 
 @dataclass
@@ -51,7 +59,9 @@ class Composite(Generic[A, S, P]):
     * ``decide``: pure, the whole decision of the pass;
     * ``apply``: the writes the decision holds, in the kind's order; returns the
       observation as the writes left it;
-    * ``report``: the Result, from what ``apply`` returned and the decision.
+    * ``report``: the Result, from what ``apply`` returned and the decision;
+    * ``busy``: the Wait the pass reports when the cloud refused a write of ``apply``
+      as busy (None: the refusal is a transient error, retried with backoff).
     """
 
     anchor: Callable[[], Awaitable[A | Wait]]
@@ -59,6 +69,7 @@ class Composite(Generic[A, S, P]):
     decide: Callable[[S], P]
     apply: Callable[[S, P], Awaitable[S]]
     report: Callable[[S, P], Result]
+    busy: Callable[[S, P], Wait] | None = None
 
 
 async def reconcile_composite(kind: Composite[A, S, P]) -> Result:
@@ -68,5 +79,10 @@ async def reconcile_composite(kind: Composite[A, S, P]) -> Result:
         return merge([anchor], {})
     observed = await kind.observe(anchor)
     decision = kind.decide(observed)
-    after = await kind.apply(observed, decision)
+    try:
+        after = await kind.apply(observed, decision)
+    except TransientError as error:
+        if kind.busy is None or error.reason != BUSY:
+            raise
+        return merge([kind.busy(observed, decision)], {})
     return kind.report(after, decision)

@@ -56,6 +56,11 @@ REFERENCES: tuple[Reference, ...] = (
     # A VM attaches a Volume once it is Ready; the Volume's deletion waits while a VM
     # names it (the VM detaches it when it leaves spec.volumes). VMs go first.
     Reference("VirtualMachine", "volumes[].volumeRef", "Volume"),
+    # A VM boots on a Port once it is Ready; the Port's deletion waits while a VM names
+    # it. VMs go first.
+    Reference("VirtualMachine", "ports[]", "Port"),
+    Reference("Port", "network", "Network"),
+    Reference("Port", "securityGroups[]", "SecurityGroup"),
     Reference("VirtualMachineGroup", "template.networks[]", "Network"),
     Reference("LoadBalancer", "vipNetwork", "Network"),
     # Objects Kumo does not own: a change to one re-queues the objects that read it.

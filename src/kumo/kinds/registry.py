@@ -24,6 +24,7 @@ from kumo.kinds.kumocluster.actuator import KumoClusterActuator
 from kumo.kinds.kumomachine.actuator import KumoMachineActuator
 from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.kinds.network.actuator import NetworkActuator
+from kumo.kinds.port.actuator import PortActuator
 from kumo.kinds.references import REFERENCES
 from kumo.kinds.securitygroup.actuator import SecurityGroupActuator
 from kumo.kinds.share.actuator import ShareActuator
@@ -55,7 +56,12 @@ RECORDS: tuple[KindRecord, ...] = (
     KindRecord(kinds.SECURITY_GROUP, SecurityGroupActuator, ("networking",)),
     KindRecord(kinds.KEY_PAIR, KeyPairActuator, ("compute",)),
     # Block storage too: spec.volumes attach through Nova, after a look at the Cinder volume.
-    KindRecord(kinds.VIRTUAL_MACHINE, VirtualMachineActuator, ("compute", "blockstorage")),
+    # Networking: spec.ports (is the port free?) and allowedAddressPairs on its own port.
+    KindRecord(
+        kinds.VIRTUAL_MACHINE,
+        VirtualMachineActuator,
+        ("compute", "blockstorage", "networking"),
+    ),
     KindRecord(
         kinds.VIRTUAL_MACHINE_GROUP,
         VirtualMachineGroupActuator,
@@ -72,6 +78,8 @@ RECORDS: tuple[KindRecord, ...] = (
     KindRecord(kinds.SHARE, ShareActuator, ("sharedfs",)),
     # Compute too: an image source, and whether an attached server is Kumo's.
     KindRecord(kinds.VOLUME, VolumeActuator, ("blockstorage", "compute")),
+    # Compute too: the network lookup (by name or ID) servers use.
+    KindRecord(kinds.PORT, PortActuator, ("networking", "compute")),
     # Cluster API's kinds (infrastructure.kumo.dev): their parts are Kumo objects. A
     # KumoMachine calls no cloud service itself (its VirtualMachine does); a KumoCluster
     # makes its machine sets' server groups.

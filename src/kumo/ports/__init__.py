@@ -3,7 +3,7 @@ OpenStack service, without openstacksdk.
 
 Each service's port lives in the module of its name (``kumo.ports.compute``,
 ``kumo.ports.networking``, …); a service in several parts (Nova: servers and keypairs;
-Neutron: security groups, floating IPs, networks) has one Protocol per part and its
+Neutron: security groups, floating IPs, networks, ports) has one Protocol per part and its
 service port inherits them. :class:`Cloud` inherits every service port, and everything
 else is derived from it: :data:`SERVICES` (by the module's name, the name kinds give in
 ``KindRecord.services`` and the name of the service's package in
@@ -29,6 +29,7 @@ from kumo.ports.networking import (
     FloatingIPsPort,
     NetworkingPort,
     NetworksPort,
+    PortsPort,
     SecurityGroupsPort,
 )
 from kumo.ports.sharedfs import SharedFSPort
@@ -49,6 +50,7 @@ __all__ = [
     "LoadBalancingPort",
     "NetworkingPort",
     "NetworksPort",
+    "PortsPort",
     "SecurityGroupsPort",
     "ServersPort",
     "SharedFSPort",

@@ -79,7 +79,11 @@ class ServersPort(CloudPort, Protocol):
         security_groups: list[str],
         server_group_id: str | None,
         root_volume: tuple[int, str | None] | None = None,
-    ) -> model.Server: ...
+        port_ids: tuple[str, ...] = (),
+    ) -> model.Server:
+        """``port_ids``: existing Neutron ports to boot on, after ``network_ids`` (Nova
+        makes a port on each of those)."""
+        ...
 
     @write
     async def update_server(self, server_id: str, *, description: str | None) -> None: ...

@@ -1,9 +1,10 @@
 """Plain values for what the cloud holds; Kumo's ownership marker is in
 :mod:`kumo.ports.markers` (re-exported here, where its names have always been).
 
-Neutron resources (floating IPs, networks, routers, security groups) carry the marker
-twice: the tags, and from their create call on the marker word at the end of their
-description — Neutron takes tags only in a second call (:func:`described_marker`).
+Neutron resources (floating IPs, networks, routers, security groups, ports) carry the
+marker twice: the tags, and from their create call on the marker word at the end of
+their description — Neutron takes tags only in a second call, but for ports created in
+bulk (:func:`described_marker`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "SNAPSHOT_MEMBER_KEY",
     "SNAPSHOT_TEMPLATE_KEY",
     "AccessRule",
+    "AddressPair",
     "Described",
     "ExportLocation",
     "FloatingIP",
@@ -57,11 +59,12 @@ __all__ += markers.__all__
 @dataclass(frozen=True)
 class Marked:
     """A live cloud resource carrying this cluster's current owner marker (never a legacy
-    or another cluster's), as the cloud watch lists it for the orphan sweep. ``kind`` is "server", "server_group", "loadbalancer", "recordset",
-    "share", "security_group", "keypair", "floatingip", "volume", "router" or "network"; ``zone_id`` locates a recordset;
-    ``busy``: the cloud is deleting it
-    already, or working on it (not to be touched now); ``in_use``: a server group that
-    still holds servers (deleting it would lose their grouping, nothing else)."""
+    or another cluster's), as the cloud watch lists it for the orphan sweep. ``kind`` is
+    the resource type its watcher marks (``Watcher.marks``: "server", "port", …);
+    ``zone_id`` locates a recordset; ``busy``: the cloud is deleting it already, or
+    working on it (not to be touched now); ``in_use``: something still uses it — a
+    server group that holds servers, a port a server is bound to (deleting it would
+    take it from them)."""
 
     kind: str
     id: str
@@ -338,7 +341,7 @@ class FloatingIP:
 
 class Described(Protocol):
     """A Neutron resource marked in its create call by its description (floating IPs,
-    networks, routers, security groups), then by its tags."""
+    networks, routers, security groups, ports), then by its tags."""
 
     @property
     def id(self) -> str: ...
@@ -371,8 +374,19 @@ floating_ip_owner = described_owner
 
 
 @dataclass(frozen=True)
+class AddressPair:
+    """One of a port's allowed address pairs: an address or prefix it may also send from
+    (``mac_address`` None: the port's own MAC)."""
+
+    ip_address: str
+    mac_address: str | None = None
+
+
+@dataclass(frozen=True)
 class Port:
-    """A Neutron port, as a floating IP's association needs it."""
+    """A Neutron port: a server's (a floating IP's association, a network's users) or a
+    Port object's (marked like the other Neutron resources: tags, and the marker word in
+    its description)."""
 
     id: str
     network_id: str
@@ -382,6 +396,13 @@ class Port:
     status: str = ""
     #: The subnets its fixed addresses are on (what keeps a subnet in use).
     subnet_ids: tuple[str, ...] = ()
+    name: str = ""
+    mac_address: str = ""
+    description: str | None = None
+    tags: list[str] = field(default_factory=list)
+    #: IDs of its security groups.
+    security_groups: tuple[str, ...] = ()
+    allowed_address_pairs: tuple[AddressPair, ...] = ()
 
 
 # -- Neutron networks: a Network object's network, its subnets and its router ---------------

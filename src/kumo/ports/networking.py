@@ -1,4 +1,4 @@
-"""The networking service's port. Neutron (networking), in three parts: security groups, floating IPs, networks and routers."""
+"""The networking service's port. Neutron (networking), in four parts: security groups, floating IPs, networks and routers, ports."""
 
 from __future__ import annotations
 
@@ -252,6 +252,65 @@ class NetworksPort(CloudPort, Protocol):
     async def delete_router(self, router_id: str) -> None: ...
 
 
-class NetworkingPort(SecurityGroupsPort, FloatingIPsPort, NetworksPort, Protocol):
-    """Neutron, in three parts: security groups, floating IPs (and the ports they point
-    at), networks with their subnets and routers."""
+class PortsPort(CloudPort, Protocol):
+    """Neutron ports of Port objects (marked), and the allowed address pairs of a
+    server's own port."""
+
+    @read
+    async def get_port(self, port_id: str) -> model.Port | None: ...
+
+    @read
+    async def fetch_port(self, port_id: str) -> model.Port | None:
+        """The port as the API has it now (not the watch's cache)."""
+        ...
+
+    @read
+    async def list_owned_ports(self, uid: str) -> list[model.Port]: ...
+
+    @read
+    async def find_ports_by_name(self, name: str) -> list[model.Port]: ...
+
+    @read
+    async def fetch_ports(self) -> list[model.Port]:
+        """Kumo's ports (tag ``kumo``): the watch's listing."""
+        ...
+
+    @write
+    async def create_port(
+        self,
+        *,
+        name: str,
+        network_id: str,
+        address: str | None,
+        description: str,
+        security_groups: list[str] | None,
+        allowed_address_pairs: list[model.AddressPair],
+        tags: list[str],
+    ) -> model.Port:
+        """One bulk POST carrying the tags and the marker in ``description``; a tag call
+        follows only when Neutron's answer lacks the tags. ``security_groups`` None:
+        Neutron's default group."""
+        ...
+
+    @write
+    async def update_port(
+        self,
+        port_id: str,
+        *,
+        description: str | None = None,
+        security_groups: list[str] | None = None,
+        allowed_address_pairs: list[model.AddressPair] | None = None,
+    ) -> model.Port:
+        """Change what is given (None: left as it is), in place."""
+        ...
+
+    @write
+    async def set_port_tags(self, port_id: str, tags: list[str]) -> None: ...
+
+    @write
+    async def delete_port(self, port_id: str) -> None: ...
+
+
+class NetworkingPort(SecurityGroupsPort, FloatingIPsPort, NetworksPort, PortsPort, Protocol):
+    """Neutron, in four parts: security groups, floating IPs (and the ports they point
+    at), networks with their subnets and routers, and Port objects' ports."""

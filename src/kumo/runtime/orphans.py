@@ -91,6 +91,14 @@ REMEDIES: dict[str, Remedy] = {
         "Network",
         ("openstack network unset --tag {tag} --tag {ctag} {id}",),
     ),
+    "port": Remedy(
+        "openstack port delete {id}",
+        "Port",
+        (
+            "openstack port unset --tag {tag} --tag {ctag} {id}",
+            "openstack port set --description '' {id}",
+        ),
+    ),
 }
 
 

@@ -81,7 +81,8 @@ class FakeCloud:
             )
         }
         self.network = NS(
-            **{kind: (lambda found=found: list(found)) for kind, found in neutron.items()}
+            **{kind: (lambda found=found: list(found)) for kind, found in neutron.items()},
+            ports=lambda: [],  # the chaos stack has no Port
         )
         self.keypairs = [
             NS(name="ns-chaos-kp", public_key=f"ssh-ed25519 AAAA c kumo-owner={OTHER_UIDS['kp']}"),

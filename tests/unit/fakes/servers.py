@@ -242,6 +242,7 @@ class FakeServers(ServersPort):
         security_groups: list[str],
         server_group_id: str | None,
         root_volume: tuple[int, str | None] | None = None,
+        port_ids: tuple[str, ...] = (),
     ) -> model.Server:
         self.calls.append("create_server")
         attrs = {k: v for k, v in locals().items() if k != "self"}

@@ -1,14 +1,18 @@
-"""Declared references name real spec fields of real kinds."""
+"""Declared references name real spec fields of real kinds, and every field that names
+another object is declared."""
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 
 import pytest
 from pydantic import BaseModel
 
+from kumo.api.common import ConfigMapKeyRef, ObjectRef, SecretKeyRef
 from kumo.api.kinds import KEY_PAIR, KINDS
+from kumo.kinds import registry
 from kumo.kinds.references import (
     REFERENCES,
     Reference,
@@ -34,6 +38,14 @@ def _models(annotation: object) -> list[type[BaseModel]]:
     return []
 
 
+def _is_list(annotation: object) -> bool:
+    """A list, or an optional one (``list[str] | None``)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return len(args) == 1 and _is_list(args[0])
+    return typing.get_origin(annotation) is list
+
+
 def has_field(model: type[BaseModel], path: str) -> bool:
     """True when the camelCase ``path`` (``[]`` marks a list) exists in ``model``."""
     head, _, rest = path.partition(".")
@@ -42,7 +54,7 @@ def has_field(model: type[BaseModel], path: str) -> bool:
     field = next((f for f in model.model_fields.values() if f.alias == name), None)
     if field is None:
         return False
-    if is_list != (typing.get_origin(field.annotation) is list):
+    if is_list != _is_list(field.annotation):
         return False
     if not rest:
         return True
@@ -112,3 +124,75 @@ def test_resolve_a_name_to_the_object_of_that_name_when_there_is_one() -> None:
     body["status"] = {"keyName": "ns-deploy", "conditions": [{"type": "Ready", "status": "True"}]}
     assert resolve(store, "ns", "KeyPair", "deploy", "keyName") == Resolved("ns-deploy")
     assert resolve(store, "other", "KeyPair", "deploy", "keyName") == Resolved("deploy")
+
+
+# -- the table is complete ---------------------------------------------------------------------
+
+#: The types of a field that names another object of the namespace.
+REFERENCE_TYPES = (ObjectRef, ConfigMapKeyRef, SecretKeyRef)
+KIND_NAMES = "|".join(info.kind for info in KINDS)
+KINDS_NAMED = re.compile(rf"\b({KIND_NAMES})s? objects?\b")
+
+
+def _inner(annotation: object) -> tuple[object, bool]:
+    """The type a field holds (through Optional and a list) and whether it is a list."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _inner(args[0]) if len(args) == 1 else (annotation, False)
+    if typing.get_origin(annotation) is list:
+        return _inner(typing.get_args(annotation)[0])[0], True
+    return annotation, False
+
+
+def spec_fields(model: type[BaseModel], prefix: str = "") -> list[tuple[str, object, str]]:
+    """(path as REFERENCES writes it, type, description) of every field, nested ones too."""
+    found = []
+    for name, field in model.model_fields.items():
+        alias = field.alias or name
+        kind, is_list = _inner(field.annotation)
+        path = f"{prefix}{alias}{'[]' if is_list else ''}"
+        found.append((path, kind, field.description or ""))
+        if isinstance(kind, type) and issubclass(kind, BaseModel) and kind not in REFERENCE_TYPES:
+            found += spec_fields(kind, f"{path}.")
+    return found
+
+
+def undeclared(refs: tuple[Reference, ...] = REFERENCES) -> list[str]:
+    """Fields that name another object but are missing from REFERENCES: by their type (a
+    ``{name}`` reference, a ConfigMap or Secret key), their name (``…Ref``) or what their
+    description says they name (``a Network object``). A group's template is its members'
+    spec (the VirtualMachine's references cover it), and a kind is not said to reference
+    what it creates (a group's volume templates)."""
+    declared = {(r.referrer, r.field) for r in refs}
+    targets = {(r.referrer, r.field, r.target) for r in refs}
+    missing = []
+    for record in registry.RECORDS:
+        kind = record.info.kind
+        made = {info.kind for info in record.creates}
+        for path, type_, description in spec_fields(record.info.spec_model):
+            if path.split(".")[0] == "import":
+                continue
+            head, _, rest = path.partition(".")
+            if head == "template" and any((m, rest) in declared for m in made):
+                continue
+            shaped = type_ in REFERENCE_TYPES or path.removesuffix("[]").endswith("Ref")
+            if shaped and (kind, path) not in declared:
+                missing.append(f"{kind}.{path}")
+            for target in set(KINDS_NAMED.findall(description)) - made:
+                if (kind, path, target) not in targets:
+                    missing.append(f"{kind}.{path} → {target}")
+    return missing
+
+
+def test_every_field_naming_another_object_is_declared() -> None:
+    assert undeclared() == [], "declare these in kumo/kinds/references.py"
+
+
+def test_the_completeness_check_sees_a_forgotten_reference() -> None:
+    forgotten = {("VirtualMachine", "ports[]"), ("Port", "network")}
+    kept = tuple(r for r in REFERENCES if (r.referrer, r.field) not in forgotten)
+    assert undeclared(kept) == [
+        "VirtualMachine.ports[]",
+        "VirtualMachine.ports[] → Port",
+        "Port.network → Network",
+    ]

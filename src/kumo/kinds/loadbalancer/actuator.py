@@ -1,13 +1,21 @@
-"""LoadBalancer actuator: observe the Octavia tree, make the next change, report.
+"""LoadBalancer actuator: an Octavia load balancer, its listeners, pools, monitors and
+members, on the engine's composite lifecycle (``engine/composite.py``):
 
-Order of a pass: check what only Kumo can check (region, groups, unique ports) →
-find the load balancer (status.id, else adopt by marker, else create and record its
-ID at once) → wait while Octavia holds it PENDING_* → observe listeners, pools,
-monitors and members → apply the FIRST planned step and come back in a second
-(Octavia refuses a second change while the first is pending). Status always carries
-what was observed, so VirtualMachines can see when they have been drained, and when
-each leaving member's drain began; while members drain, the next pass is due when the
-earliest drain ends.
+* anchor (``anchor.py``): check region, ports, VIP network and groups, then find or
+  create the load balancer;
+* observe: its tree (members as last read while Octavia holds it ``PENDING_*``), the
+  drain clock, the wanted members (``wanted.py``), the VIP network and flavor;
+* decide (``decision.decide``): pure; the steps (``plan.py``, typed writes in
+  ``steps.py``), the drains, a pool fill held, the warnings;
+* apply: the FIRST step (Octavia refuses a second change while the first is pending;
+  a dry pass records the rest), its events once Octavia took it. Octavia's 409 is the
+  engine's: ``Composite.busy`` makes it a wait (``decision.busy``);
+* report (``decision.report``): status in one go; the engine writes it once.
+
+Within a pass the warnings (``ImmutableFieldChanged``, then ``MonitorsNotApplied``)
+come before the step's Normal events. ``MonitorsNotApplied`` is said once Octavia took
+the step or refused it as busy — not when the step failed otherwise, since status is
+not written then and the next pass would say it again.
 """
 
 from __future__ import annotations
@@ -16,38 +24,24 @@ import asyncio
 import dataclasses
 import datetime
 from collections.abc import Callable
-from typing import Any
 
 from kumo.api import kinds
 from kumo.api.loadbalancer import LoadBalancerSpec
-from kumo.engine import orphan, ownership
-from kumo.engine.dryrun import Change
-from kumo.engine.errors import TerminalError, TransientError
+from kumo.engine import composite, orphan, ownership
+from kumo.engine.lifecycle import Wait
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
 from kumo.kinds import ordering, references
-from kumo.kinds.derived import Derived
 from kumo.kinds.labels import GROUP_LABEL
-from kumo.kinds.loadbalancer import members, plan
-from kumo.ports import markers
-from kumo.ports.model import LoadBalancer, marker_tags, owner_of, released_tags
+from kumo.kinds.loadbalancer import anchor, decision, members, plan, steps, wanted
+from kumo.ports import LoadBalancingPort
+from kumo.ports.model import LoadBalancer
 
-#: Seconds between passes while Octavia works: a step takes it about a second.
-STEP_SECONDS = 1.0
 #: Seconds between finalize passes while Octavia deletes.
 DELETE_SECONDS = 2.0
-#: Safety net while the VIP's Network is not Ready (its status change wakes the LB).
-NETWORK_SECONDS = 30.0
-#: The cloud adapter's methods that change a pool's members (the pool's ID first).
-MEMBER_OPS = frozenset(
-    {
-        "replace_owned_members",
-        "add_members",
-        "create_member",
-        "update_owned_member",
-        "delete_owned_member",
-    }
-)
+
+Decision = decision.Decision
+Observed = decision.Observed
 
 
 def utc_now() -> datetime.datetime:
@@ -60,41 +54,41 @@ class LoadBalancerActuator:
     def __init__(self, clock: Callable[[], datetime.datetime] = utc_now) -> None:
         self.clock = clock
         """The time drains are measured with (tests pass their own)."""
-        #: (LB UID, port index) → (what of the port decides, each VM's wanted member
-        #: derived again only from a changed body: kinds/derived.py). A cache: a pass
-        #: after one VM's change does not build every member again; rebuilt from the
-        #: bodies after a restart, and whenever the port's group or ports change.
-        self._wanted: dict[tuple[str, int], tuple[Any, Derived[Any]]] = {}
-        #: (LB UID, pool ID) → when Kumo last changed the pool's members: a pool being
+        self.wanted = wanted.Wanted()
+        #: LB UID → pool ID → when Kumo last changed the pool's members: a pool being
         #: filled takes new members at most once per ``members.fill_interval``.
         #: Lost with a restart (the next fill's first batch goes at once).
-        self._member_writes: dict[tuple[str, str], datetime.datetime] = {}
+        self._member_writes: dict[str, dict[str, datetime.datetime]] = {}
 
     async def reconcile(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> Result:
-        _check_region(ctx.cloud, spec)
-        plan.validate(spec)
-        vip = references.resolve(ctx.store, obj.namespace, "Network", spec.vip_network, "id")
-        if vip.waiting and not obj.status.get("id"):
-            return Result.waiting(
-                "Pending",
-                "WaitingForNetwork",
-                f"spec.vipNetwork: {vip.waiting}",
-                after=NETWORK_SECONDS,
-            )
-        if vip.value and vip.value != spec.vip_network:  # a Network object's: its ID
-            spec = spec.model_copy(update={"vip_network": vip.value})
-        wanted, groups = self._wanted_members(ctx.store, obj, spec)
-        owned = _load_balancers(ctx, obj, spec)
-        lb = await ownership.find_owned(ctx, obj, owned)
-        if lb is None:
-            lb = await ownership.create_owned(
-                ctx, obj, owned, lambda: _create(ctx, obj, spec), "after-lb-create"
-            )
-            return _waiting(ctx, obj, spec, plan.Tree(lb), "load balancer is being created")
-        if lb.provisioning_status == plan.ERROR:
-            raise TerminalError(
-                "LoadBalancerError", f"Octavia put load balancer {lb.id} in ERROR", field="spec"
-            )
+        async def found() -> anchor.Anchored | Wait:
+            return await anchor.anchor(ctx, obj, spec)
+
+        async def observe(a: anchor.Anchored) -> Observed:
+            return await self._observe(ctx, obj, a)
+
+        async def apply(o: Observed, d: Decision) -> Observed:
+            await self._apply(ctx, obj, d)
+            return o  # status shows the tree as read: Octavia applies the step later
+
+        def busy(o: Observed, d: Decision) -> Wait:
+            _warn(ctx, obj, "MonitorsNotApplied", d.monitors_warning)
+            return decision.busy(o, d)
+
+        lifecycle = composite.Composite(
+            found, observe, decision.decide, apply, decision.report, busy
+        )
+        return await composite.reconcile_composite(lifecycle)
+
+    async def _observe(self, ctx: Context, obj: Obj, a: anchor.Anchored) -> Observed:
+        """Read what the decision needs; no write. On the pass that created the load
+        balancer nothing more is read (Octavia has only started building it)."""
+        spec, lb = a.spec, a.lb
+        wanted_members, groups = self.wanted.of(ctx.store, obj, spec)
+        name = plan.lb_name(obj.namespace, obj.name)
+        o = Observed(spec, obj.uid, name, obj.status, plan.Tree(lb), wanted_members, groups)
+        if a.created:
+            return o
         pending = plan.is_pending(lb)
         tree = await _observe_tree(ctx.cloud, lb, known=pending)
         clock = members.DrainClock(
@@ -103,99 +97,32 @@ class LoadBalancerActuator:
             _addresses(ctx.store, obj.namespace, tree),
             ctx.cloud.list_live_server_addresses(),
         )
-        changes = plan.pool_changes(spec, wanted, tree, obj.uid, clock)
-        drains = plan.draining(spec, wanted, tree, obj.uid, clock, changes)
-        if pending:
-            message = f"load balancer is {lb.provisioning_status}"
-            return _waiting(ctx, obj, spec, tree, message, drains)
-        unapplied = await _unapplied_changes(ctx, obj, spec, lb)
-        name = plan.lb_name(obj.namespace, obj.name)
-        held = None if ctx.dry_run else self._hold_fills(obj, spec, tree, changes, groups, clock)
-        steps = plan.plan_steps(spec, wanted, tree, obj.uid, name, clock, changes)
-        if steps:
-            result = await _apply(ctx, obj, spec, tree, steps, drains, self._wrote_members(obj))
-        elif held is not None:
-            # The time the batch is due, not a countdown or a count: the message (and so
-            # the status) stays the same from one VM turning Ready to the next.
-            due = members.ceil_second(clock.now + datetime.timedelta(seconds=held))
-            message = (
-                f"new members wait for their pool's next batch at {due:%Y-%m-%dT%H:%M:%SZ}: "
-                "more of the group's VMs are on their way, and a pool being filled takes new "
-                f"members at most every {members.FILL_BATCH_SECONDS:.0f}s (longer for a big "
-                "pool)"
-            )
-            result = _waiting(ctx, obj, spec, tree, message, drains)
-            result.requeue_after = held
-        else:
-            result = _converged(ctx, obj, spec, tree, drains)
-            result.requeue_after = members.next_drain_end(drains, clock.now)
-        result.status["unappliedChanges"] = unapplied
-        result.status["foreignResources"] = plan.foreign_children(spec, tree, obj.uid)
-        return result
+        placement = None if pending else await anchor.placement(ctx.cloud, spec)
+        writes = {} if ctx.dry_run else dict(self._member_writes.get(obj.uid, {}))
+        return dataclasses.replace(
+            o, tree=tree, clock=clock, placement=placement, member_writes=writes
+        )
 
-    def _wanted_members(
-        self, store: Store, obj: Obj, spec: LoadBalancerSpec
-    ) -> tuple[list[list[members.WantedMember]], list[list[Body]]]:
-        """Desired members per port (:func:`plan.wanted_members`), each VM read once per
-        body, and per port its group's VMs (for :func:`plan.coming_vms`); a dangling
-        group reference is the user's to fix (and must not empty the pools: bad input
-        never deletes anything)."""
-        _check_groups(store, obj.namespace, spec)
-        wanted = []
-        groups = []
-        for i, port in enumerate(spec.ports):
-            key = plan.port_key(port)
-            known = self._wanted.get((obj.uid, i))
-            if known is None or known[0] != key:
-                known = self._wanted[obj.uid, i] = (key, Derived(plan.port_wanting(port)))
-            group = port.real_servers.virtual_machine_group_ref
-            vms = store.labelled("VirtualMachine", obj.namespace, GROUP_LABEL, group)
-            found = known[1].of(obj.uid, vms)
-            wanted.append(plan.sort_wanted(w for w in found if w is not None))
-            groups.append(vms)
-        for stale in [k for k in self._wanted if k[0] == obj.uid and k[1] >= len(spec.ports)]:
-            del self._wanted[stale]
-        return wanted, groups
-
-    def _hold_fills(
-        self,
-        obj: Obj,
-        spec: LoadBalancerSpec,
-        tree: plan.Tree,
-        changes: list[members.PoolMembers | None],
-        groups: list[list[Body]],
-        clock: members.DrainClock,
-    ) -> float | None:
-        """Hold the additions of each pool being filled (:func:`members.fill_hold`): its
-        change in ``changes`` becomes "nothing to do" for this pass. Returns the seconds
-        until the first held batch is due, or None. The
-        group is counted only for a pool with additions after a recent write: a
-        converged pass does not scan it."""
-        due: float | None = None
-        for i, (port, change) in enumerate(zip(spec.ports, changes, strict=True)):
-            pool = plan.pool_for(tree, plan.listener_for(tree, port.port))
-            if change is None or pool is None or not change.changed or not change.added:
-                continue
-            last = self._member_writes.get((obj.uid, pool.id))
-            if last is None:
-                continue
-            current = tree.members.get(pool.id, [])
-            coming = plan.coming_vms(groups[i])
-            left = members.fill_hold(change, current, obj.uid, coming, last, clock.now)
-            if left is not None:
-                changes[i] = dataclasses.replace(change, changed=False)
-                due = left if due is None else min(due, left)
-        return due
-
-    def _wrote_members(self, obj: Obj) -> Callable[[plan.Step], None]:
-        """What :func:`_apply` calls once Octavia accepted a step: a member change of a
-        pool starts that pool's fill interval."""
-
-        def wrote(step: plan.Step) -> None:
-            if step.op in MEMBER_OPS:
-                self._member_writes[obj.uid, step.args[0]] = self.clock()
-
-        return wrote
+    async def _apply(self, ctx: Context, obj: Obj, d: Decision) -> None:
+        """One change, then wait: Octavia holds the LB PENDING_UPDATE until it is
+        applied. A dry pass (plan, Observe) records every step computable now instead:
+        none is made. A 409 leaves here for the engine (``busy`` above)."""
+        _warn(ctx, obj, "ImmutableFieldChanged", d.changed_warning)
+        if d.refused is not None:
+            raise d.refused
+        step = d.planned[0] if d.planned else None
+        if step is not None:
+            if ctx.dry_run:
+                for later in d.planned[1:]:
+                    await steps.call(ctx.cloud, later)
+            ctx.log.info("%s: %s", obj.key, step.why)
+            await steps.call(ctx.cloud, step)
+            pool = steps.members_of(step)
+            if pool is not None and not ctx.dry_run:
+                self._member_writes.setdefault(obj.uid, {})[pool] = self.clock()
+        _warn(ctx, obj, "MonitorsNotApplied", d.monitors_warning)
+        for reason, text in step.events if step is not None else ():
+            ctx.events.emit(obj, "Normal", reason, text)
 
     async def finalize(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
         """Delete with cascade (Octavia removes listeners, pools, members and monitors
@@ -204,7 +131,8 @@ class LoadBalancerActuator:
         if waiting:
             return waiting
         self._forget(obj)
-        return await ownership.finalize_owned(ctx, obj, _load_balancers(ctx, obj), DELETE_SECONDS)
+        owned = anchor.load_balancers(ctx, obj)
+        return await ownership.finalize_owned(ctx, obj, owned, DELETE_SECONDS)
 
     async def release(self, ctx: Context, obj: Obj, spec: LoadBalancerSpec | None) -> Result:
         """Only the load balancer carries the orphan mark: its listeners, pools and
@@ -212,14 +140,13 @@ class LoadBalancerActuator:
         is busy with it (409 while ``PENDING_*``: a group's deletion changing its
         members, say) the release waits, and the finalizer with it."""
         self._forget(obj)
-        return await orphan.release_owned(ctx, obj, _load_balancers(ctx, obj), after=STEP_SECONDS)
+        owned = anchor.load_balancers(ctx, obj)
+        return await orphan.release_owned(ctx, obj, owned, after=decision.STEP_SECONDS)
 
     def _forget(self, obj: Obj) -> None:
-        """The object goes: its cache of wanted members with it."""
-        for known in [k for k in self._wanted if k[0] == obj.uid]:
-            del self._wanted[known]
-        for pool in [k for k in self._member_writes if k[0] == obj.uid]:
-            del self._member_writes[pool]
+        """The object goes: its caches with it."""
+        self.wanted.forget(obj.uid)
+        self._member_writes.pop(obj.uid, None)
 
     def dependents(self, kind: str, body: Body, store: Store) -> list[Key]:
         """LoadBalancers whose members change when a VM (of a referenced group) or a
@@ -241,23 +168,15 @@ class LoadBalancerActuator:
         return [
             Key(self.info.kind, namespace, lb["metadata"]["name"])
             for lb in store.list(self.info.kind, namespace)
-            if group in plan.referenced_groups(lb.get("spec") or {})
-            and (kind != "VirtualMachine" or plan.moves_members(lb, body))
+            if group in wanted.referenced_groups(lb.get("spec") or {})
+            and (kind != "VirtualMachine" or wanted.moves_members(lb, body))
             and (kind != "VirtualMachineGroup" or ordering.needs_target(lb, body))
         ]
 
 
-# -- checks ----------------------------------------------------------------------------------
-
-
-def _check_region(cloud: Any, spec: LoadBalancerSpec) -> None:
-    if spec.region and spec.region != cloud.region:
-        raise TerminalError(
-            "RegionMismatch",
-            f"region {spec.region!r} is not the region of this namespace's cloud "
-            f"credentials ({cloud.region or 'unset'!r})",
-            field="spec.region",
-        )
+def _warn(ctx: Context, obj: Obj, reason: str, message: str | None) -> None:
+    if message:
+        ctx.events.emit(obj, "Warning", reason, message)
 
 
 def _addresses(store: Store, namespace: str, tree: plan.Tree) -> dict[str, str | None]:
@@ -273,120 +192,7 @@ def _addresses(store: Store, namespace: str, tree: plan.Tree) -> dict[str, str |
     return found
 
 
-def _check_groups(store: Store, namespace: str, spec: LoadBalancerSpec) -> None:
-    """A port's group must exist, unless it follows labelled VMs alone (``groupObject:
-    false``: no VirtualMachineGroup object stands behind the label)."""
-    for i, port in enumerate(spec.ports):
-        group = port.real_servers.virtual_machine_group_ref
-        if not port.real_servers.group_object:
-            continue
-        if store.get("VirtualMachineGroup", namespace, group) is None:
-            raise TerminalError(
-                "GroupNotFound",
-                f"VirtualMachineGroup {group!r} not found in namespace {namespace!r}",
-                field=f"spec.ports[{i}].realServers.virtualMachineGroupRef",
-            )
-
-
-# -- observe / create ----------------------------------------------------------------------
-
-
-def _load_balancers(
-    ctx: Context, obj: Obj, spec: LoadBalancerSpec | None = None
-) -> ownership.Owned[LoadBalancer]:
-    """The object's Octavia LB as the ownership routine sees it (tag ``kumo-owner=<uid>``).
-    Deleting cascades to its listeners, pools, members and monitors; one already going
-    (PENDING_DELETE) or busy (409) is left for the next pass. ``spec.import`` checks
-    the fields Octavia cannot change (zone, VIP network, flavor) and tags only the load
-    balancer: its listeners, pools, monitors and members are used as they are where
-    they fit the spec, and never removed (they carry no marker)."""
-    cloud = ctx.cloud
-
-    async def delete(lb: LoadBalancer) -> None:
-        if not plan.is_pending(lb):
-            await _busy_is_waiting(cloud.delete_load_balancer(lb.id))
-
-    async def verify(lb: LoadBalancer) -> list[Change]:
-        assert spec is not None
-        network_id, flavor_id = await _placement(cloud, spec)
-        return plan.immutable_changes(spec, lb, network_id, flavor_id)
-
-    async def mark(lb: LoadBalancer) -> LoadBalancer:
-        tags = markers.marked_tags(lb.tags, obj.uid)
-        await cloud.set_load_balancer_tags(lb.id, tags)
-        return dataclasses.replace(lb, tags=tags, provisioning_status="PENDING_UPDATE")
-
-    async def release(lb: LoadBalancer) -> None:
-        # A 409 (CloudBusy) is the Orphan step's to wait for: not swallowed here.
-        await cloud.set_load_balancer_tags(lb.id, released_tags(lb.tags, obj.uid))
-
-    return ownership.Owned(
-        noun="load balancer",
-        id_of=lambda lb: lb.id,
-        owner_of=lambda lb: owner_of(lb.tags),
-        legacy=lambda lb: markers.legacy_tags(lb.tags),
-        get_by_id=cloud.get_load_balancer,
-        list_owned=lambda: cloud.list_owned_load_balancers(obj.uid),
-        delete=delete,
-        find_by_name=lambda name: cloud.find_load_balancers_by_name(name),
-        name_of=lambda lb: lb.name,
-        verify=verify,
-        mark=mark,
-        release=release,
-        fetch=lambda lb: cloud.fetch_load_balancer(lb.id),
-    )
-
-
-async def _create(ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> LoadBalancer:
-    """Resolve every reference first (bad input fails before anything exists), then
-    create with the marker (the ownership routine records the ID)."""
-    network_id, flavor_id = await _placement(ctx.cloud, spec)
-    lb: LoadBalancer = await ctx.cloud.create_load_balancer(
-        name=plan.lb_name(obj.namespace, obj.name),
-        vip_network_id=network_id,
-        description=spec.description,
-        availability_zone=spec.zone,
-        flavor_id=flavor_id,
-        tags=marker_tags(obj.uid),
-    )
-    return lb
-
-
-async def _placement(cloud: Any, spec: LoadBalancerSpec) -> tuple[str, str | None]:
-    """The VIP network and Octavia flavor the spec asks for."""
-    if spec.vip_network:
-        network_id = await cloud.network_id(spec.vip_network, field="spec.vipNetwork")
-    else:
-        network_id = await cloud.default_network_id(
-            external=spec.vip_type == "public", field="spec.vipType"
-        )
-    flavor_id = None
-    if spec.service_type != "generic":
-        flavor_id = await cloud.lb_flavor_id(spec.service_type)
-    return network_id, flavor_id
-
-
-async def _unapplied_changes(
-    ctx: Context, obj: Obj, spec: LoadBalancerSpec, lb: LoadBalancer
-) -> list[str]:
-    """Spec fields Octavia cannot change on an existing load balancer that now differ.
-
-    Kumo does not recreate the load balancer on its own (that would change the VIP and
-    drop traffic); it reports the fields and warns once."""
-    network_id, flavor_id = await _placement(ctx.cloud, spec)
-    changed = [c.field for c in plan.immutable_changes(spec, lb, network_id, flavor_id)]
-    if changed != (obj.status.get("unappliedChanges") or []) and changed:
-        ctx.events.emit(
-            obj,
-            "Warning",
-            "ImmutableFieldChanged",
-            f"{', '.join(changed)} cannot change on an existing Octavia load balancer; "
-            "delete and recreate the LoadBalancer to apply (its VIP will change)",
-        )
-    return changed
-
-
-async def _observe_tree(cloud: Any, lb: LoadBalancer, known: bool = False) -> plan.Tree:
+async def _observe_tree(cloud: LoadBalancingPort, lb: LoadBalancer, known: bool) -> plan.Tree:
     """The load balancer's children from the cloud watch; ``known``: members as last
     read (a pending LB reports them while Octavia applies a change; nothing is decided
     from them until it is ACTIVE again)."""
@@ -402,95 +208,4 @@ async def _observe_tree(cloud: Any, lb: LoadBalancer, known: bool = False) -> pl
         pools=pools,
         members={p.id: m for p, m in zip(pools, member_lists, strict=True)},
         monitors={m.id: m for m in monitors if m is not None},
-    )
-
-
-# -- act / report ----------------------------------------------------------------------------
-
-
-async def _apply(
-    ctx: Context,
-    obj: Obj,
-    spec: LoadBalancerSpec,
-    tree: plan.Tree,
-    steps: list[plan.Step],
-    drains: dict[str, members.Draining],
-    accepted: Callable[[plan.Step], None] | None = None,
-) -> Result:
-    """One change, then wait: Octavia holds the LB PENDING_UPDATE until it is applied.
-    A dry run (plan, Observe) records every step computable now instead: none is made.
-    ``accepted`` hears of the step once Octavia took it (not when it said busy)."""
-    if ctx.dry_run:
-        for later in steps[1:]:
-            await getattr(ctx.cloud, later.op)(*later.args, **later.kwargs)
-    step = steps[0]
-    ctx.log.info("%s: %s", obj.key, step.why)
-    busy = await _busy_is_waiting(getattr(ctx.cloud, step.op)(*step.args, **step.kwargs))
-    if not busy:
-        if accepted is not None and not ctx.dry_run:
-            accepted(step)
-        for reason, text in step.events:
-            ctx.events.emit(obj, "Normal", reason, text)
-    more = f" (at least {len(steps) - 1} more change(s) to go)" if len(steps) > 1 else ""
-    message = f"load balancer busy, will retry: {step.why}" if busy else f"{step.why}{more}"
-    return _waiting(ctx, obj, spec, tree, message, drains)
-
-
-async def _busy_is_waiting(call: Any) -> bool:
-    """Octavia's 409 while PENDING_* means "wait", not "fail": True when it said so."""
-    try:
-        await call
-    except TransientError as error:
-        if error.reason != "CloudBusy":
-            raise
-        return True
-    return False
-
-
-def _report(
-    ctx: Context,
-    obj: Obj,
-    spec: LoadBalancerSpec,
-    tree: plan.Tree,
-    drains: dict[str, members.Draining] | None = None,
-) -> dict[str, Any]:
-    """Status from the observation, plus one warning when the unapplied monitors change."""
-    status = plan.status(spec, tree, obj.uid, drains)
-    warning = plan.monitors_warning(obj.status, status["ports"])
-    if warning:
-        ctx.events.emit(obj, "Warning", "MonitorsNotApplied", warning)
-    return status
-
-
-def _waiting(
-    ctx: Context,
-    obj: Obj,
-    spec: LoadBalancerSpec,
-    tree: plan.Tree,
-    message: str,
-    drains: dict[str, members.Draining] | None = None,
-) -> Result:
-    status = _report(ctx, obj, spec, tree, drains)
-    return Result.waiting("Provisioning", "Provisioning", message, after=STEP_SECONDS, **status)
-
-
-def _converged(
-    ctx: Context,
-    obj: Obj,
-    spec: LoadBalancerSpec,
-    tree: plan.Tree,
-    drains: dict[str, members.Draining],
-) -> Result:
-    """Ready; members still draining are named (the next pass removes them when due)."""
-    lb = tree.lb
-    message = f"load balancer {lb.id} is ACTIVE ({lb.operating_status}) at {lb.vip_address}"
-    if drains:
-        names = ", ".join(sorted({d.member.name for d in drains.values()}))
-        message += f"; draining {names}"
-    return Result(
-        phase="Active",
-        ready=True,
-        reason="Ready",
-        message=message,
-        status=_report(ctx, obj, spec, tree, drains),
     )

@@ -14,7 +14,8 @@ Octavia's worker then processes every member of the pool, not just the changed o
 on the lab the load balancer stays ``PENDING_UPDATE`` ≈ 6.5 s at 100 members and
 ≈ 200 s at 1,000 to change one of them, while a single member's create, update or
 delete holds it ≈ 0.6 s at 100 and 1.5 to 3 s at 1,000. So a few changes to a big pool go
-one member at a time (one per pass), and many changes in one batch.
+one member at a time (one per pass), and many changes in one batch
+(:func:`member_steps` turns a pool's change into those writes).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 from kumo.api.loadbalancer import Port
 from kumo.engine.conditions import RFC3339
 from kumo.engine.objects import Body
+from kumo.kinds.loadbalancer import steps
 from kumo.ports.model import Member, MemberSpec, marker_tags, owner_of
 
 
@@ -189,6 +191,63 @@ def one_by_one(change: PoolMembers, current: list[Member], uid: str) -> list[Mem
     if len(calls) > len(current) // SINGLES_PER_BATCH or len(current) < 2 * SINGLES_PER_BATCH:
         return None
     return calls
+
+
+def member_steps(
+    port: Port, change: PoolMembers, current: list[Member], pool_id: str, uid: str
+) -> list[steps.Step]:
+    """Every member change the pool needs now — additions, drains starting (weight 0),
+    removals whose drain is over — as ONE batch update, or, when only a few members of
+    a big pool change, as single-member calls (:func:`one_by_one`), applied one per
+    pass. Foreign members are not Kumo's to list: the adapter sends them back as they
+    are (batch) or refuses to touch them (single calls)."""
+    if not change.changed:
+        return []
+    started = {d.member.id for d in change.started}
+    calls = one_by_one(change, current, uid)
+    if calls is not None:
+        found: list[steps.Step] = []
+        for i, call in enumerate(calls, 1):
+            what = f"{label(call.spec)} ({i}/{len(calls)})"
+            if call.member_id is None:  # a create
+                why = f"port {port.port}: add member {what}"
+                found.append(steps.CreateMember(pool_id, call.spec, why=why))
+            elif call.op == "delete_owned_member":
+                why = f"port {port.port}: remove member {what}"
+                events: steps.Events = (_removed_event(port, call.spec),)
+                found.append(
+                    steps.DeleteOwnedMember(pool_id, call.member_id, uid, why=why, events=events)
+                )
+            else:
+                verb, events = "update member", ()
+                if call.member_id in started:
+                    verb, events = "drain member", (_draining_event(port, call.spec),)
+                why = f"port {port.port}: {verb} {what}"
+                found.append(
+                    steps.UpdateOwnedMember(
+                        pool_id, call.member_id, uid, call.spec, why=why, events=events
+                    )
+                )
+        return found
+    if only_additions(change, current, uid):
+        why = f"port {port.port}: add {len(change.added)} member(s)"
+        return [steps.AddMembers(pool_id, change.added, why=why)]
+    parts = [f"{len(change.added)} to add"] if change.added else []
+    parts += [f"{len(change.started)} to drain"] if change.started else []
+    parts += [f"{len(change.removed)} to remove"] if change.removed else []
+    said = tuple(_draining_event(port, d.member) for d in change.started)
+    said += tuple(_removed_event(port, d.member) for d in change.removed)
+    why = f"port {port.port}: update members ({', '.join(parts) or 'correct weights'})"
+    return [steps.ReplaceOwnedMembers(pool_id, uid, change.batch, why=why, events=said)]
+
+
+def _draining_event(port: Port, m: Member | MemberSpec) -> tuple[str, str]:
+    leaving = f"weight 0 for {port.real_servers.drain_seconds}s, then removed"
+    return ("Draining", f"member {label(m)} of port {port.port}: {leaving}")
+
+
+def _removed_event(port: Port, m: Member | MemberSpec) -> tuple[str, str]:
+    return ("MemberRemoved", f"member {label(m)} removed from port {port.port}")
 
 
 #: While more of a group's VMs are on their way, a pool that already serves takes its

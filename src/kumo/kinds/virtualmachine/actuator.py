@@ -5,14 +5,16 @@ A pass is the engine's owned-resource lifecycle (engine/lifecycle.py): find the 
 it if an immutable field changed (references resolved first: bad input deletes
 nothing), if it is being deleted behind Kumo's back, or if it stayed in ERROR past its
 grace period (doubling after each replacement) → before a create, wait while the
-server it replaces is still in the server group and for a turn to build → create and
-record its ID at once → wait while it builds → correct description/metadata/tags and
-the security groups (Nova's add/remove security group) in place → once ACTIVE, attach
-and detach ``spec.volumes`` in place (never a volume another server holds) → report
-addresses and volumes. The lifecycle records (or forgets) the ID at once; every
-other status field is written by the engine at the end of the pass.
+server it replaces is still in the server group, while a port of ``spec.ports`` is not
+free (ports.py), and for a turn to build → create and record its ID at once → wait
+while it builds → correct description/metadata/tags and the security groups (Nova's
+add/remove security group) in place → once ACTIVE, attach and detach ``spec.volumes``
+in place (volumes.py: never a volume another server holds) and set
+``allowedAddressPairs`` on the server's own port (ports.py) → report addresses and
+volumes. The lifecycle records (or forgets) the ID at once; every other status field
+is written by the engine at the end of the pass.
 Deletion drains the VM from every LoadBalancer first, then from every Share's access
-rules (members, then storage, then servers).
+rules (drain.py: members, then storage, then servers).
 """
 
 from __future__ import annotations
@@ -27,14 +29,12 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import ordering, references, sources
-from kumo.kinds.virtualmachine import plan, replacement
+from kumo.kinds import address_pairs, ordering, references, sources
+from kumo.kinds.virtualmachine import drain, plan, replacement, volumes
+from kumo.kinds.virtualmachine import ports as vm_ports
 from kumo.ports import markers
-from kumo.ports.model import Server, marker_tags, owner_of, released_tags
+from kumo.ports.model import AddressPair, Server, marker_tags, owner_of, released_tags
 
-#: How long deletion waits for LoadBalancers to drop the VM before deleting anyway,
-#: beyond the longest ``drainSeconds`` of the LoadBalancers holding it.
-DRAIN_TIMEOUT_SECONDS = 120.0
 #: How often a replacement looks whether the server it replaces has left its group.
 REPLACE_POLL_SECONDS = 2.0
 #: How often a VM waiting for its turn to build asks again, besides being woken when
@@ -42,10 +42,6 @@ REPLACE_POLL_SECONDS = 2.0
 BUILD_TURN_SECONDS = 60.0
 #: Safety net while waiting for a KeyPair to be Ready (its status change wakes the VM).
 KEY_PAIR_SECONDS = 30.0
-#: Seconds between passes while a volume attaches or detaches, or while one waited for
-#: is attached elsewhere (a Volume's own status change wakes the VM sooner).
-VOLUME_SECONDS = 2.0
-VOLUME_IN_USE_SECONDS = 10.0
 #: Status fields that count ERROR replacements (kept until a server is ACTIVE).
 ERROR_COUNTERS = ("errorReplacements", "lastErrorReplacement")
 
@@ -65,14 +61,20 @@ class VirtualMachineActuator:
         legacy = plan.spec_hash(spec, user_data, legacy=True)
         refs: tuple[str, str, list[str]] | None = None  # resolved before a create
         key_name = spec.key_name  # the KeyPair object's Nova keypair, if one is named
+        port_ids: tuple[str, ...] = ()  # spec.ports, free to boot on (before a create)
+        pairs: list[AddressPair] | None = None  # on the server's own port, once looked at
 
-        wanted = _wanted_volumes(ctx, obj, spec)
+        wanted = volumes.wanted_volumes(ctx, obj, spec)
 
         def status(server: Server) -> dict[str, Any]:
             previous = obj.status.get("volumes") or []
+            same = obj.status.get("id") == server.id
             return {
                 **_status(obj, server, spec, hash_),
                 "volumes": plan.attached_volumes(server, wanted, previous),
+                "allowedAddressPairs": address_pairs.as_status(pairs)
+                if pairs is not None
+                else (obj.status.get("allowedAddressPairs") if same else None),
             }
 
         groups, unready = plan.security_groups(spec, obj.namespace, ctx.store)
@@ -83,12 +85,13 @@ class VirtualMachineActuator:
         unready_networks = [
             f"spec.networks[{i}]: {n.waiting}" for i, n in enumerate(networks) if n.waiting
         ]
+        _, unready_ports = vm_ports.wanted(spec, obj.namespace, ctx.store)
 
         async def replace(server: Server) -> lifecycle.Replacement | None:
             why = plan.replacement(server, hash_, legacy)
             replacement.refuse(spec, server, why)  # replacementPolicy: Never
-            if why == "spec" and (unready or unready_networks):
-                return None  # the server stays until its new groups and networks are Ready
+            if why == "spec" and (unready or unready_networks or unready_ports):
+                return None  # the server stays until its new groups, networks, ports are Ready
             if why == "spec":
                 # Resolve every reference first: bad input must fail before anything
                 # is deleted.
@@ -113,7 +116,7 @@ class VirtualMachineActuator:
             return None
 
         async def before_create() -> lifecycle.Wait | None:
-            nonlocal refs, key_name
+            nonlocal refs, key_name, port_ids
             replacement.lost(spec, obj)  # replacementPolicy: Never
             if unready_networks:
                 return lifecycle.Wait(
@@ -143,6 +146,12 @@ class VirtualMachineActuator:
                     after=KEY_PAIR_SECONDS,
                     status={k: obj.status[k] for k in kept if obj.status.get(k)},
                 )
+            kept = ("replacingId", *ERROR_COUNTERS)
+            port_ids, waiting = await vm_ports.before_create(
+                ctx, obj, spec, {k: obj.status[k] for k in kept if obj.status.get(k)}
+            )
+            if waiting is not None:
+                return waiting
             if await _still_in_server_group(ctx, obj, spec):
                 old = obj.status["replacingId"]
                 return _replacing(
@@ -180,7 +189,14 @@ class VirtualMachineActuator:
                 )
                 root_volume = (root.size, volume_type)
             return await _create(
-                ctx, obj, spec, user_data, hash_, (*refs, groups_ref), key_name, root_volume
+                ctx,
+                obj,
+                spec,
+                user_data,
+                hash_,
+                (*refs, groups_ref, port_ids),
+                key_name,
+                root_volume,
             )
 
         async def busy(server: Server) -> lifecycle.Wait | None:
@@ -196,10 +212,15 @@ class VirtualMachineActuator:
                 await _apply_security_groups(ctx, obj, server, groups)
             return lifecycle.Step(server)
 
-        async def volumes(server: Server) -> lifecycle.Step[Server]:
+        async def attach(server: Server) -> lifecycle.Step[Server]:
             if server.status != "ACTIVE":  # attached once it runs
                 return lifecycle.Step(server)
-            return await _apply_volumes(ctx, obj, server, wanted)
+            return await volumes.apply_volumes(ctx, obj, server, wanted)
+
+        async def address(server: Server) -> lifecycle.Step[Server]:
+            nonlocal pairs
+            pairs = await vm_ports.set_address_pairs(ctx, obj, spec, server)
+            return lifecycle.Step(server)
 
         async def report(server: Server) -> Result:
             ready = server.status == "ACTIVE"
@@ -225,7 +246,7 @@ class VirtualMachineActuator:
                 before_create=before_create,
                 replace=replace,
                 busy=busy,
-                updaters=[correct, volumes],
+                updaters=[correct, attach, address],
             ),
         )
 
@@ -233,16 +254,9 @@ class VirtualMachineActuator:
         waiting = ordering.wait_for_referrers(ctx.store, obj)
         if waiting:
             return waiting
-        holding = _load_balancers_using(ctx.store, obj)
-        if holding and _deleting_for(obj) < _drain_timeout(holding):
-            return Result.waiting("Draining", "Draining", _draining_message(holding, obj))
-        shares = ordering.shares_holding(ctx.store, obj)
-        if shares:
-            return Result.waiting(
-                "Draining",
-                "WaitingForShares",
-                f"Share(s) {', '.join(shares)} revoke its access first",
-            )
+        draining = drain.waiting(ctx.store, obj)
+        if draining:
+            return draining
         await ctx.cloud.withdraw_build(obj.uid)  # if it waited for a turn to build
         return await ownership.finalize_owned(ctx, obj, _servers(ctx, obj, going=True))
 
@@ -259,7 +273,7 @@ class VirtualMachineActuator:
         if kind == "Volume":  # Ready now, or free: the VMs naming it may attach it
             return [
                 Key(self.info.kind, body["metadata"].get("namespace", "default"), vm_name)
-                for vm_name in _naming_volume(body, store, self.info.kind)
+                for vm_name in volumes.naming_volume(body, store, self.info.kind)
             ]
         if kind == "SecurityGroup":  # Ready now: the VMs naming it may be created
             return _naming_group(body, store, self.info.kind)
@@ -284,162 +298,6 @@ def _naming_group(group: Body, store: Store, kind: str) -> list[Key]:
         for vm in store.list(kind, namespace)
         if meta.get("name") in ((vm.get("spec") or {}).get("securityGroups") or [])
     ]
-
-
-def _naming_volume(volume: Body, store: Store, kind: str) -> list[str]:
-    """VMs whose ``spec.volumes`` name the Volume object ``volume``."""
-    meta = volume.get("metadata") or {}
-    return [
-        vm["metadata"]["name"]
-        for vm in store.list(kind, meta.get("namespace", "default"))
-        if meta.get("name")
-        in references.referenced_names(vm.get("spec") or {}, "volumes[].volumeRef")
-    ]
-
-
-def _wanted_volumes(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> list[plan.WantedVolume]:
-    """``spec.volumes`` with the IDs known without asking the cloud: a Volume object's
-    (once Ready), a name the last status resolved, a volume given by ID."""
-    known = plan.known_volume_ids(obj.status)
-    found = []
-    for i, v in enumerate(spec.volumes):
-        if v.volume_ref is not None:
-            body = ctx.store.get("Volume", obj.namespace, v.volume_ref)
-            resolved = references.resolve(ctx.store, obj.namespace, "Volume", v.volume_ref, "id")
-            volume_id = resolved.value if body is not None else None
-            found.append(plan.WantedVolume(i, v.volume_ref, v.device, volume_id, ref=True))
-        else:
-            assert v.name is not None  # the model's validator
-            volume_id = v.name if plan.UUID.match(v.name) else known.get(v.name)
-            found.append(plan.WantedVolume(i, v.name, v.device, volume_id))
-    return found
-
-
-async def _apply_volumes(
-    ctx: Context, obj: Obj, server: Server, wanted: list[plan.WantedVolume]
-) -> lifecycle.Step[Server]:
-    """Detach what the spec dropped, attach what it names, in place (the server stays).
-    A volume attached to another server is waited for, never taken from it."""
-    waits: list[lifecycle.Wait] = []
-    ids: list[str] = []
-    for i, w in enumerate(wanted):
-        if w.ref:
-            if w.id is None:
-                waits.append(_volume_ref_wait(ctx, obj, w))
-                continue
-        elif w.id is None or w.id not in server.volumes:
-            w = wanted[i] = dataclasses.replace(w, id=await _named_volume_id(ctx, w))
-        assert w.id is not None
-        ids.append(w.id)
-    # A Volume object named but not resolvable now (being deleted: it waits for this VM)
-    # keeps what it had: only leaving spec.volumes detaches it.
-    known = plan.known_volume_ids(obj.status)
-    held = {known[w.name] for w in wanted if w.id is None and w.name in known}
-    managed = {str(v.get("id")) for v in obj.status.get("volumes") or []} - held
-    attach, detach = plan.volume_changes(ids, server.volumes, managed)
-    volumes = set(server.volumes)
-    for volume_id in detach:
-        await ctx.cloud.detach_volume(server.id, volume_id)
-        volumes.discard(volume_id)
-        ctx.events.emit(
-            obj, "Normal", "VolumeDetached", f"detaching volume {volume_id} from server {server.id}"
-        )
-        waits.append(_volume_wait(f"detaching volume {volume_id}", "DetachingVolume"))
-    by_id = {w.id: w for w in wanted if w.id}
-    for volume_id in attach:
-        w = by_id[volume_id]
-        volume = await ctx.cloud.get_volume(volume_id)
-        if volume is None:
-            raise TerminalError(
-                "VolumeNotFound", f"volume {w.name!r} ({volume_id}) not found", field=w.field
-            )
-        if server.id in volume.attachments:  # Cinder has it on this server already
-            volumes.add(volume_id)
-            continue
-        elsewhere = [s for s in volume.attachments if s != server.id]
-        if elsewhere:
-            waits.append(await _in_use_wait(ctx, obj, w, elsewhere[0]))
-            continue
-        if volume.status != "available":
-            waits.append(
-                _volume_wait(
-                    f"{w.field}: volume {volume_id} is {volume.status}, attached once available",
-                    "WaitingForVolume",
-                )
-            )
-            continue
-        await ctx.cloud.attach_volume(server.id, volume_id, w.device)
-        volumes.add(volume_id)
-        ctx.events.emit(
-            obj, "Normal", "VolumeAttached", f"attaching volume {volume_id} to server {server.id}"
-        )
-        waits.append(_volume_wait(f"attaching volume {volume_id}", "AttachingVolume"))
-    server = dataclasses.replace(server, volumes=tuple(sorted(volumes)))
-    if not waits:
-        return lifecycle.Step(server)
-    first = min(waits, key=lambda w: _WAIT_ORDER.index(w.reason))
-    rest = [w for w in waits if w is not first]
-    return lifecycle.Step(server, wait=_merged(first, rest))
-
-
-#: The reason a VM waiting on several volumes reports: the one the user must act on first.
-_WAIT_ORDER = ("VolumeInUse", "WaitingForVolume", "AttachingVolume", "DetachingVolume")
-
-
-def _merged(first: lifecycle.Wait, rest: list[lifecycle.Wait]) -> lifecycle.Wait:
-    return dataclasses.replace(
-        first,
-        message="; ".join(w.message for w in [first, *rest]),
-        after=min(w.after for w in [first, *rest]),
-    )
-
-
-def _volume_wait(message: str, reason: str, after: float = VOLUME_SECONDS) -> lifecycle.Wait:
-    return lifecycle.Wait(message, reason=reason, phase="Running", after=after)
-
-
-def _volume_ref_wait(ctx: Context, obj: Obj, w: plan.WantedVolume) -> lifecycle.Wait:
-    if ctx.store.get("Volume", obj.namespace, w.name) is None:
-        why = f"Volume {w.name!r} not found in namespace {obj.namespace}"
-    else:
-        resolved = references.resolve(ctx.store, obj.namespace, "Volume", w.name, "id")
-        why = resolved.waiting or f"Volume {w.name!r} is not Ready yet"
-    return _volume_wait(f"{w.field}: {why}", "WaitingForVolume", after=KEY_PAIR_SECONDS)
-
-
-async def _named_volume_id(ctx: Context, w: plan.WantedVolume) -> str:
-    """The ID of a cloud volume given by name or ID (``spec.volumes[].name``)."""
-    if plan.UUID.match(w.name):
-        return w.name
-    found = await ctx.cloud.find_volumes_by_name(w.name)
-    if len(found) != 1:
-        what = "not found" if not found else f"matches {len(found)} volumes: give its ID"
-        raise TerminalError(
-            "VolumeNotFound" if not found else "AmbiguousVolume",
-            f"volume {w.name!r} {what}",
-            field=w.field,
-        )
-    return found[0].id
-
-
-async def _in_use_wait(
-    ctx: Context, obj: Obj, w: plan.WantedVolume, server_id: str
-) -> lifecycle.Wait:
-    """A wanted volume attached to another server: never detached from it here. The VM's
-    own previous server (replaced, being deleted) frees it when Nova deletes it."""
-    other = await ctx.cloud.get_server(server_id)
-    if other is None or owner_of(other.tags) == obj.uid:
-        note = "this VM's previous server: Nova frees it as it deletes that server"
-        return _volume_wait(
-            f"{w.field}: volume {w.id} is still attached to server {server_id} ({note})",
-            "WaitingForVolume",
-        )
-    return _volume_wait(
-        f"{w.field}: volume {w.id} is in use by server {server_id} ({other.name}); it is "
-        "attached once that server lets it go",
-        "VolumeInUse",
-        after=VOLUME_IN_USE_SECONDS,
-    )
 
 
 async def _user_data(ctx: Context, obj: Obj, spec: VirtualMachineSpec) -> str | None:
@@ -524,6 +382,8 @@ async def _resolve(
             await cloud.network_id(n.value or name, field=f"spec.networks[{i}]")
             for i, (name, n) in enumerate(zip(spec.networks, networks, strict=True))
         ]
+    elif spec.ports:  # on its Port objects' ports only
+        network_ids = []
     else:
         network_ids = [await cloud.default_network_id(external=False, field="spec.networks")]
     return image_id, flavor_id, network_ids
@@ -535,11 +395,11 @@ async def _create(
     spec: VirtualMachineSpec,
     user_data: str | None,
     hash_: str,
-    refs: tuple[str, str, list[str], list[str]],
+    refs: tuple[str, str, list[str], list[str], tuple[str, ...]],
     key_name: str | None,
     root_volume: tuple[int, str | None] | None = None,
 ) -> Server:
-    image_id, flavor_id, network_ids, security_groups = refs
+    image_id, flavor_id, network_ids, security_groups, port_ids = refs
     server: Server = await ctx.cloud.create_server(
         name=obj.name,
         image_id=image_id,
@@ -554,6 +414,7 @@ async def _create(
         security_groups=security_groups,
         server_group_id=spec.server_group,
         root_volume=root_volume,
+        port_ids=port_ids,
     )
     return server
 
@@ -665,45 +526,3 @@ def _status(obj: Obj, server: Server, spec: VirtualMachineSpec, hash_: str) -> d
         for key in ERROR_COUNTERS:
             status[key] = obj.status.get(key)
     return status
-
-
-def _load_balancers_using(store: Store, obj: Obj) -> list[Body]:
-    """LoadBalancers whose status lists the VM as a member of some port."""
-    return [
-        lb
-        for lb in store.list("LoadBalancer", obj.namespace)
-        if ordering.listed_members(lb, obj.name)
-    ]
-
-
-def _drain_seconds(lb: Body) -> int:
-    """The longest drainSeconds of a LoadBalancer's ports (10 when unset, as in the API)."""
-    ports = (lb.get("spec") or {}).get("ports") or []
-    return max(
-        (int((p.get("realServers") or {}).get("drainSeconds", 10)) for p in ports), default=10
-    )
-
-
-def _drain_timeout(holding: list[Body]) -> float:
-    return DRAIN_TIMEOUT_SECONDS + max(_drain_seconds(lb) for lb in holding)
-
-
-def _draining_message(holding: list[Body], obj: Obj) -> str:
-    """``draining from LoadBalancer web for 10s``, or still waiting for the LB to start."""
-    parts = []
-    for lb in holding:
-        name = lb["metadata"]["name"]
-        draining = any(
-            m.get("name") == obj.name and m.get("drainingSince")
-            for port in (lb.get("status") or {}).get("ports") or []
-            for m in port.get("members") or []
-        )
-        if draining:
-            parts.append(f"draining from LoadBalancer {name} for {_drain_seconds(lb)}s")
-        else:
-            parts.append(f"waiting for LoadBalancer {name} to drop it")
-    return "; ".join(parts)
-
-
-def _deleting_for(obj: Obj) -> float:
-    return ordering.seconds_since(obj.meta.get("deletionTimestamp"))

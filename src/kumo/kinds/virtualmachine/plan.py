@@ -1,9 +1,10 @@
 """Pure decisions for VirtualMachine: what the server should look like and what to fix.
 
-Fields Nova cannot change in place (image, flavor, user_data, networks, zone, key,
+Fields Nova cannot change in place (image, flavor, user_data, networks, ports, zone, key,
 server group) are folded into a hash stored in server metadata; a different hash means
 the server is replaced. Description, metadata, Kumo's tags and the security groups
-(Nova's add/remove security group) are corrected in place.
+(Nova's add/remove security group) are corrected in place, and so are the allowed
+address pairs (on the server's own port).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def spec_hash(spec: VirtualMachineSpec, user_data: str | None, legacy: bool = Fa
     }
     if spec.root_volume is not None:  # only when set: other servers keep their hash
         immutable["rootVolume"] = spec.root_volume.model_dump(by_alias=True)
+    if spec.ports:  # the same
+        immutable["ports"] = [p.name for p in spec.ports]
     encoded = json.dumps(immutable, sort_keys=True).encode()
     return hashlib.sha256(encoded).hexdigest()[:16]
 
@@ -206,10 +209,17 @@ def primary_ip(server: Server) -> str | None:
     return candidates[0] if candidates else None
 
 
+#: How Nova words a fault that means no host would take the server: the scheduler's own
+#: "No valid host", and the ends of a build retried on every host it was given (a late
+#: anti-affinity check fails that way: "Exceeded maximum number of retries. Exhausted all
+#: hosts available for retrying build failures", Zed).
+NO_HOST_FAULTS = ("no valid host", "max scheduling attempts", "exhausted all hosts available")
+
+
 def fault_reason(fault: str | None) -> str:
     text = (fault or "").lower()
-    if "no valid host" in text or "max scheduling attempts" in text:
-        return "NoValidHost"  # the second is how a late anti-affinity check fails
+    if any(words in text for words in NO_HOST_FAULTS):
+        return "NoValidHost"
     if "quota" in text:
         return "QuotaExceeded"
     return "ServerError"

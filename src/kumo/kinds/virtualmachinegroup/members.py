@@ -207,6 +207,9 @@ def member_body(
     member builds itself later (the import dropped) belongs in the group. An Ordinal
     member (``new.ordinal``) is named ``<group>-<i>`` and names its volumes."""
     member_spec: dict[str, Any] = spec.template.model_dump(by_alias=True, exclude_none=True)
+    for name in plan.NEW_TEMPLATE_FIELDS:  # unset: a member's spec as before they existed
+        if not member_spec.get(name):
+            member_spec.pop(name, None)
     member_spec["deletionPolicy"] = spec.deletion_policy
     if group is not None:
         member_spec["serverGroup"] = group.id

@@ -69,16 +69,26 @@ class Imported:
     server_id: str
 
 
+#: Template fields added since groups first hashed their template: in the hash only when
+#: set, so a group that does not use them keeps its members.
+NEW_TEMPLATE_FIELDS = ("allowedAddressPairs",)
+
+
 def template_hash(
     spec: VirtualMachineGroupSpec, server_group_id: str | None, legacy: bool = False
 ) -> str:
     """Members whose label differs from this are rolled over. The template's security
     groups are left out (as an empty list, so a template without any keeps its hash):
     members take a change of them in place (:func:`security_group_patch`). ``legacy``:
-    the hash members made before carry (their security groups in it)."""
+    the hash members made before carry (their security groups in it). A change of the
+    template's ``allowedAddressPairs`` rolls the members (each sets them on its server's
+    own port)."""
     template = spec.template.model_dump(by_alias=True)
     if not legacy:
         template["securityGroups"] = []
+    for name in NEW_TEMPLATE_FIELDS:  # counted only when set: other groups keep their hash
+        if not template.get(name):
+            template.pop(name, None)
     payload = {"template": template, "serverGroup": server_group_id}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:10]
 

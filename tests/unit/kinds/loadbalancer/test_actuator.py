@@ -20,11 +20,21 @@ from kumo.engine.objects import Key
 from kumo.engine.reconciler import Engine
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.loadbalancer import members as lb_members
-from kumo.kinds.loadbalancer.actuator import MEMBER_OPS, LoadBalancerActuator
+from kumo.kinds.loadbalancer.actuator import LoadBalancerActuator
 from kumo.ports.model import owner_of, released_tags
 from tests.unit.fakes import World, make_body
 from tests.unit.fakes.loadbalancing import FakeLoadBalancing
 
+#: The fake Octavia's calls that change a pool's members.
+MEMBER_OPS = frozenset(
+    {
+        "replace_owned_members",
+        "add_members",
+        "create_member",
+        "update_owned_member",
+        "delete_owned_member",
+    }
+)
 EXAMPLE = Path(__file__).parents[4] / "examples" / "loadbalancer.yaml"
 GROUP = "virtualmachinegroup-sample"
 
@@ -768,7 +778,7 @@ def test_a_pass_builds_only_the_changed_vms_members_and_a_fresh_actuator_agrees(
         raise AssertionError(f"not converged: {status(world)}")
 
     def derived() -> int:
-        return sum(cache.derived for _, cache in actuator._wanted.values())
+        return actuator.wanted.derived()
 
     settle()
     assert len(members(world, 80)) == 30 and len(members(world, 443)) == 30
@@ -779,12 +789,12 @@ def test_a_pass_builds_only_the_changed_vms_members_and_a_fresh_actuator_agrees(
     assert "vm-5" not in members(world, 80) and len(members(world, 443)) == 29
     obj = world.obj(LOAD_BALANCER, "web")
     spec = LoadBalancerSpec.model_validate(obj.spec)
-    warm, _ = actuator._wanted_members(world.store, obj, spec)
-    cold, _ = LoadBalancerActuator(clock=world.clock)._wanted_members(world.store, obj, spec)
+    warm, _ = actuator.wanted.of(world.store, obj, spec)
+    cold, _ = LoadBalancerActuator(clock=world.clock).wanted.of(world.store, obj, spec)
     assert warm == cold and len(warm[0]) == 29
     changed = copy.deepcopy(obj.spec)
     changed["ports"][0]["realServers"]["port"] = 8080
-    moved, _ = actuator._wanted_members(world.store, obj, LoadBalancerSpec.model_validate(changed))
+    moved, _ = actuator.wanted.of(world.store, obj, LoadBalancerSpec.model_validate(changed))
     assert {w.port for w in moved[0]} == {8080} and {w.port for w in moved[1]} == {443}
 
 

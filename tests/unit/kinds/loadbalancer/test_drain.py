@@ -10,7 +10,8 @@ from typing import Any
 
 from kumo.api.loadbalancer import LoadBalancerSpec
 from kumo.cloud.model import Member, MemberSpec, marker_tags
-from kumo.kinds.loadbalancer import members, plan
+from kumo.kinds.loadbalancer import decision, members, plan
+from kumo.kinds.loadbalancer import steps as writes
 from kumo.kinds.loadbalancer.members import DrainClock, WantedMember
 from kumo.kinds.loadbalancer.plan import Tree
 from tests.unit.kinds.loadbalancer.test_plan import LB, LISTENER, MONITOR, OURS, POOL, UID, port
@@ -45,19 +46,19 @@ def steps(t: Tree, wanted: list, clock: DrainClock, s: LoadBalancerSpec | None =
     return plan.plan_steps(s or spec(), wanted, t, UID, "default-web", clock)
 
 
-def batch_of(step: plan.Step) -> dict[str, int]:
+def batch_of(step: writes.Step) -> dict[str, int]:
     """address → weight of the batch a replace_owned_members step sends."""
-    assert step.op == "replace_owned_members"
-    pool_id, uid, members = step.args
+    assert isinstance(step, writes.ReplaceOwnedMembers)
+    pool_id, uid, members = step.pool_id, step.uid, step.members
     assert (pool_id, uid) == (POOL.id, UID)
     assert all(m.tags == marker_tags(UID) for m in members), "members keep Kumo's marker"
     return {m.address: m.weight for m in members}
 
 
-def added_by(step: plan.Step) -> dict[str, int]:
+def added_by(step: writes.Step) -> dict[str, int]:
     """address → weight of the members an add_members step adds (nothing else)."""
-    assert step.op == "add_members"
-    pool_id, members = step.args
+    assert isinstance(step, writes.AddMembers)
+    pool_id, members = step.pool_id, step.members
     assert pool_id == POOL.id
     assert all(m.tags == marker_tags(UID) for m in members), "members carry Kumo's marker"
     return {m.address: m.weight for m in members}
@@ -67,8 +68,8 @@ def test_a_scale_out_is_one_batch_of_additions_alone() -> None:
     """Octavia's additive batch: the pool's other members are neither listed nor read."""
     wanted = want(("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.3"))
     (step,) = steps(tree(), wanted, at(0))
-    assert step.op == "add_members"
-    assert step.args[1] == [
+    assert isinstance(step, writes.AddMembers)
+    assert step.members == [
         MemberSpec("a", "10.0.0.1", 80, None, 1, OURS),
         MemberSpec("b", "10.0.0.2", 80, None, 1, OURS),
         MemberSpec("c", "10.0.0.3", 80, None, 1, OURS),
@@ -168,7 +169,8 @@ def test_a_reused_address_under_another_vm_is_taken_over_in_place() -> None:
     so the member is renamed, not drained."""
     stale = ours("m1", "old-vm", "10.0.0.1")
     (step,) = steps(tree(stale), want(("new-vm", "10.0.0.1")), at(0))
-    assert step.args[2] == [MemberSpec("new-vm", "10.0.0.1", 80, None, 1, OURS)]
+    assert isinstance(step, writes.ReplaceOwnedMembers)
+    assert step.members == [MemberSpec("new-vm", "10.0.0.1", 80, None, 1, OURS)]
     assert step.events == ()
 
 
@@ -177,7 +179,7 @@ def test_status_records_weight_and_drain_start_and_reads_them_back() -> None:
     t = tree(ours("m1", "a", "10.0.0.1"), leaving)
     clock = at(4, m2=T0)
     drains = plan.draining(spec(), want(("a", "10.0.0.1")), t, UID, clock)
-    written = plan.status(spec(), t, UID, drains)
+    written = {"ports": [decision.port_status(p, t, UID, drains) for p in spec().ports]}
     assert written["ports"][0]["members"] == [
         {"id": "m1", "name": "a", "address": "10.0.0.1", "port": 80, "weight": 1},
         {
@@ -213,10 +215,10 @@ def test_a_replaced_server_in_a_big_pool_is_an_add_then_a_remove_not_a_batch() -
     pool = big_pool(100)
     clock = DrainClock(T0, {}, {m.name: m.address for m in pool} | {"vm-7": "10.9.9.9"})
     add, remove = steps(tree(*pool), wanted_from(pool, vm_7="10.9.9.9"), clock)
-    assert add.op == "create_member"
-    assert add.args == (POOL.id, MemberSpec("vm-7", "10.9.9.9", 80, None, 1, OURS))
-    assert remove.op == "delete_owned_member"
-    assert remove.args == (POOL.id, "m7", UID)
+    assert isinstance(add, writes.CreateMember)
+    assert (add.pool_id, add.member) == (POOL.id, MemberSpec("vm-7", "10.9.9.9", 80, None, 1, OURS))
+    assert isinstance(remove, writes.DeleteOwnedMember)
+    assert (remove.pool_id, remove.member_id, remove.uid) == (POOL.id, "m7", UID)
     assert [e[0] for e in remove.events] == ["MemberRemoved"]
     assert "(1/2)" in add.why and "(2/2)" in remove.why
 
@@ -225,13 +227,15 @@ def test_a_drain_in_a_big_pool_is_one_weight_update() -> None:
     pool = big_pool(100)
     wanted = wanted_from(pool[1:])  # vm-0 is leaving (no longer Ready)
     (step,) = steps(tree(*pool), wanted, at(0))
-    assert step.op == "update_owned_member"
-    assert step.args == (POOL.id, "m0", UID, MemberSpec("vm-0", pool[0].address, 80, None, 0, OURS))
+    assert isinstance(step, writes.UpdateOwnedMember)
+    drained = MemberSpec("vm-0", pool[0].address, 80, None, 0, OURS)
+    assert (step.pool_id, step.member_id, step.uid, step.member) == (POOL.id, "m0", UID, drained)
     assert [e[0] for e in step.events] == ["Draining"]
     # Restored when wanted again: weight back to 1, the same member.
     draining = [replace_weight(pool[0], 0), *pool[1:]]
     (back,) = steps(tree(*draining), wanted_from(pool), at(1))
-    assert (back.op, back.args[1], back.args[3].weight) == ("update_owned_member", "m0", 1)
+    assert isinstance(back, writes.UpdateOwnedMember)
+    assert (back.member_id, back.member.weight) == ("m0", 1)
 
 
 def replace_weight(m: Member, weight: int) -> Member:
@@ -242,11 +246,11 @@ def test_many_changes_or_a_small_pool_stay_one_batch() -> None:
     pool = big_pool(100)
     more = [*wanted_from(pool)[0], *(WantedMember(f"new-{i}", f"10.1.0.{i}", 80) for i in range(6))]
     (step,) = steps(tree(*pool), [more], at(0))
-    assert step.op == "add_members", "6 additions to 100 members: one batch"
-    assert len(step.args[1]) == 6
+    assert isinstance(step, writes.AddMembers), "6 additions to 100 members: one batch"
+    assert len(step.members) == 6
     small = big_pool(39)
     (step,) = steps(tree(*small), wanted_from(small[1:]), at(0))
-    assert step.op == "replace_owned_members", "a 39-member batch is as quick as one call"
+    assert isinstance(step, writes.ReplaceOwnedMembers), "a 39-member batch is as quick as one call"
 
 
 def test_additions_with_anything_else_to_change_are_one_full_batch() -> None:
@@ -268,7 +272,7 @@ def test_one_by_one_never_lists_foreign_members() -> None:
     assert steps(tree(*pool), wanted, at(0)) == [], "the foreign member keeps its address"
     leaving = [[w for w in wanted[0] if w.name != "vm-3"]]
     (step,) = steps(tree(*pool), leaving, at(0))
-    assert (step.op, step.args[1]) == ("update_owned_member", "m3")
+    assert isinstance(step, writes.UpdateOwnedMember) and step.member_id == "m3"
 
 
 def test_a_leaving_member_whose_server_the_watch_lost_is_removed_not_drained() -> None:

@@ -18,9 +18,10 @@ from kumo.cloud.model import (
 )
 from kumo.engine.errors import TerminalError
 from kumo.kinds.labels import GROUP_LABEL
-from kumo.kinds.loadbalancer import plan
+from kumo.kinds.loadbalancer import decision, monitors, plan, steps
 from kumo.kinds.loadbalancer.members import DrainClock, WantedMember
 from kumo.kinds.loadbalancer.plan import Tree
+from kumo.kinds.loadbalancer.wanted import referenced_groups, wanted_members
 
 UID = "uid-web"
 OURS = marker_tags(UID)
@@ -76,7 +77,7 @@ def step_of(
     s: LoadBalancerSpec | None = None,
     wanted: list | None = None,
     clock: DrainClock = NOW,
-) -> plan.Step:
+) -> steps.Step:
     s = s or spec()
     steps = plan.plan_steps(s, wanted or [[] for _ in s.ports], t, UID, "default-web", clock)
     return steps[0]
@@ -84,15 +85,15 @@ def step_of(
 
 def test_monitor_labels_and_unapplied_monitors() -> None:
     p = spec().ports[0]
-    assert plan.unapplied_monitors(p) == ["https:80/health/ready"]
-    assert plan.monitor_label(p.monitors[0]) == "http:80/health/alive"
-    assert plan.unapplied_monitors(spec(port(monitors=[])).ports[0]) == []
+    assert monitors.unapplied_monitors(p) == ["https:80/health/ready"]
+    assert monitors.monitor_label(p.monitors[0]) == "http:80/health/alive"
+    assert monitors.unapplied_monitors(spec(port(monitors=[])).ports[0]) == []
 
 
 def test_monitor_port_only_when_it_differs() -> None:
-    assert plan.monitor_port(spec().ports[0]) is None
+    assert monitors.monitor_port(spec().ports[0]) is None
     other = port(monitors=[{"protocol": "tcp", "port": 9000}])
-    assert plan.monitor_port(spec(other).ports[0]) == 9000
+    assert monitors.monitor_port(spec(other).ports[0]) == 9000
 
 
 def test_members_are_ready_vms_of_the_group_with_an_ip() -> None:
@@ -104,7 +105,7 @@ def test_members_are_ready_vms_of_the_group_with_an_ip() -> None:
         vm("noip", None),
         {**vm("other", "10.0.0.5"), "metadata": {"name": "other", "labels": {GROUP_LABEL: "x"}}},
     ]
-    assert plan.wanted_members(vms, spec().ports[0]) == [
+    assert wanted_members(vms, spec().ports[0]) == [
         WantedMember("a", "10.0.0.1", 80),
         WantedMember("b", "10.0.0.2", 80),
     ]
@@ -113,17 +114,19 @@ def test_members_are_ready_vms_of_the_group_with_an_ip() -> None:
 def test_steps_build_listener_then_pool_then_monitor() -> None:
     empty = Tree(LB)
     first = step_of(empty)
-    assert (first.op, first.args) == ("create_listener", ("lb-1",))
-    assert first.kwargs == {"name": "default-web-80", "protocol": "http", "port": 80, "tags": OURS}
+    assert isinstance(first, steps.CreateListener) and first.lb_id == "lb-1"
+    assert (first.name, first.protocol, first.port, first.tags) == (
+        "default-web-80",
+        "http",
+        80,
+        OURS,
+    )
     no_pool = Tree(LB, [replace(LISTENER, default_pool_id=None)])
-    assert step_of(no_pool).op == "create_pool"
+    assert isinstance(step_of(no_pool), steps.CreatePool)
     bare = tree(pool=Pool("pool-1", "p", "HTTP", "lis-1", None, [], OURS), monitor=None)
     hm = step_of(bare)
-    assert (hm.op, hm.kwargs["protocol"], hm.kwargs["url_path"]) == (
-        "create_health_monitor",
-        "http",
-        "/health/alive",
-    )
+    assert isinstance(hm, steps.CreateHealthMonitor)
+    assert (hm.protocol, hm.url_path) == ("http", "/health/alive")
 
 
 def test_converged_tree_has_no_steps() -> None:
@@ -134,19 +137,18 @@ def test_converged_tree_has_no_steps() -> None:
 
 def test_protocol_change_removes_pool_before_listener() -> None:
     tcp = spec(port(protocol="tcp", monitors=[]))
-    assert step_of(tree(), tcp).op == "delete_pool"
-    assert step_of(Tree(LB, [replace(LISTENER, default_pool_id=None)]), tcp).op == (
-        "delete_listener"
-    )
+    assert isinstance(step_of(tree(), tcp), steps.DeletePool)
+    no_pool = Tree(LB, [replace(LISTENER, default_pool_id=None)])
+    assert isinstance(step_of(no_pool, tcp), steps.DeleteListener)
 
 
 def test_our_changed_monitor_is_deleted_a_foreign_one_is_kept_and_reported() -> None:
     moved = spec(port(monitors=[{"protocol": "http", "port": 80, "endpoint": "/other"}]))
-    assert step_of(tree(), moved).op == "delete_health_monitor"
+    assert isinstance(step_of(tree(), moved), steps.DeleteHealthMonitor)
     foreign = HealthMonitor("hm-1", "TCP", None, [])
     t = tree(monitor=foreign)
     assert plan.monitor_step(spec().ports[0], POOL, t, UID) is None
-    assert plan.port_status(spec().ports[0], t, UID)["unappliedMonitors"] == [
+    assert decision.port_status(spec().ports[0], t, UID)["unappliedMonitors"] == [
         "http:80/health/alive",
         "https:80/health/ready",
     ]
@@ -157,10 +159,10 @@ def test_stale_listener_and_orphan_pool_are_removed() -> None:
     old_pool = Pool("pool-9", "x", "HTTP", "lis-9", None, [], OURS)
     orphan = Pool("pool-8", "x", "HTTP", None, None, [], OURS)
     t = Tree(LB, [LISTENER, old], [POOL, old_pool, orphan], {}, {MONITOR.id: MONITOR})
-    steps = plan.stale_steps(spec(), t, UID)
-    assert [(s.op, s.args) for s in steps] == [
-        ("delete_pool", ("pool-9",)),
-        ("delete_pool", ("pool-8",)),
+    found = plan.stale_steps(spec(), t, UID)
+    assert [(type(s), s.pool_id) for s in found] == [
+        (steps.DeletePool, "pool-9"),
+        (steps.DeletePool, "pool-8"),
     ]
 
 
@@ -185,8 +187,8 @@ def test_a_foreign_listener_on_a_port_whose_protocol_changed_is_not_replaced() -
 def test_description_drift_is_a_step() -> None:
     member = Member("m1", "a", "10.0.0.1", 80, None, OURS)
     wanted = [[WantedMember("a", "10.0.0.1", 80)]]
-    steps = plan.plan_steps(spec(description="new"), wanted, tree(member), UID, "n", NOW)
-    assert [(s.op, s.kwargs) for s in steps] == [("update_load_balancer", {"description": "new"})]
+    found = plan.plan_steps(spec(description="new"), wanted, tree(member), UID, "n", NOW)
+    assert [(type(s), s.description) for s in found] == [(steps.UpdateLoadBalancer, "new")]
 
 
 def test_duplicate_ports_are_rejected_with_the_field() -> None:
@@ -196,13 +198,15 @@ def test_duplicate_ports_are_rejected_with_the_field() -> None:
 
 
 def test_referenced_groups_of_a_raw_spec() -> None:
-    assert plan.referenced_groups({"ports": [port(), {"realServers": {}}]}) == {"g"}
-    assert plan.referenced_groups({}) == set()
+    assert referenced_groups({"ports": [port(), {"realServers": {}}]}) == {"g"}
+    assert referenced_groups({}) == set()
 
 
 def test_monitor_warning_only_when_the_list_changes() -> None:
     ports = [{"port": 80, "unappliedMonitors": ["https:80/health/ready"]}]
-    message = plan.monitors_warning({}, ports)
+    message = monitors.monitors_warning({}, ports)
     assert message is not None and "port 80: https:80/health/ready" in message
-    assert plan.monitors_warning({"ports": ports}, ports) is None
-    assert plan.monitors_warning({"ports": ports}, [{"port": 80, "unappliedMonitors": []}]) is None
+    assert monitors.monitors_warning({"ports": ports}, ports) is None
+    assert (
+        monitors.monitors_warning({"ports": ports}, [{"port": 80, "unappliedMonitors": []}]) is None
+    )

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
+
 from kumo.api.kinds import VIRTUAL_MACHINE
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
+from kumo.kinds.virtualmachine.plan import fault_reason
 from tests.unit.fakes import World
 
 SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb"}
@@ -107,3 +110,22 @@ def test_outside_a_server_group_the_replacement_boots_at_once() -> None:
     reconcile(world)
     assert world.cloud.calls.count("create_server") == 2
     assert "replacingId" not in status(world)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "No valid host was found. There are not enough hosts available.",
+        "Build of instance 5b0f was re-scheduled: Max scheduling attempts 3 exceeded",
+        # Zed's words when every host tried failed the build (a late anti-affinity check).
+        "Exceeded maximum number of retries. Exhausted all hosts available for retrying "
+        "build failures for instance 5b0f2c1e-8d5a-4b1e-9a44-0c2b1f3d6e7a.",
+    ],
+)
+def test_every_way_nova_says_no_host_reads_novalidhost(fault: str) -> None:
+    assert fault_reason(fault) == "NoValidHost"
+
+
+def test_other_faults_are_not_novalidhost() -> None:
+    assert fault_reason("Quota exceeded for instances") == "QuotaExceeded"
+    assert fault_reason("Unexpected error while running command") == "ServerError"

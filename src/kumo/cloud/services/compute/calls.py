@@ -208,12 +208,13 @@ class ServersCalls(CloudBase):
         security_groups: list[str],
         server_group_id: str | None,
         root_volume: tuple[int, str | None] | None = None,
+        port_ids: tuple[str, ...] = (),
     ) -> model.Server:
         attrs: dict[str, Any] = {
             "name": name,
             "image_id": image_id,
             "flavor_id": flavor_id,
-            "networks": [{"uuid": n} for n in network_ids],
+            "networks": [{"uuid": n} for n in network_ids] + [{"port": p} for p in port_ids],
             "metadata": metadata,
             "tags": tags,
         }

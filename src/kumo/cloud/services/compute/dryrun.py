@@ -59,6 +59,7 @@ class ComputeDryRun(DryRunBase):
             "security_groups",
             "server_group_id",
             "description",
+            "port_ids",
         )
         changes = [Change(f"spec.{k}", None, attrs.get(k)) for k in shown if attrs.get(k)]
         if attrs.get("user_data"):

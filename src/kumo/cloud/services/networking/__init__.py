@@ -1,4 +1,4 @@
-"""The networking service. Neutron (networking), in three parts: security groups (security_groups.py), floating IPs (floating_ips.py), networks with subnets and routers (networks.py).
+"""The networking service. Neutron (networking), in four parts: security groups (security_groups.py), floating IPs (floating_ips.py), networks with subnets and routers (networks.py), Port objects' ports (ports.py).
 
 Its port is :class:`kumo.ports.NetworkingPort`; its watchers are in watch.py, its dry-run half in
 dryrun.py, its unit fake in tests/unit/fakes/networking.py."""
@@ -9,16 +9,18 @@ from kumo.cloud.service import Service
 from kumo.cloud.services.networking.dryrun import NetworkingDryRun
 from kumo.cloud.services.networking.floating_ips import FloatingIPsCalls
 from kumo.cloud.services.networking.networks import NetworksCalls
+from kumo.cloud.services.networking.ports import PortsCalls
 from kumo.cloud.services.networking.security_groups import SecurityGroupsCalls
 from kumo.cloud.services.networking.watch import (
     FloatingIPWatcher,
     NetworkWatcher,
+    PortWatcher,
     SecurityGroupWatcher,
 )
 from kumo.ports import NetworkingPort
 
 
-class NetworkingCalls(SecurityGroupsCalls, FloatingIPsCalls, NetworksCalls):
+class NetworkingCalls(SecurityGroupsCalls, FloatingIPsCalls, NetworksCalls, PortsCalls):
     """Every part of the service's calls."""
 
 
@@ -30,6 +32,7 @@ SERVICE = Service(
         SecurityGroupWatcher,
         FloatingIPWatcher,
         NetworkWatcher,
+        PortWatcher,
     ),
     dryrun=NetworkingDryRun,
 )

@@ -4,12 +4,13 @@ writes recorded as :class:`~kumo.engine.dryrun.Action` s (see :mod:`kumo.cloud.d
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 from kumo.cloud import model
 from kumo.cloud.dry import NEW_ID, DryRunBase, described, passthrough, port_text
 from kumo.engine.dryrun import Change
-from kumo.ports import FloatingIPsPort, NetworksPort, SecurityGroupsPort
+from kumo.ports import FloatingIPsPort, NetworksPort, PortsPort, SecurityGroupsPort
 
 
 class NetworkingDryRun(DryRunBase):
@@ -39,6 +40,11 @@ class NetworkingDryRun(DryRunBase):
     fetch_router = passthrough(NetworksPort.fetch_router)
     list_owned_routers = passthrough(NetworksPort.list_owned_routers)
     fetch_routers = passthrough(NetworksPort.fetch_routers)
+    get_port = passthrough(PortsPort.get_port)
+    fetch_port = passthrough(PortsPort.fetch_port)
+    list_owned_ports = passthrough(PortsPort.list_owned_ports)
+    find_ports_by_name = passthrough(PortsPort.find_ports_by_name)
+    fetch_ports = passthrough(PortsPort.fetch_ports)
 
     # Writes: recorded, never made.
 
@@ -296,3 +302,95 @@ class NetworkingDryRun(DryRunBase):
 
     async def delete_router(self, router_id: str) -> None:
         self._record("delete", "router", router_id)
+
+    async def create_port(
+        self,
+        *,
+        name: str,
+        network_id: str,
+        address: str | None,
+        description: str,
+        security_groups: list[str] | None,
+        allowed_address_pairs: list[model.AddressPair],
+        tags: list[str],
+    ) -> model.Port:
+        changes = [Change("spec.network", None, network_id)]
+        if address:
+            changes.append(Change("spec.address", None, address))
+        if security_groups:
+            changes.append(Change("spec.securityGroups", None, security_groups))
+        if allowed_address_pairs:
+            changes.append(
+                Change("spec.allowedAddressPairs", None, pairs_text(allowed_address_pairs))
+            )
+        self._record("create", "port", name, *changes)
+        return model.Port(
+            NEW_ID,
+            network_id,
+            "",
+            fixed_addresses=[address] if address else [],
+            name=name,
+            description=description,
+            tags=list(tags),
+            security_groups=tuple(security_groups or ()),
+            allowed_address_pairs=tuple(allowed_address_pairs),
+        )
+
+    async def update_port(
+        self,
+        port_id: str,
+        *,
+        description: str | None = None,
+        security_groups: list[str] | None = None,
+        allowed_address_pairs: list[model.AddressPair] | None = None,
+    ) -> model.Port:
+        old = await self._inner.get_port(port_id)
+        if old is None:
+            old = model.Port(port_id, "", "")
+        changes = []
+        if description is not None:
+            changes.append(
+                Change(described(old.description, description), old.description, description)
+            )
+        if security_groups is not None:
+            changes.append(
+                Change("spec.securityGroups", list(old.security_groups), security_groups)
+            )
+        if allowed_address_pairs is not None:
+            changes.append(
+                Change(
+                    "spec.allowedAddressPairs",
+                    pairs_text(old.allowed_address_pairs),
+                    pairs_text(allowed_address_pairs),
+                )
+            )
+        self._record("update", "port", old.name or port_id, *changes)
+        return dataclasses.replace(
+            old,
+            description=old.description if description is None else description,
+            security_groups=(
+                old.security_groups if security_groups is None else tuple(security_groups)
+            ),
+            allowed_address_pairs=(
+                old.allowed_address_pairs
+                if allowed_address_pairs is None
+                else tuple(allowed_address_pairs)
+            ),
+        )
+
+    async def set_port_tags(self, port_id: str, tags: list[str]) -> None:
+        old = await self._inner.get_port(port_id)
+        self._record(
+            "update",
+            "port",
+            old.name if old else port_id,
+            Change("tags", old.tags if old else [], tags),
+        )
+
+    async def delete_port(self, port_id: str) -> None:
+        self._record("delete", "port", port_id)
+
+
+def pairs_text(pairs: Iterable[model.AddressPair]) -> list[str]:
+    """Allowed address pairs as a plan shows them: ``10.0.0.100`` (``@mac`` when given)."""
+    return [p.ip_address + (f"@{p.mac_address}" if p.mac_address else "") for p in pairs]

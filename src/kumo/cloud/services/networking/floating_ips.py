@@ -230,7 +230,8 @@ def _floating_ip(x: dict[str, Any]) -> model.FloatingIP:
 
 
 def port_from(x: dict[str, Any]) -> model.Port:
-    """A Neutron port as Kumo reads it (the floating IPs' and the networks' calls)."""
+    """A Neutron port as Kumo reads it (the floating IPs', the networks' and the ports'
+    calls)."""
     fixed = x.get("fixed_ips") or []
     return model.Port(
         id=x["id"],
@@ -240,4 +241,14 @@ def port_from(x: dict[str, Any]) -> model.Port:
         fixed_addresses=[ip["ip_address"] for ip in fixed if ip.get("ip_address")],
         status=x.get("status") or "",
         subnet_ids=tuple(sorted({ip["subnet_id"] for ip in fixed if ip.get("subnet_id")})),
+        name=x.get("name") or "",
+        mac_address=x.get("mac_address") or "",
+        description=x.get("description"),
+        tags=list(x.get("tags") or []),
+        security_groups=tuple(x.get("security_groups") or ()),
+        allowed_address_pairs=tuple(
+            model.AddressPair(p["ip_address"], p.get("mac_address"))
+            for p in x.get("allowed_address_pairs") or ()
+            if p.get("ip_address")
+        ),
     )

@@ -11,6 +11,7 @@
   by its marker). Each carries ``port_details``, so whether it still points at its
   target's server is read from this one list; ports are looked up only to repair.
 - **Networks and routers**: see :class:`NetworkWatcher`.
+- **Ports** of Port objects: see :class:`PortWatcher`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from kumo.cloud import model
 from kumo.cloud.cache import ResourceCache
 from kumo.cloud.watcher import Changes, WatchEnv, Watcher
 from kumo.engine import sweep
-from kumo.ports import FloatingIPsPort, NetworksPort, SecurityGroupsPort
+from kumo.ports import FloatingIPsPort, NetworksPort, PortsPort, SecurityGroupsPort
 
 
 class SecurityGroupWatcher(Watcher):
@@ -165,3 +166,58 @@ class NetworkWatcher(Watcher):
 
     def transitional(self) -> bool:
         return any(n.status not in ("ACTIVE", "DOWN") for n in self.networks.items())
+
+
+class PortWatcher(Watcher):
+    """Neutron ports of Port objects: Kumo's (tag ``kumo``; a Port's port takes its tags
+    in its create), one listing per interval whatever their number — and none at all
+    while the project has no Port: neither the startup listing nor the relist lists
+    until a Port's call asks (:meth:`want`), and the listing stops again once it finds no
+    port of Kumo's and no Port has asked since the listing before. (A port leaked then,
+    its Port object gone, is reported by the orphan sweep once a Port asks again.) A
+    port bound to a server is never swept: the server would lose its address."""
+
+    service = "networking.ports"
+    api, resource = "network", "ports"
+
+    def __init__(self, cloud: PortsPort, env: WatchEnv) -> None:
+        super().__init__(env)
+        self.cloud = cloud
+        self.ports: ResourceCache[model.Port] = ResourceCache(
+            "ports", lambda p: p.id, model.described_owner
+        )
+        self.caches = self.singles = (self.ports,)
+        self.marks = (("port", self.ports, model.described_marker),)
+        self.listing = False
+        self._asked = 0
+
+    def want(self) -> bool:
+        """A Port's call: list from now on. True when the listing was off until now."""
+        self._asked += 1
+        started = not self.listing
+        self.listing = True
+        return started
+
+    def is_in_use(self, resource: model.Port) -> bool:
+        return bool(resource.device_id)
+
+    async def delete_marked(self, resource: model.Marked) -> None:
+        port = await self.cloud.get_port(resource.id)
+        if port is not None and port.device_id:  # bound since the sweep's look: kept
+            raise sweep.OrphanKept(f"port {resource.id} is bound to server {port.device_id}")
+        await self.cloud.delete_port(resource.id)
+
+    async def refresh(self, full: bool) -> Changes:
+        if not self.listing:
+            return []
+        asked, self._asked = self._asked, 0
+        token = self.ports.begin()
+        self.env.stats.count("ports")
+        listed = await self.cloud.fetch_ports()
+        changes = [(self.ports, c) for c in self.ports.replace(token, listed)]
+        if not asked and not self.ports.items():
+            # No Port asked since the last listing and Kumo has no port: stop listing.
+            # The cache no longer answers: a Port's next call reads the API and asks.
+            self.listing = False
+            self.ports.synced = False
+        return changes
