@@ -41,8 +41,9 @@ class RealServers(KumoModel):
     """Name of a VirtualMachineGroup in the same namespace: its members are the VMs
     labelled `kumo.dev/group=<name>`."""
     group_object: bool = True
-    """`false`: no VirtualMachineGroup object is needed: the pool follows the VMs labelled
-    `kumo.dev/group=<virtualMachineGroupRef>` (a KumoCluster's control-plane machines)."""
+    """`false`: the pool follows the VMs labelled `kumo.dev/group=<virtualMachineGroupRef>`
+    with no group behind the label (a KumoCluster's control-plane machines); `true`: the
+    group must exist."""
     drain_seconds: int = Field(default=10, ge=0, le=3600)
     """Seconds a leaving member (its VM is being deleted or is no longer Ready) stays in
     the pool at weight 0, so open connections can finish, before it is removed; its

@@ -50,6 +50,8 @@ REFERENCES: tuple[Reference, ...] = (
     # boot, so deleting a keypair a server was booted with harms nothing; the fixtures
     # and the bench still delete VMs first (registry.deletion_order).
     Reference("VirtualMachine", "keyName", "KeyPair"),
+    # A KumoMachine's VirtualMachine boots with it (the VM waits for it, not the machine).
+    Reference("KumoMachine", "keyName", "KeyPair"),
     # Objects on a Network wait for it to be Ready and hold its deletion while they name
     # it (Neutron refuses to delete a network with ports); they go first.
     Reference("VirtualMachine", "networks[]", "Network"),
