@@ -29,9 +29,12 @@ SET_LABEL = f"{CAPI_GROUP}/set-name"
 PAUSED_ANNOTATION = f"{CAPI_GROUP}/paused"
 #: The machine set of a control plane's machines (their server group's name part).
 CONTROL_PLANE = "control-plane"
-#: While paused, or waiting for what no watch reports (a Machine's bootstrap data, an
-#: owner CAPI has not set yet), the pass looks again this often.
+#: While paused, or waiting for what no watch reports (a Machine's bootstrap data), the
+#: pass looks again this often.
 POLL_SECONDS = 5.0
+#: Waiting for the owner CAPI sets: setting it changes the object itself, which wakes it;
+#: this is only the safety net.
+OWNER_SECONDS = 60.0
 #: The status fields CAPI reads that a pass which reports nothing new must keep (not
 #: the failure fields: a permanent error's status write keeps them; a pass that gets
 #: further drops them).

@@ -48,7 +48,7 @@ class KumoClusterActuator:
                 return Wait(
                     "waiting for Cluster API to set its owning Cluster (ownerReferences)",
                     reason="WaitingForCluster",
-                    after=capi.POLL_SECONDS,
+                    after=capi.OWNER_SECONDS,
                     status=capi.kept(obj.status),
                 )
             return str(cluster["metadata"]["name"])

@@ -46,7 +46,7 @@ class KumoMachineActuator:
                 return Wait(
                     "waiting for Cluster API to set its owning Machine (ownerReferences)",
                     reason="WaitingForMachine",
-                    after=capi.POLL_SECONDS,
+                    after=capi.OWNER_SECONDS,
                     status=capi.kept(obj.status),
                 )
             return machine

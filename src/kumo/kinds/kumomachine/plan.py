@@ -136,12 +136,13 @@ def decide(o: Observed) -> Decision:
         if not children.owned_by(o.vm, o.uid):
             return Decision(taken=f"VirtualMachine {o.name}")
         server = (o.vm.get("status") or {}).get("id")
-        provider = PROVIDER_ID.format(server) if server else None
-        return Decision(provider_id=provider if provider != o.spec.provider_id else None)
-    if o.status.get("id"):
+        unwritten = server and not o.spec.provider_id  # written once, never changed
+        return Decision(provider_id=PROVIDER_ID.format(server) if unwritten else None)
+    made = o.status.get("id") or o.spec.provider_id  # a server existed: one only, ever
+    if made:
         return Decision(
-            lost=f"VirtualMachine {o.name} (server {o.status['id']}) was deleted; a Machine's "
-            "server is never made again: delete the Machine to replace it"
+            lost=f"VirtualMachine {o.name} (server {made}) was deleted; a Machine's server is "
+            "never made again: delete the Machine to replace it"
         )
     cluster = o.kumo_cluster
     if o.cluster is None or cluster is None:

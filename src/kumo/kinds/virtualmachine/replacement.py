@@ -28,8 +28,7 @@ FIELD = "spec.replacementPolicy"
 REASONS = {"spec": "ReplacementRefused", "deleting": "ServerLost", "error": "ServerError"}
 #: The fields whose change replaces a server (``plan.spec_hash``), for the message.
 REPLACED_ON_CHANGE = (
-    "image, flavor, initScript, networks, ports, availabilityZone, keyName, serverGroup, "
-    "rootVolume"
+    "image, flavor, initScript, networks, ports, availabilityZone, keyName, serverGroup, rootVolume"
 )
 _AFTER = "replacementPolicy is Never: no new server is made (delete the object to replace it)"
 

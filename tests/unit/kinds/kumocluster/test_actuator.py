@@ -43,7 +43,7 @@ def test_it_waits_for_cluster_api_to_set_its_owning_cluster() -> None:
     world = World()
     add_cluster(world)
     add_kumo_cluster(world, owned=False)
-    assert run_cluster(world) == capi.POLL_SECONDS
+    assert run_cluster(world) == capi.OWNER_SECONDS
     assert ready(kcl(world))["reason"] == "WaitingForCluster"
     assert parts(world) == {}
     assert world.kube.external_reads == [], "no owner: nothing to read"

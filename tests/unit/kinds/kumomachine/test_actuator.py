@@ -47,7 +47,7 @@ def test_it_waits_for_its_machine() -> None:
     world = World()
     add_cluster(world)
     world.add(KUMO_MACHINE, CP, {"image": "centos79", "flavor": "n3-1vcpu-2gb"})
-    assert run_machine(world, CP) == capi.POLL_SECONDS
+    assert run_machine(world, CP) == capi.OWNER_SECONDS
     assert ready(kma(world))["reason"] == "WaitingForMachine"
 
 
@@ -187,6 +187,17 @@ def test_a_vm_deleted_after_its_server_existed_is_not_made_again() -> None:
     assert vm(world) is None
     assert ready(kma(world))["reason"] == "ServerLost"
     assert kma(world)["status"]["failureReason"] == "UpdateError"
+
+
+def test_a_written_provider_id_alone_is_enough_to_never_make_a_second_server() -> None:
+    """A crash after the providerID's write and before the status write: the machine
+    had a server all the same."""
+    world = made(World(), control_plane=True)
+    world.store.remove("VirtualMachine", NS, CP)
+    kma(world)["spec"]["providerID"] = "openstack:///srv-1"
+    run_machine(world, CP)
+    assert vm(world) is None
+    assert ready(kma(world))["reason"] == "ServerLost"
 
 
 def test_bad_input_on_the_vm_names_the_field() -> None:
