@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kumo.api.capi import CAPI_GROUP, CONTRACT
+from kumo.engine.lifecycle import Wait
 from kumo.engine.objects import Body, Context, External, Obj
 from kumo.engine.result import Result
 
@@ -85,6 +86,16 @@ def held(why: str) -> Result:
         paused=f"paused by Cluster API ({why}): Kumo changes nothing for it",
         requeue_after=POLL_SECONDS,
         done=False,
+    )
+
+
+def owner_wait(obj: Obj, kind: str) -> Wait:
+    """The pass of an object whose CAPI owner (``kind``) is not set or not there yet."""
+    return Wait(
+        f"waiting for Cluster API to set its owning {kind} (ownerReferences)",
+        reason=f"WaitingFor{kind}",
+        after=OWNER_SECONDS,
+        status=kept(obj.status),
     )
 
 

@@ -45,12 +45,7 @@ class KumoClusterActuator:
 
         async def anchor() -> str | Wait:
             if cluster is None:
-                return Wait(
-                    "waiting for Cluster API to set its owning Cluster (ownerReferences)",
-                    reason="WaitingForCluster",
-                    after=capi.OWNER_SECONDS,
-                    status=capi.kept(obj.status),
-                )
+                return capi.owner_wait(obj, "Cluster")
             return str(cluster["metadata"]["name"])
 
         async def observe(name: str) -> plan.Observed:

@@ -42,14 +42,7 @@ class KumoMachineActuator:
             return capi.held(why)
 
         async def anchor() -> Body | Wait:
-            if machine is None:
-                return Wait(
-                    "waiting for Cluster API to set its owning Machine (ownerReferences)",
-                    reason="WaitingForMachine",
-                    after=capi.OWNER_SECONDS,
-                    status=capi.kept(obj.status),
-                )
-            return machine
+            return capi.owner_wait(obj, "Machine") if machine is None else machine
 
         async def observe(found: Body) -> plan.Observed:
             infra = ((cluster or {}).get("spec") or {}).get("infrastructureRef") or {}
