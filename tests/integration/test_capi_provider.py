@@ -6,7 +6,8 @@ this module: tests/integration/capi_fixtures.py), with Kumo installed as deploy/
 deploy/capi install it and run with its ServiceAccount's rights, examples/capi/cluster.yaml
 (the ClusterClass kumo-kubeadm) is applied:
 
-* the KumoCluster is provisioned, its endpoint the API load balancer's VIP;
+* the KumoCluster is provisioned, its endpoint the API load balancer's VIP (its own
+  address, not the one the lab's no-op Octavia gives every load balancer);
 * the control plane's KumoMachine is provisioned with ``openstack:///<server ID>``;
 * the server's user data, as Nova holds it, is byte for byte the Machine's bootstrap
   Secret;
@@ -68,6 +69,9 @@ def test_a_cluster_is_provisioned_on_kumo_and_its_deletion_leaves_nothing(
     assert condition(infra)["status"] == "True", infra["status"]
     endpoint = infra["spec"]["controlPlaneEndpoint"]
     assert endpoint == {"host": infra["status"]["vip"], "port": 6443}
+    # The API's own VIP (the subnet's last address but one), not the address the lab's
+    # no-op Octavia gives every load balancer that asks for none (198.51.100.1).
+    assert infra["status"]["vip"] == "10.6.0.254"
     cluster = get(env, "clusters.cluster.x-k8s.io", CLUSTER, ns)
     assert cluster is not None
     assert cluster["spec"]["controlPlaneEndpoint"] == endpoint, "CAPI took Kumo's endpoint"
@@ -92,6 +96,7 @@ def test_a_cluster_is_provisioned_on_kumo_and_its_deletion_leaves_nothing(
     server_id = vm["status"]["id"]
     assert machine["spec"]["providerID"] == f"openstack:///{server_id}"
     assert vm["spec"]["replacementPolicy"] == "Never"
+    assert vm["spec"]["metadata"] == {"kumo.dev:boot-shim": "true"}, "the lab's boot shim"
     capi_machine = wait_until(
         "CAPI's Machine to take the providerID",
         lambda: (

@@ -44,7 +44,9 @@ NOT_KUMO = {
     # Python's typing (docs/architecture.md) and its exceptions (docs/clusters.md)
     "Any", "TypeError",
     # Cluster API (docs/clusters.md): its objects' fields and conditions
-    "controlPlaneRef", "kubeletExtraArgs", "InfrastructureReady",
+    "controlPlaneRef", "kubeletExtraArgs", "InfrastructureReady", "imageRepository",
+    # kubeadm's preflight check (the ClusterClass skips it for the lab's boot shim)
+    "SystemVerification",
     # The operator's Pod, PodDisruptionBudget, kubelet configuration
     "allowPrivilegeEscalation", "imagePullPolicy", "sizeLimit", "minAvailable",
     "cgroupDriver", "failCgroupV1", "failSwapOn",

@@ -13,9 +13,10 @@ fields CAPI v1.14 still reads are kept beside them (``status.ready``, and the to
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, field_validator
 
 from kumo.api.common import (
     CIDR_MAX,
@@ -44,6 +45,8 @@ API_SERVER_PORT = 6443
 HOST_MAX = 512
 #: The most availability zones (failure domains) of one cluster.
 MAX_ZONES = 32
+#: The smallest nodes' subnet: the network, gateway and VIP addresses, and some nodes.
+MIN_ADDRESSES = 8
 #: The most CIDRs allowed to reach the API.
 MAX_CIDRS = 64
 #: A failure domain's name, as CAPI bounds it.
@@ -71,7 +74,22 @@ class ClusterNetworkSpec(KumoModel):
     cidr: str = Field(
         default="10.6.0.0/24", min_length=3, max_length=CIDR_MAX, pattern=r"^[0-9a-fA-F:.]+/\d+$"
     )
-    """The subnet of the nodes."""
+    """The subnet of the nodes (at least 8 addresses). Its last address but one is the API
+    load balancer's VIP, kept out of the addresses Neutron hands the nodes."""
+
+    @field_validator("cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            net = ipaddress.ip_network(value, strict=True)
+        except ValueError as e:
+            raise ValueError(f"spec.network.cidr {value!r} is not a network prefix: {e}") from e
+        if net.num_addresses < MIN_ADDRESSES:
+            raise ValueError(
+                f"spec.network.cidr {value} is too small: at least a /29 (8 addresses)"
+            )
+        return value
+
     external_network: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
     """The router's external network (name or ID). Default: the cloud's only one."""
     dns_nameservers: list[Annotated[str, StringConstraints(max_length=45)]] = Field(

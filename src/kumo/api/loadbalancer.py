@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from kumo.api.common import (
+    ADDRESS_MAX,
     CLOUD_NAME_MAX,
     KUBE_NAME_MAX,
     MAX_DESCRIPTION,
@@ -94,6 +95,11 @@ class LoadBalancerSpec(ManagedSpec, ImportableSpec):
             "is created; delete and recreate the LoadBalancer to change it",
         ),
         fixed_once_created(
+            "vipAddress",
+            "spec.vipAddress is immutable: Octavia cannot move a load balancer's VIP; delete "
+            "and recreate the LoadBalancer to change it",
+        ),
+        fixed_once_created(
             "serviceType",
             "spec.serviceType is immutable: Octavia cannot change a load balancer's flavor; "
             "delete and recreate the LoadBalancer to change it",
@@ -110,6 +116,8 @@ class LoadBalancerSpec(ManagedSpec, ImportableSpec):
     """`private`: VIP on the project's network; `public`: on the external network."""
     vip_network: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Network name or ID for the VIP, overriding what vipType picks."""
+    vip_address: str | None = Field(default=None, min_length=1, max_length=ADDRESS_MAX)
+    """The VIP's address on its network (it must be free there). Unset: Octavia picks one."""
     service_type: str = Field(default="generic", max_length=CLOUD_NAME_MAX)
     """Octavia flavor name; `generic` means the cloud's default."""
     ports: list[Port] = Field(

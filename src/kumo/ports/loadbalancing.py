@@ -51,6 +51,7 @@ class LoadBalancingPort(CloudPort, Protocol):
         availability_zone: str | None,
         flavor_id: str | None,
         tags: list[str],
+        vip_address: str | None = None,
     ) -> model.LoadBalancer: ...
 
     @write

@@ -201,3 +201,40 @@ def test_the_example_is_one_cluster_of_the_class() -> None:
     assert topology["controlPlane"]["replicas"] == 1
     classes = {md["class"] for md in cc["spec"]["workers"]["machineDeployments"]}
     assert [md["class"] for md in topology["workers"]["machineDeployments"]] == sorted(classes)
+
+
+def node_registrations(by_ref: dict[tuple[str, str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every nodeRegistration of the class's kubeadm templates (init and joins)."""
+    found = []
+    for (_, kind, _), doc in by_ref.items():
+        if kind == "KubeadmControlPlaneTemplate":
+            spec = doc["spec"]["template"]["spec"]["kubeadmConfigSpec"]
+            found += [spec["initConfiguration"], spec["joinConfiguration"]]
+        elif kind == "KubeadmConfigTemplate":
+            found.append(doc["spec"]["template"]["spec"]["joinConfiguration"])
+    return [c["nodeRegistration"] for c in found]
+
+
+def test_every_kubelet_names_itself_by_its_server_as_the_kumomachine_does() -> None:
+    """CAPI matches a Node to its Machine by providerID: the kubelet's, from the metadata
+    service's instance ID, must be the KumoMachine's ``openstack:///<server ID>``."""
+    _, by_ref = clusterclass()
+    registrations = node_registrations(by_ref)
+    assert len(registrations) == 3
+    for registration in registrations:
+        assert {
+            "name": "provider-id",
+            "value": "openstack:///{{ ds.meta_data.instance_id }}",
+        } in registration["kubeletExtraArgs"]
+        assert registration["ignorePreflightErrors"] == ["SystemVerification"]
+        assert registration["name"] == "{{ ds.meta_data.local_hostname }}"
+
+
+def test_the_control_plane_fits_the_labs_boot_shim() -> None:
+    """Images from registry.kumo.lab (the lab pulls nothing), no kube-proxy or CoreDNS."""
+    _, by_ref = clusterclass()
+    (kcp,) = [d for (_, kind, _), d in by_ref.items() if kind == "KubeadmControlPlaneTemplate"]
+    spec = kcp["spec"]["template"]["spec"]["kubeadmConfigSpec"]
+    assert spec["format"] == "cloud-config"
+    assert spec["clusterConfiguration"]["imageRepository"] == "registry.kumo.lab"
+    assert spec["initConfiguration"]["skipPhases"] == ["addon/kube-proxy", "addon/coredns"]

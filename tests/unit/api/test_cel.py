@@ -31,6 +31,7 @@ def test_fixed_fields_are_object_rules_that_name_the_field() -> None:
         "spec.zone",
         "spec.vipType",
         "spec.vipNetwork",
+        "spec.vipAddress",
         "spec.serviceType",
         "spec.import",
     ):
@@ -60,7 +61,7 @@ def test_cel_keywords_are_escaped() -> None:
 def test_object_rules_collect_from_the_bases_first_and_once() -> None:
     rules = object_rules(LoadBalancerSpec)
     assert rules[0].message.startswith("spec.import")
-    assert len(rules) == len(set(rules)) == 5
+    assert len(rules) == len(set(rules)) == 6
     assert object_rules(ShareSpec)[-1].message.startswith("spec.size")
 
 

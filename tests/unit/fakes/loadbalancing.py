@@ -136,6 +136,7 @@ class FakeLoadBalancing(LoadBalancingPort):
         availability_zone: str | None,
         flavor_id: str | None,
         tags: list[str],
+        vip_address: str | None = None,
     ) -> model.LoadBalancer:
         self.calls.append("create_load_balancer")
         attrs = {k: v for k, v in locals().items() if k != "self"}
@@ -144,7 +145,7 @@ class FakeLoadBalancing(LoadBalancingPort):
             name=name,
             provisioning_status="PENDING_CREATE",
             operating_status="OFFLINE",
-            vip_address=f"10.9.0.{len(self.lbs) + 10}",
+            vip_address=vip_address or f"10.9.0.{len(self.lbs) + 10}",
             tags=list(tags),
             description=description,
             availability_zone=availability_zone,

@@ -4,14 +4,15 @@ CAPI reads.
 
 The parts (named after the Cluster, :class:`kumo.kinds.capi.Parts`):
 
-* Network ``<cluster>``: the nodes' subnet and a router to the outside;
+* Network ``<cluster>``: the nodes' subnet (its last address but one kept for the API
+  load balancer's VIP) and a router to the outside;
 * SecurityGroup ``<cluster>-node`` on every machine: among members, the API (6443),
   etcd (2379-2380), the kubelet (10250), ICMP and the CNIs' own traffic (BGP 179,
   VXLAN 4789 and 8472, IP-in-IP); egress anywhere;
 * SecurityGroup ``<cluster>-api`` on the control plane: 6443 from ``allowedCIDRs`` and
   from the nodes' subnet (a load balancer's amphora speaks from there);
-* LoadBalancer ``<cluster>-api``: TCP 6443 whose pool follows the control plane's VMs
-  by their ``kumo.dev/group`` label (``groupObject: false``);
+* LoadBalancer ``<cluster>-api``: TCP 6443 at that VIP, whose pool follows the control
+  plane's VMs by their ``kumo.dev/group`` label (``groupObject: false``);
 * FloatingIP ``<cluster>-api`` on it (``floatingIP: true``), DNSRecord ``<cluster>-api``
   (``dns``).
 
@@ -22,6 +23,7 @@ set never each make one, and deletes those of sets that have no KumoMachine left
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,13 +92,24 @@ def _rule(protocol: str, low: int | None = None, high: int | None = None, **othe
     return rule
 
 
+def addresses(cidr: str) -> tuple[str, str, str]:
+    """(the API load balancer's VIP, the first and last address Neutron hands the nodes)
+    in the nodes' subnet: the VIP is its last address but one, named explicitly so that
+    each cluster's API has its own (Octavia's no-op network driver, the lab's, gives every
+    load balancer 198.51.100.1 unless asked for an address), and kept out of the nodes'
+    pool, which starts after the gateway (the first host)."""
+    net = ipaddress.ip_network(cidr)
+    return str(net[-2]), str(net[2]), str(net[-3])
+
+
 def wanted(spec: KumoClusterSpec, cluster: str, namespace: str) -> list[children.Child]:
     """The Kumo objects of the cluster's infrastructure (module docstring)."""
     parts = capi.Parts(cluster)
     labels = {capi.CLUSTER_NAME_LABEL: capi.label_value(cluster)}
     about = f"Cluster API cluster {namespace}/{cluster}"
     net = spec.network
-    subnet: Body = {"cidr": net.cidr}
+    vip, first, last = addresses(net.cidr)
+    subnet: Body = {"cidr": net.cidr, "allocationPools": [{"start": first, "end": last}]}
     if net.dns_nameservers:
         subnet["dnsNameservers"] = list(net.dns_nameservers)
     router: Body = {"externalNetwork": net.external_network} if net.external_network else {}
@@ -122,6 +135,7 @@ def wanted(spec: KumoClusterSpec, cluster: str, namespace: str) -> list[children
     load_balancer = {
         "description": f"the API of {about}",
         "vipNetwork": parts.network,
+        "vipAddress": vip,
         "ports": [
             {
                 "port": API_SERVER_PORT,

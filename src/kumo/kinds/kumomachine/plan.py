@@ -9,7 +9,7 @@ SecurityGroup (and ``-api`` on the control plane), in its machine set's server g
 ``replacementPolicy: Never``: a Machine's providerID cannot change, so a lost or broken
 server is reported (the VM's ``ServerLost``, ``ServerError``) and MachineHealthCheck
 replaces the Machine. The control plane's VMs carry the ``kumo.dev/group`` label the API
-load balancer's pool follows.
+load balancer's pool follows; every server, the metadata the lab's boot shim looks for.
 
 It is made once the Cluster's infrastructure is provisioned, the Machine has its
 bootstrap data, and the set's server group exists; never changed afterwards.
@@ -37,6 +37,10 @@ NEVER_REBUILT = frozenset({"ServerLost", "ServerError", "ReplacementRefused"})
 UPDATE_ERROR = "UpdateError"
 #: The bootstrap data key of CAPI's bootstrap Secrets.
 DATA_KEY = "value"
+#: Server metadata that hands the server to the lab's boot shim (dev/shim: it runs the
+#: server's cloud-init in a network namespace, as the lab's Nova boots nothing); harmless
+#: in a cloud whose servers boot.
+BOOT_SHIM = {"kumo.dev:boot-shim": "true"}
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ def vm_child(o: Observed, secret: str, group: str | None) -> children.Child:
         "securityGroups": [*groups, *(g for g in s.security_groups if g not in groups)],
         "initScript": {"secretRef": {"name": secret, "key": DATA_KEY}},
         "replacementPolicy": "Never",
+        "metadata": dict(BOOT_SHIM),
     }
     if s.key_name:
         spec["keyName"] = s.key_name

@@ -157,6 +157,7 @@ async def _create(ctx: Context, obj: Obj, spec: LoadBalancerSpec) -> LoadBalance
         availability_zone=spec.zone,
         flavor_id=flavor_id,
         tags=marker_tags(obj.uid),
+        vip_address=spec.vip_address,
     )
 
 

@@ -88,6 +88,8 @@ def immutable_changes(
         changed.append(Change(field, lb.vip_network_id, network_id))
     if flavor_id != lb.flavor_id:
         changed.append(Change("spec.serviceType", lb.flavor_id, flavor_id))
+    if spec.vip_address and lb.vip_address and spec.vip_address != lb.vip_address:
+        changed.append(Change("spec.vipAddress", lb.vip_address, spec.vip_address))
     return changed
 
 

@@ -69,7 +69,9 @@ def test_its_parts_are_kumo_objects_it_owns_named_after_the_cluster() -> None:
         assert ref["apiVersion"] == "infrastructure.kumo.dev/v1alpha1"
         assert ref["controller"] and ref["blockOwnerDeletion"]
         assert body["metadata"]["labels"] == {capi.CLUSTER_NAME_LABEL: CLUSTER}
-    assert made["Network/prod"]["spec"]["subnets"] == [{"cidr": "10.9.0.0/24"}]
+    assert made["Network/prod"]["spec"]["subnets"] == [
+        {"cidr": "10.9.0.0/24", "allocationPools": [{"start": "10.9.0.2", "end": "10.9.0.253"}]}
+    ]
     (port,) = made["LoadBalancer/prod-api"]["spec"]["ports"]
     assert port["port"] == 6443
     assert port["realServers"] == {
@@ -263,3 +265,26 @@ def test_a_machine_of_its_cluster_and_its_parts_wake_it() -> None:
     assert actuator.dependents("LoadBalancer", lb, world.store) == [Key("KumoCluster", NS, INFRA)]
     foreign = world.add(NETWORK, "other", {})
     assert actuator.dependents("Network", foreign, world.store) == []
+
+
+def test_the_api_has_its_own_vip_kept_out_of_the_nodes_addresses() -> None:
+    """The VIP is named (the lab's Octavia places none of its own, and each cluster's API
+    needs its own address): the subnet's last address but one, outside the nodes' pool."""
+    world = World()
+    add_cluster(world)
+    add_kumo_cluster(world, {"network": {"cidr": "10.7.0.0/24"}})
+    run_cluster(world)
+    made = parts(world)
+    assert made["LoadBalancer/prod-api"]["spec"]["vipAddress"] == "10.7.0.254"
+    (subnet,) = made["Network/prod"]["spec"]["subnets"]
+    assert subnet["allocationPools"] == [{"start": "10.7.0.2", "end": "10.7.0.253"}]
+
+
+def test_a_nodes_subnet_too_small_for_a_vip_is_refused_naming_the_field() -> None:
+    world = World()
+    add_cluster(world)
+    add_kumo_cluster(world, {"network": {"cidr": "10.7.0.0/30"}})
+    run_cluster(world)
+    assert ready(kcl(world))["reason"] == "InvalidSpec"
+    assert "spec.network.cidr" in ready(kcl(world))["message"]
+    assert parts(world) == {}

@@ -97,6 +97,7 @@ def test_the_control_plane_vm() -> None:
         "securityGroups": ["prod-node", "prod-api"],
         "initScript": {"secretRef": {"name": CP, "key": "value"}},
         "replacementPolicy": "Never",
+        "metadata": {"kumo.dev:boot-shim": "true"},
         "availabilityZone": "az-1",
         "serverGroup": group,
     }
@@ -129,6 +130,7 @@ def test_the_server_boots_with_the_bootstrap_secrets_bytes() -> None:
     assert world.run(VirtualMachineActuator(), CP) == 2.0, world.stored("VirtualMachine", CP)
     (server,) = world.cloud.servers.values()
     assert server["attrs"]["user_data"] == BOOTSTRAP
+    assert server["metadata"]["kumo.dev:boot-shim"] == "true", "the lab's boot shim takes it"
     assert server["attrs"]["server_group_id"] == vm(world)["spec"]["serverGroup"]  # type: ignore[index]
 
 

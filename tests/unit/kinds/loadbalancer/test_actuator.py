@@ -566,6 +566,36 @@ def test_fields_octavia_cannot_change_are_reported_not_recreated() -> None:
     assert len(warnings) == 1 and "spec.zone" in warnings[0][3]
 
 
+def test_a_vip_address_asked_for_is_octavias_and_cannot_move() -> None:
+    spec = {**seed_spec(), "vipAddress": "10.0.0.254"}
+    world = new_world(vms=1, spec=spec)
+    converge(world)
+    fake = cloud(world).only()
+    assert fake.attrs["vip_address"] == "10.0.0.254"
+    assert status(world)["vip"] == "10.0.0.254"
+    stored(world, "LoadBalancer", "web")["spec"]["vipAddress"] = "10.0.0.253"
+    converge(world)
+    assert status(world)["unappliedChanges"] == ["spec.vipAddress"]
+    assert cloud(world).calls.count("create_load_balancer") == 1
+
+
+def test_groupobject_false_follows_the_labelled_vms_with_no_group_object() -> None:
+    """A KumoCluster's API load balancer: its pool follows the control plane's VMs by
+    their label alone; without ``groupObject: false`` the missing group is the user's."""
+    spec = seed_spec()
+    world = new_world(vms=2, spec=spec)
+    world.store.remove("VirtualMachineGroup", "default", GROUP)
+    run(world)
+    assert ready(world)["reason"] == "GroupNotFound"
+    for port in spec["ports"]:
+        port["realServers"]["groupObject"] = False
+    stored(world, "LoadBalancer", "web")["spec"] = spec
+    stored(world, "LoadBalancer", "web")["metadata"]["generation"] = 2
+    converge(world)
+    assert ready(world)["status"] == "True"
+    assert members(world, 80) == ["vm-0", "vm-1"]
+
+
 # -- batch membership and graceful drain ---------------------------------------------------
 
 

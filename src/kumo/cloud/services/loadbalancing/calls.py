@@ -190,8 +190,11 @@ class LoadBalancerCalls(CloudBase):
         availability_zone: str | None,
         flavor_id: str | None,
         tags: list[str],
+        vip_address: str | None = None,
     ) -> model.LoadBalancer:
         attrs: dict[str, Any] = {"name": name, "vip_network_id": vip_network_id, "tags": tags}
+        if vip_address:
+            attrs["vip_address"] = vip_address
         if description is not None:
             attrs["description"] = description
         if availability_zone:

@@ -34,6 +34,7 @@ class LoadBalancingDryRun(DryRunBase):
     async def create_load_balancer(self, **attrs: Any) -> model.LoadBalancer:
         shown = {
             "vip_network_id": "spec.vipType",
+            "vip_address": "spec.vipAddress",
             "availability_zone": "spec.zone",
             "flavor_id": "spec.serviceType",
             "description": "spec.description",
