@@ -19,7 +19,6 @@ from urllib.parse import quote
 import pytest
 import yaml
 
-from kumo.api.common import API_VERSION
 from kumo.api.kinds import KINDS
 from kumo.kinds.registry import deletion_order
 from tests.integration import prometheus
@@ -47,6 +46,9 @@ KUMO_ALIASES = {
     for info in KINDS
     for alias in (info.plural, info.singular, info.kind, *info.short_names)
 }
+#: A Kumo kind's plural → its API group and version (kumo.dev's, or the Cluster API
+#: provider's).
+API_VERSIONS = {info.plural: info.api_version for info in KINDS}
 
 
 def get_obj(kind: str, name: str, namespace: str) -> dict[str, Any] | None:
@@ -54,7 +56,8 @@ def get_obj(kind: str, name: str, namespace: str) -> dict[str, Any] | None:
     poll them); other kinds through kubectl."""
     plural = KUMO_ALIASES.get(kind)
     if plural is not None:
-        return api_get(f"/apis/{API_VERSION}/namespaces/{namespace}/{plural}/{name}")
+        where = f"/apis/{API_VERSIONS[plural]}/namespaces/{namespace}/{plural}"
+        return api_get(f"{where}/{name}")
     out = kubectl("get", kind, name, "-n", namespace, "-o", "json", "--ignore-not-found").stdout
     return json.loads(out) if out.strip() else None
 
@@ -62,7 +65,8 @@ def get_obj(kind: str, name: str, namespace: str) -> dict[str, Any] | None:
 def list_objs(plural: str, namespace: str, selector: str = "") -> list[dict[str, Any]]:
     """A Kumo kind's objects in ``namespace`` (with a label ``selector``), from the API server."""
     query = f"?labelSelector={quote(selector)}" if selector else ""
-    found = api_get(f"/apis/{API_VERSION}/namespaces/{namespace}/{plural}{query}") or {}
+    where = f"/apis/{API_VERSIONS[plural]}/namespaces/{namespace}/{plural}"
+    found = api_get(f"{where}{query}") or {}
     return list(found.get("items") or [])
 
 
