@@ -11,6 +11,7 @@ and a pool being filled takes its additions alone (:meth:`OctaviaCalls.add_membe
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from typing import Any, cast
 
 from openstack import exceptions as os_exc
@@ -20,6 +21,7 @@ from kumo.cloud import model, pages
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
 from kumo.cloud.services.loadbalancing.watch import LoadBalancerWatcher
+from kumo.engine.errors import TerminalError
 
 LISTENER_PROTOCOL = {"http": "HTTP", "https": "HTTPS", "tcp": "TCP", "udp": "UDP"}
 MONITOR_TYPE = {
@@ -195,6 +197,7 @@ class LoadBalancerCalls(CloudBase):
         attrs: dict[str, Any] = {"name": name, "vip_network_id": vip_network_id, "tags": tags}
         if vip_address:
             attrs["vip_address"] = vip_address
+            attrs["vip_subnet_id"] = await self._vip_subnet(vip_network_id, vip_address)
         if description is not None:
             attrs["description"] = description
         if availability_zone:
@@ -215,6 +218,27 @@ class LoadBalancerCalls(CloudBase):
         self.watch.of(LoadBalancerWatcher).load_balancers.put(lb)
         self.watch.nudge(LoadBalancerWatcher.service)
         return lb
+
+    async def _vip_subnet(self, network_id: str, address: str) -> str:
+        """The subnet of ``network_id`` that holds ``address``: Octavia takes an address
+        with its subnet (given the network alone, it looks for the subnet itself, which
+        its no-op network driver, the lab's, cannot)."""
+
+        def find() -> str | None:
+            ip = ipaddress.ip_address(address)
+            for subnet in self.conn.network.subnets(network_id=network_id):
+                if ip in ipaddress.ip_network(subnet.cidr):
+                    return str(subnet.id)
+            return None
+
+        found = await self._call("find the VIP's subnet", find, field="spec.vipAddress")
+        if found is None:
+            raise TerminalError(
+                "VipAddressNotInNetwork",
+                f"{address} is in no subnet of the VIP's network {network_id}",
+                field="spec.vipAddress",
+            )
+        return found
 
     async def update_load_balancer(self, lb_id: str, *, description: str | None) -> None:
         await self._call(
