@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV := .venv
 
 .PHONY: helm helm-bin release
-.PHONY: up down test test-clusters chaos unit lint crds rbac argocd monitoring venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia clean image
+.PHONY: up down test test-clusters chaos unit lint crds rbac argocd monitoring venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia bench-fip clean image
 
 up: venv
 	bash dev/up.sh
@@ -91,6 +91,12 @@ bench-fleet: venv
 # What one member change costs the lab's Octavia by pool size (batch vs single creates).
 bench-octavia: venv
 	PYTHONPATH=src $(VENV)/bin/python -m bench octavia-cost $(BENCH_ARGS)
+
+# A FloatingIP following its VM through 8 out-of-band server deletes, alternating with a
+# VM without an address (its own repair); p50/p95 and their ratios (lab, ≈ 10 min).
+FIP_DELETES ?= 8
+bench-fip: venv
+	PYTHONPATH=src $(VENV)/bin/python -m bench fip-follow --deletes $(FIP_DELETES) $(BENCH_ARGS)
 
 # The in-memory drift benchmark (no lab needed).
 bench-memory: venv
