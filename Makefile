@@ -21,10 +21,12 @@ chaos: venv
 
 # Cluster API in the lab (issue 42; docs/clusters.md): the CAPI core, kubeadm bootstrap and
 # control-plane managers on a management cluster of their own (https://127.0.0.1:6445),
-# then their tests. Not part of `make test`, which does not collect them.
+# then their tests, and the boot shim's (real kubeadm nodes for Nova's fake servers; the
+# test module starts and stops dev/shim/). Not part of `make test`, which does not
+# collect them.
 test-clusters: venv
 	bash dev/capi/up.sh >/dev/null
-	KUMO_TEST_CLUSTERS=1 PYTHONPATH=src $(VENV)/bin/pytest tests/integration/test_capi_lab.py -m clusters -q -p no:cacheprovider
+	KUMO_TEST_CLUSTERS=1 PYTHONPATH=src $(VENV)/bin/pytest tests/integration/test_capi_lab.py tests/integration/test_boot_shim.py -m clusters -q -p no:cacheprovider
 
 unit: venv
 	$(VENV)/bin/pytest tests/unit -q
