@@ -315,10 +315,9 @@ class Nodes:
         """Stop the node, then remove its disk, unless something is still mounted in it."""
         disk = disk_of(self.root, server_id)
         self.stop(server_id)
-        mounts = (
-            Path("/proc/mounts").read_text().split("\n") if Path("/proc/mounts").exists() else []
-        )
-        inside = [m for m in mounts if f" {disk}/" in m or f" {disk} " in m]
+        real = disk.resolve()
+        mounts = Path("/proc/mounts").read_text().splitlines()
+        inside = [m for m in mounts if f" {real}/" in m or f" {real} " in m]
         if inside:
             raise RuntimeError(f"{disk} still has mounts ({len(inside)}): not deleted")
         shutil.rmtree(disk)
@@ -364,6 +363,7 @@ class Shim:
             servers = self.cloud.servers()
         except Exception as error:  # nothing is decided on a listing that failed
             self._error(f"listing Nova's servers failed: {error}")
+            self._write({})
             return
         for gone in [sid for sid in {*self.refused, *self.started} if sid not in servers]:
             self.refused.pop(gone, None)

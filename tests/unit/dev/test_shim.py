@@ -173,6 +173,7 @@ def test_a_listing_that_fails_decides_nothing(world: Any) -> None:
     world.shim.tick()
     assert len(world.node_sh.calls) == calls
     assert (world.nodes.root / WORKER).exists() and (world.nodes.root / CP).exists()
+    assert world.status()["errors"] == ["listing Nova's servers failed: nova-api answered 503"]
 
 
 def test_a_restarted_shim_adopts_the_nodes_whose_first_process_still_runs(world: Any) -> None:
