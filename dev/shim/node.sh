@@ -184,7 +184,8 @@ import_images() {
   wait_for "the node's containerd" 120 "${ctr[@]}" version
   while read -r ref archive; do
     "${ctr[@]}" images ls -q | grep -qx "$ref" && continue
-    "${ctr[@]}" images import --base-name "${ref%:*}" --index-name "$ref" "$archive" >/dev/null
+    "${ctr[@]}" images import --base-name "${ref%:*}" --index-name "$ref" "$archive" >/dev/null \
+      || { log "importing $ref from $archive failed"; return 1; }
   done <"$1/images.txt"
 }
 
