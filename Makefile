@@ -95,7 +95,7 @@ bench-octavia: venv
 	PYTHONPATH=src $(VENV)/bin/python -m bench octavia-cost $(BENCH_ARGS)
 
 # A FloatingIP following its VM through 8 out-of-band server deletes, alternating with a
-# VM without an address (its own repair); p50/p95 and their ratios (lab, ≈ 10 min).
+# VM without an address (its own repair); p50/p95 and their ratios (lab; 16 server rebuilds).
 FIP_DELETES ?= 8
 bench-fip: venv
 	PYTHONPATH=src $(VENV)/bin/python -m bench fip-follow --deletes $(FIP_DELETES) $(BENCH_ARGS)
