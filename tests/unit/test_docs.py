@@ -43,8 +43,9 @@ NOT_KUMO = {
     "ruleSelector", "serviceMonitorSelector", "serviceMonitorNamespaceSelector",
     # Python's typing (docs/architecture.md)
     "Any",
-    # Cluster API (docs/clusters.md), and the provider kinds it plans for Kumo
-    "controlPlaneRef", "kubeletExtraArgs", "KumoCluster",
+    # Cluster API (docs/clusters.md), and the provider kinds it plans for Kumo; kubeadm's
+    # preflight check the boot shim's nodes skip
+    "controlPlaneRef", "kubeletExtraArgs", "KumoCluster", "SystemVerification",
     # The operator's Pod, PodDisruptionBudget, kubelet configuration
     "allowPrivilegeEscalation", "imagePullPolicy", "sizeLimit", "minAvailable",
     "cgroupDriver", "failCgroupV1", "failSwapOn",
