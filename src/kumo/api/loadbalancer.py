@@ -9,12 +9,12 @@ from pydantic import Field
 
 from kumo.api.common import (
     CLOUD_NAME_MAX,
-    KUBE_NAME_MAX,
-    MAX_DESCRIPTION,
+    Description,
     ImportableSpec,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    ObjectName,
     fixed_once_created,
 )
 
@@ -37,7 +37,7 @@ class RealServers(KumoModel):
     """Protocol spoken to the backends."""
     port: int = Field(ge=1, le=65535)
     """Port the backends listen on."""
-    virtual_machine_group_ref: str = Field(min_length=1, max_length=KUBE_NAME_MAX)
+    virtual_machine_group_ref: ObjectName
     """Name of a VirtualMachineGroup in the same namespace."""
     drain_seconds: int = Field(default=10, ge=0, le=3600)
     """Seconds a leaving member (its VM is being deleted or is no longer Ready) stays in
@@ -95,7 +95,7 @@ class LoadBalancerSpec(ManagedSpec, ImportableSpec):
         ),
     )
 
-    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
+    description: Description | None = None
     """Load balancer description."""
     region: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Cloud region; must be the region of the namespace's cloud credentials."""
