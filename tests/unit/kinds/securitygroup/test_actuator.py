@@ -16,9 +16,8 @@ from kumo.cloud.model import (
     owner_word,
 )
 from kumo.engine.objects import Key
-from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.securitygroup.actuator import SecurityGroupActuator
-from tests.unit.fakes import World, make_body
+from tests.unit.fakes import World
 from tests.unit.fakes.security_groups import FakeSecurityGroups
 
 SPEC: dict[str, Any] = {
@@ -33,11 +32,7 @@ SPEC: dict[str, Any] = {
 
 
 def add_vm(world: World, name: str, ip: str, group: str | None = "web", **spec: Any) -> dict:
-    labels = {GROUP_LABEL: group} if group else {}
-    body = make_body(VIRTUAL_MACHINE, name, spec, labels=labels)
-    body["status"] = {"ip": ip, "conditions": [{"type": "Ready", "status": "True"}]}
-    world.store.put("VirtualMachine", body)
-    return body
+    return world.add_vm(name, ip, group=group, spec=spec)
 
 
 def new_world(spec: dict[str, Any] | None = None) -> World:
@@ -50,8 +45,7 @@ def new_world(spec: dict[str, Any] | None = None) -> World:
 
 
 def neutron(world: World) -> FakeSecurityGroups:
-    assert isinstance(world.cloud, FakeSecurityGroups)
-    return world.cloud
+    return world.cloud_as(FakeSecurityGroups)
 
 
 def converge(world: World) -> dict:
@@ -110,9 +104,7 @@ def test_rules_follow_the_group_members() -> None:
     world = new_world()
     converge(world)
     add_vm(world, "web-2", "10.0.1.3")
-    world.stored("VirtualMachine", "web-0")["metadata"]["deletionTimestamp"] = (
-        "2099-01-01T00:00:00Z"
-    )
+    world.delete("VirtualMachine", "web-0", "2099-01-01T00:00:00Z")
     converge(world)
     v80 = [label for label in rule_labels(world) if "tcp 80 " in label]
     assert v80 == ["ingress IPv4 tcp 80 from 10.0.1.2/32", "ingress IPv4 tcp 80 from 10.0.1.3/32"]
@@ -163,8 +155,7 @@ def test_deletion_waits_for_vms_then_ports_then_deletes() -> None:
     world = new_world()
     group_id = converge(world)["status"]["id"]
     add_vm(world, "app", "10.0.2.1", group=None, securityGroups=["web"])
-    body = world.stored("SecurityGroup", "web")
-    body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
+    world.delete("SecurityGroup", "web", "2099-01-01T00:00:00Z")
     world.run(SecurityGroupActuator(), "web")
     status = world.stored("SecurityGroup", "web")["status"]
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
