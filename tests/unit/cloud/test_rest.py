@@ -15,6 +15,10 @@ from kumo.engine.errors import ReconcileError
 from tests.unit.cloud.rest import NOVA, OCTAVIA, recorded
 
 SERVER_ID = "3f6b1c2e-8a4d-4e5f-9b0c-1d2e3f4a5b6c"
+ACTION = f"{NOVA}/servers/{SERVER_ID}/action"
+MEMBERS = "/lbaas/pools/p-1/members"
+IMMUTABLE = {"faultstring": "Load Balancer is immutable"}
+NO_GROUP = {"itemNotFound": {"code": 404, "message": "Security group web not found."}}
 
 
 def test_one_request_answers_its_json_body_or_none(
@@ -31,14 +35,9 @@ def test_a_refused_request_raises_the_sdk_s_error_with_its_message(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
     """Raised as the SDK's HttpException, so ``_call`` classifies it like any other."""
-    requests_mock.put(
-        f"{OCTAVIA}/lbaas/pools/p-1/members",
-        status_code=409,
-        json={"faultstring": "Load Balancer is immutable"},
-    )
+    requests_mock.put(f"{OCTAVIA}{MEMBERS}", status_code=409, json=IMMUTABLE)
     with pytest.raises(os_exc.ConflictException) as caught:
-        proxy = cloud.conn.load_balancer
-        cloud._rest(proxy, "put", "/lbaas/pools/p-1/members", error_message="PUT members")
+        cloud._rest(cloud.conn.load_balancer, "put", MEMBERS, error_message="PUT members")
     assert "PUT members" in str(caught.value)
     assert "immutable" in str(caught.value.details)
 
@@ -66,7 +65,7 @@ def test_a_listing_reads_every_page_with_the_same_request_options(
 def test_a_server_action_posts_it_then_reads_the_server_again(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
-    action = requests_mock.post(f"{NOVA}/servers/{SERVER_ID}/action", status_code=202)
+    action = requests_mock.post(ACTION, status_code=202)
     server = recorded("nova_servers_detail_tags_kumo.json")["servers"][0]
     read = requests_mock.get(f"{NOVA}/servers/{SERVER_ID}", json={"server": server})
     asyncio.run(cloud.add_server_security_group(SERVER_ID, "web"))
@@ -77,11 +76,7 @@ def test_a_server_action_posts_it_then_reads_the_server_again(
 def test_a_refused_server_action_names_the_security_groups_field(
     cloud: OpenStackCloud, requests_mock: rm.Mocker
 ) -> None:
-    requests_mock.post(
-        f"{NOVA}/servers/{SERVER_ID}/action",
-        status_code=404,
-        json={"itemNotFound": {"code": 404, "message": "Security group web not found."}},
-    )
+    requests_mock.post(ACTION, status_code=404, json=NO_GROUP)
     with pytest.raises(ReconcileError) as caught:
         asyncio.run(cloud.remove_server_security_group(SERVER_ID, "web"))
     assert caught.value.field == "spec.securityGroups"

@@ -307,8 +307,7 @@ def test_engine_says_when_a_quota_error_is_retried() -> None:
     asyncio.run(engine.run(ScriptedActuator(error), world.ctx(), world.obj(VIRTUAL_MACHINE, "vm")))
     held = engine.held(world.obj(VIRTUAL_MACHINE, "vm"))
     assert held is not None and held <= 6.0
-    status = world.obj(VIRTUAL_MACHINE, "vm").status
-    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready = world.condition("VirtualMachine", "vm")
     assert ready["reason"] == "QuotaExceeded"
     assert "retrying in " in ready["message"], ready["message"]
 

@@ -91,18 +91,21 @@ def old_servers(cloud: Any, uid: str) -> dict[str, Any]:
     }
 
 
-def old_networks(cloud: Any, uid: str) -> dict[str, Any]:
-    async def mark(network: Network) -> Network:
-        tags = described.marked_tags(network.tags, uid)
-        await cloud.set_network_tags(network.id, tags)
-        text = described.wanted(None, network.description, uid)
-        await cloud.update_network(network.id, {"description": text})
-        return dataclasses.replace(network, tags=tags, description=text)
+def old_neutron(cloud: Any, uid: str, set_tags: Any, update: Any) -> dict[str, Any]:
+    """The old code of Network's network and router and of SecurityGroup, word for word
+    but for their two calls (``set_tags``, ``update``: the description's write)."""
 
-    async def release(network: Network) -> None:
-        tags, text = described.released(network.tags, network.description, uid)
-        await cloud.update_network(network.id, {"description": text})
-        await cloud.set_network_tags(network.id, tags)
+    async def mark(resource: Any) -> Any:
+        tags = described.marked_tags(resource.tags, uid)
+        await set_tags(resource.id, tags)
+        text = described.wanted(None, resource.description, uid)
+        await update(resource.id, text)
+        return dataclasses.replace(resource, tags=tags, description=text)
+
+    async def release(resource: Any) -> None:
+        tags, text = described.released(resource.tags, resource.description, uid)
+        await update(resource.id, text)
+        await set_tags(resource.id, tags)
 
     return {
         "owner_of": described.owner,
@@ -110,48 +113,27 @@ def old_networks(cloud: Any, uid: str) -> dict[str, Any]:
         "mark": mark,
         "release": release,
     }
+
+
+def old_networks(cloud: Any, uid: str) -> dict[str, Any]:
+    def update(network_id: str, text: str) -> Any:
+        return cloud.update_network(network_id, {"description": text})
+
+    return old_neutron(cloud, uid, cloud.set_network_tags, update)
 
 
 def old_routers(cloud: Any, uid: str) -> dict[str, Any]:
-    async def mark(router: Router) -> Router:
-        tags = described.marked_tags(router.tags, uid)
-        await cloud.set_router_tags(router.id, tags)
-        text = described.wanted(None, router.description, uid)
-        await cloud.update_router(router.id, description=text)
-        return dataclasses.replace(router, tags=tags, description=text)
+    def update(router_id: str, text: str) -> Any:
+        return cloud.update_router(router_id, description=text)
 
-    async def release(router: Router) -> None:
-        tags, text = described.released(router.tags, router.description, uid)
-        await cloud.update_router(router.id, description=text)
-        await cloud.set_router_tags(router.id, tags)
-
-    return {
-        "owner_of": described.owner,
-        "legacy": described.legacy,
-        "mark": mark,
-        "release": release,
-    }
+    return old_neutron(cloud, uid, cloud.set_router_tags, update)
 
 
 def old_groups(cloud: Any, uid: str) -> dict[str, Any]:
-    async def mark(group: SecurityGroup) -> SecurityGroup:
-        tags = described.marked_tags(group.tags, uid)
-        await cloud.set_security_group_tags(group.id, tags)
-        text = described.wanted(None, group.description, uid)
-        await cloud.update_security_group(group.id, description=text)
-        return dataclasses.replace(group, tags=tags, description=text)
+    def update(group_id: str, text: str) -> Any:
+        return cloud.update_security_group(group_id, description=text)
 
-    async def release(group: SecurityGroup) -> None:
-        tags, text = described.released(group.tags, group.description, uid)
-        await cloud.update_security_group(group.id, description=text)
-        await cloud.set_security_group_tags(group.id, tags)
-
-    return {
-        "owner_of": described.owner,
-        "legacy": described.legacy,
-        "mark": mark,
-        "release": release,
-    }
+    return old_neutron(cloud, uid, cloud.set_security_group_tags, update)
 
 
 def old_floating_ips(cloud: Any, uid: str, description: str) -> dict[str, Any]:
@@ -360,47 +342,25 @@ def test_the_values_cover_every_case() -> None:
     assert any(legacy_metadata(v.metadata) for v in volumes)
 
 
-@pytest.mark.parametrize(
-    ("make", "new", "old"),
-    [
-        (
-            _server,
-            lambda ctx, uid: virtualmachine._servers(ctx, _obj(kinds.VIRTUAL_MACHINE, uid)),
-            old_servers,
-        ),
-        (
-            _network,
-            lambda ctx, uid: network._networks(ctx, _obj(kinds.NETWORK, uid)),
-            old_networks,
-        ),
-        (
-            _router,
-            lambda ctx, uid: network._routers(ctx, _obj(kinds.NETWORK, uid)),
-            old_routers,
-        ),
-        (
-            _group,
-            lambda ctx, uid: securitygroup._groups(ctx, _obj(kinds.SECURITY_GROUP, uid)),
-            old_groups,
-        ),
-        (
-            _volume,
-            lambda ctx, uid: volume.owned_volumes(ctx, uid, "data"),
-            old_volumes,
-        ),
-        (
-            _share,
-            lambda ctx, uid: share._shares(ctx, _obj(kinds.SHARE, uid)),
-            old_shares,
-        ),
-    ],
-    ids=["server", "network", "router", "security-group", "volume", "share"],
-)
-def test_each_kind_marks_and_releases_as_its_own_code_did(
-    make: Callable[[random.Random], Any],
-    new: Callable[[Context, str], ownership.Owned[Any]],
-    old: Callable[[Any, str], dict[str, Any]],
-) -> None:
+def _of(info: Any, owned: Callable[[Context, Obj], ownership.Owned[Any]]) -> Any:
+    """A kind's ``Owned`` factory, for an object of ``info`` with the UID given."""
+    return lambda ctx, uid: owned(ctx, _obj(info, uid))
+
+
+#: Per resource: the values, the kind's ``Owned`` as it is now, its old code.
+KINDS = {
+    "server": (_server, _of(kinds.VIRTUAL_MACHINE, virtualmachine._servers), old_servers),
+    "network": (_network, _of(kinds.NETWORK, network._networks), old_networks),
+    "router": (_router, _of(kinds.NETWORK, network._routers), old_routers),
+    "security-group": (_group, _of(kinds.SECURITY_GROUP, securitygroup._groups), old_groups),
+    "volume": (_volume, lambda ctx, uid: volume.owned_volumes(ctx, uid, "data"), old_volumes),
+    "share": (_share, _of(kinds.SHARE, share._shares), old_shares),
+}
+
+
+@pytest.mark.parametrize("resource", list(KINDS))
+def test_each_kind_marks_and_releases_as_its_own_code_did(resource: str) -> None:
+    make, new, old = KINDS[resource]
     _compare(_resources(make), new, old)
 
 

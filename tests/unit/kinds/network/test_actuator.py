@@ -244,8 +244,7 @@ def test_a_vm_naming_a_network_waits_for_it_then_boots_on_its_id() -> None:
         {"image": "centos79", "flavor": "n3-1vcpu-2gb", "networks": ["app", "ext"]},
     )
     world.run(VirtualMachineActuator(), "vm")
-    status = world.stored("VirtualMachine", "vm")["status"]
-    ready_vm = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready_vm = world.condition("VirtualMachine", "vm")
     assert ready_vm["reason"] == "WaitingForNetwork" and "spec.networks[0]" in ready_vm["message"]
     assert world.cloud.servers == {}
 
@@ -269,8 +268,7 @@ def test_a_load_balancer_on_a_network_waits_for_it_then_takes_its_vip_there() ->
     world.add(NETWORK, "app", {"subnets": [{"cidr": "10.20.0.0/24"}]})
     world.add(LOAD_BALANCER, "web", {**seed_spec(), "vipNetwork": "app"})
     world.run(LoadBalancerActuator(), "web")
-    status = world.stored("LoadBalancer", "web")["status"]
-    cond = next(c for c in status["conditions"] if c["type"] == "Ready")
+    cond = world.condition("LoadBalancer", "web")
     assert cond["reason"] == "WaitingForNetwork" and "spec.vipNetwork" in cond["message"]
     assert world.cloud.lbs == {}
 

@@ -115,8 +115,7 @@ def test_a_dangling_reference_removes_nothing() -> None:
     group_id = converge(world)["status"]["id"]
     world.store.remove("VirtualMachineGroup", "default", "web")
     world.run(SecurityGroupActuator(), "web")
-    status = world.stored("SecurityGroup", "web")["status"]
-    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready = world.condition("SecurityGroup", "web")
     assert ready["reason"] == "GroupNotFound"
     assert "spec.rules[1].virtualMachineGroupRef" in ready["message"]
     assert len(neutron(world).groups[group_id].rules) == 5
@@ -165,8 +164,7 @@ def test_deletion_waits_for_vms_then_ports_then_deletes() -> None:
     world.store.remove("VirtualMachine", "default", "app")
     neutron(world).ports[group_id] = ["port-1"]
     world.run(SecurityGroupActuator(), "web")
-    status = world.stored("SecurityGroup", "web")["status"]
-    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready = world.condition("SecurityGroup", "web")
     assert ready["reason"] == "SecurityGroupInUse" and "port-1" in ready["message"]
 
     neutron(world).ports.clear()
@@ -213,7 +211,7 @@ def test_a_vm_naming_a_security_group_waits_for_it_then_uses_its_id() -> None:
     world.add(SECURITY_GROUP, "web", {"rules": []})
     world.add(VIRTUAL_MACHINE, "app", spec)
     world.run(VirtualMachineActuator(), "app")
-    ready = next(c for c in world.stored("VirtualMachine", "app")["status"]["conditions"])
+    ready = world.condition("VirtualMachine", "app")
     assert ready["reason"] == "WaitingForSecurityGroup" and "web" in ready["message"]
     assert world.cloud.servers == {}
 

@@ -151,7 +151,7 @@ def test_a_dangling_group_revokes_nothing() -> None:
     share_id = converge(world)["status"]["id"]
     world.store.remove("VirtualMachineGroup", "default", "web")
     world.run(ShareActuator(), "data")
-    ready = next(c for c in world.obj(SHARE, "data").status["conditions"] if c["type"] == "Ready")
+    ready = world.condition("Share", "data")
     assert ready["reason"] == "GroupNotFound"
     assert len(manila(world).active(share_id)) == 4
 

@@ -260,8 +260,7 @@ def test_a_volume_being_deleted_waits_while_a_vm_names_it_and_is_woken() -> None
     world.delete("Volume", "data", "2099-01-01T00:00:00Z")
     volume["metadata"]["finalizers"] = [VOLUME.finalizer]
     world.run(VolumeActuator(), "data")
-    conditions = world.obj(VOLUME, "data").status["conditions"]
-    condition = next(c for c in conditions if c["type"] == "Ready")
+    condition = world.condition("Volume", "data")
     assert condition["reason"] == "WaitingForVirtualMachines"
     assert "VirtualMachine(s) vm" in condition["message"]
     assert "delete_volume" not in cloud(world).calls
