@@ -169,7 +169,7 @@ class Watcher:
 
 class ListingWatcher(Watcher, Generic[R]):
     """A watcher of one resource type that one listing fills (Cinder's volumes, Neutron's
-    floating IPs, Nova's keypairs and server groups): :meth:`Watcher.listed` of
+    floating IPs and ports, Nova's keypairs and server groups): :meth:`Watcher.listed` of
     ``fetch`` into ``cache``, each interval or (``relist_only``) only on the full relist."""
 
     #: Its listing's name in :class:`WatchStats`.

@@ -5,7 +5,7 @@ carries the marker, instead of written out by every kind:
 * :func:`by_tags`: the tags alone (VirtualMachine's servers);
 * :func:`by_description`: the tags, and the description's marker word that Neutron's
   create call carries before the tags can follow (Network's network and router,
-  SecurityGroup, FloatingIP; kinds/described.py);
+  SecurityGroup, FloatingIP, Port; kinds/described.py);
 * :func:`by_metadata`: the metadata (Volume, Share).
 
 A kind spreads the answer into its ``Owned``:

@@ -23,6 +23,7 @@ from kumo.engine.objects import Context, Obj
 from kumo.kinds import described
 from kumo.kinds.floatingip import actuator as floatingip
 from kumo.kinds.network import actuator as network
+from kumo.kinds.port import actuator as port
 from kumo.kinds.securitygroup import actuator as securitygroup
 from kumo.kinds.share import actuator as share
 from kumo.kinds.virtualmachine import actuator as virtualmachine
@@ -31,6 +32,7 @@ from kumo.ports import markers
 from kumo.ports.model import (
     FloatingIP,
     Network,
+    Port,
     Router,
     SecurityGroup,
     Server,
@@ -62,7 +64,7 @@ class Recorder:
     def __getattr__(self, name: str) -> Callable[..., Any]:
         async def call(*args: Any, **kwargs: Any) -> Any:
             self.calls.append((name, args, kwargs))
-            if name == "update_floating_ip":
+            if name in ("update_floating_ip", "update_port"):
                 return dataclasses.replace(
                     self.answer, description=kwargs["description"], status="ANSWERED"
                 )
@@ -136,17 +138,20 @@ def old_groups(cloud: Any, uid: str) -> dict[str, Any]:
     return old_neutron(cloud, uid, cloud.set_security_group_tags, update)
 
 
-def old_floating_ips(cloud: Any, uid: str, description: str) -> dict[str, Any]:
-    async def mark(fip: FloatingIP) -> FloatingIP:
-        tags = described.marked_tags(fip.tags, uid)
-        await cloud.set_floating_ip_tags(fip.id, tags)
-        marked = await cloud.update_floating_ip(fip.id, description=description)
+def old_answered(uid: str, description: str, set_tags: Any, update: Any) -> dict[str, Any]:
+    """The old code of FloatingIP and of Port, word for word but for their two calls
+    (``set_tags``, ``update``: the description's write, which answers the resource)."""
+
+    async def mark(resource: Any) -> Any:
+        tags = described.marked_tags(resource.tags, uid)
+        await set_tags(resource.id, tags)
+        marked = await update(resource.id, description=description)
         return dataclasses.replace(marked, tags=tags)
 
-    async def release(fip: FloatingIP) -> None:
-        tags, text = described.released(fip.tags, fip.description, uid)
-        await cloud.update_floating_ip(fip.id, description=text)
-        await cloud.set_floating_ip_tags(fip.id, tags)
+    async def release(resource: Any) -> None:
+        tags, text = described.released(resource.tags, resource.description, uid)
+        await update(resource.id, description=text)
+        await set_tags(resource.id, tags)
 
     return {
         "owner_of": described.owner,
@@ -154,6 +159,14 @@ def old_floating_ips(cloud: Any, uid: str, description: str) -> dict[str, Any]:
         "mark": mark,
         "release": release,
     }
+
+
+def old_floating_ips(cloud: Any, uid: str, description: str) -> dict[str, Any]:
+    return old_answered(uid, description, cloud.set_floating_ip_tags, cloud.update_floating_ip)
+
+
+def old_ports(cloud: Any, uid: str, description: str) -> dict[str, Any]:
+    return old_answered(uid, description, cloud.set_port_tags, cloud.update_port)
 
 
 def old_volumes(cloud: Any, uid: str) -> dict[str, Any]:
@@ -271,6 +284,10 @@ def _fip(rng: random.Random) -> FloatingIP:
     )
 
 
+def _port(rng: random.Random) -> Port:
+    return Port("p-1", "net-1", "", name="app", tags=_tags(rng), description=_description(rng))
+
+
 def _volume(rng: random.Random) -> Volume:
     return Volume("vol-1", "data", "available", 1, metadata=_metadata(rng), updated_at="t")
 
@@ -364,15 +381,35 @@ def test_each_kind_marks_and_releases_as_its_own_code_did(resource: str) -> None
     _compare(_resources(make), new, old)
 
 
+#: Those that write the spec's description: the values, the kind's ``Owned`` for that
+#: description, its old code.
+ANSWERED: dict[str, tuple[Any, Any, Any]] = {
+    "floating-ip": (
+        _fip,
+        lambda ctx, uid, text: floatingip._floating_ips(
+            ctx, _obj(kinds.FLOATING_IP, uid), "ext", None, text
+        ),
+        old_floating_ips,
+    ),
+    "port": (
+        _port,
+        lambda ctx, uid, text: port._ports(ctx, _obj(kinds.PORT, uid), text),
+        old_ports,
+    ),
+}
+
+
 @pytest.mark.parametrize("spec_description", [None, "", "web tier", "y" * 194])
-def test_a_floating_ip_is_marked_with_its_spec_s_description(
-    spec_description: str | None,
+@pytest.mark.parametrize("resource", list(ANSWERED))
+def test_a_floating_ip_or_port_is_marked_with_its_spec_s_description(
+    resource: str, spec_description: str | None
 ) -> None:
-    """FloatingIP writes the spec's description (not the one it has), and ``mark``
-    returns Neutron's answer to that write, with the tags written."""
+    """FloatingIP and Port write the spec's description (not the one the resource has),
+    and ``mark`` returns Neutron's answer to that write, with the tags written."""
     text = described.text(spec_description, UID)
-
-    def new(ctx: Context, uid: str) -> ownership.Owned[FloatingIP]:
-        return floatingip._floating_ips(ctx, _obj(kinds.FLOATING_IP, uid), "ext", None, text)
-
-    _compare(_resources(_fip), new, lambda cloud, uid: old_floating_ips(cloud, uid, text))
+    make, new, old = ANSWERED[resource]
+    _compare(
+        _resources(make),
+        lambda ctx, uid: new(ctx, uid, text),
+        lambda cloud, uid: old(cloud, uid, text),
+    )

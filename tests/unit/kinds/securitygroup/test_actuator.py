@@ -156,8 +156,7 @@ def test_deletion_waits_for_vms_then_ports_then_deletes() -> None:
     add_vm(world, "app", "10.0.2.1", group=None, securityGroups=["web"])
     world.delete("SecurityGroup", "web", "2099-01-01T00:00:00Z")
     world.run(SecurityGroupActuator(), "web")
-    status = world.stored("SecurityGroup", "web")["status"]
-    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready = world.condition("SecurityGroup", "web")
     assert ready["reason"] == "WaitingForVirtualMachines" and "app" in ready["message"]
     assert group_id in neutron(world).groups
 

@@ -135,8 +135,8 @@ def test_grows_in_place_and_refuses_to_shrink() -> None:
     for _ in range(5):  # the rules are put right first, then the shrink is reported
         world.run(ShareActuator(), "data")
     obj = world.obj(SHARE, "data")
-    ready = next(c for c in obj.status["conditions"] if c["type"] == "Ready")
-    stalled = next(c for c in obj.status["conditions"] if c["type"] == "Stalled")
+    ready = world.condition("Share", "data")
+    stalled = world.condition("Share", "data", "Stalled")
     assert (ready["reason"], stalled["status"]) == ("ShrinkRefused", "True")
     assert ready["message"].startswith("spec.size")
     assert manila(world).shares[share_id].size == 20

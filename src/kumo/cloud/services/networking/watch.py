@@ -156,7 +156,7 @@ class NetworkWatcher(Watcher):
         return any(n.status not in ("ACTIVE", "DOWN") for n in self.networks.items())
 
 
-class PortWatcher(Watcher):
+class PortWatcher(ListingWatcher[model.Port]):
     """Neutron ports of Port objects: Kumo's (tag ``kumo``; a Port's port takes its tags
     in its create), one listing per interval whatever their number — and none at all
     while the project has no Port: neither the startup listing nor the relist lists
@@ -167,15 +167,15 @@ class PortWatcher(Watcher):
 
     service = "networking.ports"
     api, resource = "network", "ports"
+    counted = "ports"
 
     def __init__(self, cloud: PortsPort, env: WatchEnv) -> None:
-        super().__init__(env)
         self.cloud = cloud
         self.ports: ResourceCache[model.Port] = ResourceCache(
             "ports", lambda p: p.id, model.described_owner
         )
-        self.caches = self.singles = (self.ports,)
-        self.marks = (("port", self.ports, model.described_marker),)
+        mark = ("port", model.described_marker)
+        super().__init__(env, self.ports, mark, lambda: self.cloud.fetch_ports())
         self.listing = False
         self._asked = 0
 
@@ -199,10 +199,7 @@ class PortWatcher(Watcher):
         if not self.listing:
             return []
         asked, self._asked = self._asked, 0
-        token = self.ports.begin()
-        self.env.stats.count("ports")
-        listed = await self.cloud.fetch_ports()
-        changes = [(self.ports, c) for c in self.ports.replace(token, listed)]
+        changes = await super().refresh(full)
         if not asked and not self.ports.items():
             # No Port asked since the last listing and Kumo has no port: stop listing.
             # The cache no longer answers: a Port's next call reads the API and asks.
