@@ -76,6 +76,11 @@ class Recorder:
 # -- the per-kind code before kinds/marking.py (the reference) --------------------------------
 
 
+def fields(owner_of: Any, legacy: Any, mark: Any, release: Any) -> dict[str, Any]:
+    """The four fields as the old code gave them to its ``Owned``."""
+    return {"owner_of": owner_of, "legacy": legacy, "mark": mark, "release": release}
+
+
 def old_servers(cloud: Any, uid: str) -> dict[str, Any]:
     async def mark(server: Server) -> Server:
         tags = markers.marked_tags(server.tags, uid)
@@ -85,12 +90,12 @@ def old_servers(cloud: Any, uid: str) -> dict[str, Any]:
     async def release(server: Server) -> None:
         await cloud.set_server_tags(server.id, released_tags(server.tags, uid))
 
-    return {
-        "owner_of": lambda server: owner_of(server.tags),
-        "legacy": lambda server: markers.legacy_tags(server.tags),
-        "mark": mark,
-        "release": release,
-    }
+    return fields(
+        lambda server: owner_of(server.tags),
+        lambda server: markers.legacy_tags(server.tags),
+        mark,
+        release,
+    )
 
 
 def old_neutron(cloud: Any, uid: str, set_tags: Any, update: Any) -> dict[str, Any]:
@@ -109,12 +114,7 @@ def old_neutron(cloud: Any, uid: str, set_tags: Any, update: Any) -> dict[str, A
         await update(resource.id, text)
         await set_tags(resource.id, tags)
 
-    return {
-        "owner_of": described.owner,
-        "legacy": described.legacy,
-        "mark": mark,
-        "release": release,
-    }
+    return fields(described.owner, described.legacy, mark, release)
 
 
 def old_networks(cloud: Any, uid: str) -> dict[str, Any]:
@@ -153,12 +153,7 @@ def old_answered(uid: str, description: str, set_tags: Any, update: Any) -> dict
         await update(resource.id, description=text)
         await set_tags(resource.id, tags)
 
-    return {
-        "owner_of": described.owner,
-        "legacy": described.legacy,
-        "mark": mark,
-        "release": release,
-    }
+    return fields(described.owner, described.legacy, mark, release)
 
 
 def old_floating_ips(cloud: Any, uid: str, description: str) -> dict[str, Any]:
@@ -178,12 +173,9 @@ def old_volumes(cloud: Any, uid: str) -> dict[str, Any]:
     async def release(volume: Volume) -> None:
         await cloud.set_volume_metadata(volume.id, released_metadata(volume.metadata, uid))
 
-    return {
-        "owner_of": lambda v: metadata_owner(v.metadata),
-        "legacy": lambda v: legacy_metadata(v.metadata),
-        "mark": mark,
-        "release": release,
-    }
+    return fields(
+        lambda v: metadata_owner(v.metadata), lambda v: legacy_metadata(v.metadata), mark, release
+    )
 
 
 def old_shares(cloud: Any, uid: str) -> dict[str, Any]:
@@ -195,12 +187,9 @@ def old_shares(cloud: Any, uid: str) -> dict[str, Any]:
     async def release(share: Share) -> None:
         await cloud.set_share_metadata(share.id, released_metadata(share.metadata, uid))
 
-    return {
-        "owner_of": lambda s: metadata_owner(s.metadata),
-        "legacy": lambda s: legacy_metadata(s.metadata),
-        "mark": mark,
-        "release": release,
-    }
+    return fields(
+        lambda s: metadata_owner(s.metadata), lambda s: legacy_metadata(s.metadata), mark, release
+    )
 
 
 # -- the values -----------------------------------------------------------------------------
