@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV := .venv
 
 .PHONY: helm helm-bin release
-.PHONY: up down test test-long test-clusters chaos unit lint crds rbac argocd monitoring venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia clean image
+.PHONY: up down test test-long test-clusters chaos unit lint crds rbac argocd monitoring venv bench bench-fleet bench-memory bench-group bench-idle bench-stateful bench-octavia bench-fip clean image
 
 up: venv
 	bash dev/up.sh
@@ -25,10 +25,12 @@ test-long: venv
 
 # Cluster API in the lab (issue 42; docs/clusters.md): the CAPI core, kubeadm bootstrap and
 # control-plane managers on a management cluster of their own (https://127.0.0.1:6445),
-# then their tests. Not part of `make test`, which does not collect them.
+# then their tests, and the boot shim's (real kubeadm nodes for Nova's fake servers; the
+# test module starts and stops dev/shim/). Not part of `make test`, which does not
+# collect them.
 test-clusters: venv
 	bash dev/capi/up.sh >/dev/null
-	KUMO_TEST_CLUSTERS=1 PYTHONPATH=src $(VENV)/bin/pytest tests/integration/test_capi_lab.py -m clusters -q -p no:cacheprovider
+	KUMO_TEST_CLUSTERS=1 PYTHONPATH=src $(VENV)/bin/pytest tests/integration/test_capi_lab.py tests/integration/test_boot_shim.py -m clusters -q -p no:cacheprovider
 
 unit: venv
 	$(VENV)/bin/pytest tests/unit -q
@@ -96,6 +98,12 @@ bench-fleet: venv
 # What one member change costs the lab's Octavia by pool size (batch vs single creates).
 bench-octavia: venv
 	PYTHONPATH=src $(VENV)/bin/python -m bench octavia-cost $(BENCH_ARGS)
+
+# A FloatingIP following its VM through 8 out-of-band server deletes, alternating with a
+# VM without an address (its own repair); p50/p95 and their ratios (lab; 16 server rebuilds).
+FIP_DELETES ?= 8
+bench-fip: venv
+	PYTHONPATH=src $(VENV)/bin/python -m bench fip-follow --deletes $(FIP_DELETES) $(BENCH_ARGS)
 
 # The in-memory drift benchmark (no lab needed).
 bench-memory: venv

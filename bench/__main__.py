@@ -9,6 +9,7 @@ python -m bench idle-cinder [--volumes 10,1000]  idle Cinder requests/min by vol
 python -m bench stateful [--n 50 --repeat 3]   a stateful group (volumes) vs. direct openstacksdk
 python -m bench octavia-cost [--sizes 20,50,100]  what a member change costs the lab's Octavia
 python -m bench metrics-hook [--requests 200000]  CPU per cloud request of the metrics hook
+python -m bench fip-follow [--deletes 8]  a FloatingIP following its VM through server deletes
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def main() -> None:
     stack.add_arguments(
         sub.add_parser("fleet", help="real-stack: a big fleet (Kumo, and the direct script)"), True
     )
-    from bench import idle, idle_cinder, octavia_cost, stateful
+    from bench import fip_follow, idle, idle_cinder, octavia_cost, stateful
 
     stateful.add_arguments(
         sub.add_parser("stateful", help="real-stack: a stateful group vs. the direct script")
@@ -63,6 +64,9 @@ def main() -> None:
     )
     octavia_cost.add_arguments(
         sub.add_parser("octavia-cost", help="lab: Octavia's CPU per member change by pool size")
+    )
+    fip_follow.add_arguments(
+        sub.add_parser("fip-follow", help="lab: a FloatingIP following its VM, vs. none")
     )
     args = parser.parse_args()
     stoppable()
@@ -80,6 +84,8 @@ def main() -> None:
         stateful.run(args)
     elif args.command == "octavia-cost":
         octavia_cost.run(args)
+    elif args.command == "fip-follow":
+        fip_follow.run(args)
     else:
         stack.run(args, fleet=args.command == "fleet")
 

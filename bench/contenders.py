@@ -608,9 +608,12 @@ class KumoRun:
         wait_for("all VMs Ready again", self.converged, 600, interval=2 * self.poll)
         return noticed[0], t_vm, t_member
 
-    def delete(self) -> None:
+    def delete(self, standalone: bool = False, timeout: float | None = None) -> None:
+        """Delete Kumo's objects and wait until they and their cloud resources are gone
+        (``timeout``: ``budget(n)`` unless given). A group's VMs go with their group;
+        ``standalone`` deletes VMs of no group too (they have no creator to do it)."""
         for plural in KINDS:
-            if plural not in MEMBERS:  # the VMs go with their groups
+            if standalone or plural not in MEMBERS:
                 self.kube.delete_all(plural, self.namespace)
 
         def gone() -> bool:
@@ -619,16 +622,22 @@ class KumoRun:
                 return False
             return not any(lab.leftovers(self.hconn.conn).values())
 
-        wait_for("Kumo's objects and cloud resources deleted", gone, budget(self.n), interval=2)
+        wait_for(
+            "Kumo's objects and cloud resources deleted",
+            gone,
+            budget(self.n) if timeout is None else timeout,
+            interval=2,
+        )
 
-    def teardown(self) -> None:
-        """Objects first (with finalizers released when no Kumo runs), then the namespace."""
+    def teardown(self, standalone: bool = False, timeout: float | None = None) -> None:
+        """Objects first (with finalizers released when no Kumo runs), then the namespace;
+        ``standalone`` and ``timeout`` as for ``delete``."""
         if self.namespace not in self.kube.namespaces():
             return
         running = self.proc is not None and self.proc.poll() is None
         if running:
             try:
-                self.delete()
+                self.delete(standalone, timeout)
             except Exception as error:
                 say(f"kumo: delete during teardown failed: {error}")
         self.stop()

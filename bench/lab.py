@@ -3,8 +3,9 @@
 `make up` runs, and a sweep that removes every cloud resource a run created.
 
 Everything a benchmark creates is named with ``PREFIX`` (servers, server groups, LBs,
-stacks, DNS recordsets, the Kumo namespace), so the sweep can find it after a crash or
-Ctrl-C without touching anything else in the project.
+stacks, DNS recordsets, the Kumo namespace; a floating IP's description starts with it),
+so the sweep can find it after a crash or Ctrl-C without touching anything else in the
+project.
 """
 
 from __future__ import annotations
@@ -134,6 +135,10 @@ def leftovers(conn: Any) -> dict[str, list[str]]:
         "volumes": [
             v.id for v in conn.block_storage.volumes() if (v.name or "").startswith(PREFIX)
         ],
+        # A floating IP has no name: the bench's start their description with PREFIX.
+        "floating_ips": [
+            ip.id for ip in conn.network.ips() if (ip.description or "").startswith(PREFIX)
+        ],
         "recordsets": [  # "<zone id>/<recordset id>": the delete needs both
             f"{zone.id}/{rs.id}"
             for zone in conn.dns.zones()
@@ -162,6 +167,8 @@ def sweep(conn: Any, timeout: float = 600) -> None:
             say(f"  LB {lb}: {error}")
     for server in left["servers"]:
         conn.compute.delete_server(server, ignore_missing=True)
+    for ip in left["floating_ips"]:
+        conn.network.delete_ip(ip, ignore_missing=True)
 
     def gone() -> bool:
         now = leftovers(conn)

@@ -5,5 +5,6 @@ cd "$KUMO_ROOT"
 bash dev/operator.sh stop
 bash dev/prometheus.sh stop || true
 bash dev/capi/down.sh || true
+bash dev/shim/down.sh || true
 bash dev/openstack/lab.sh down || true
 bash dev/kube/down.sh || true

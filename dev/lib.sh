@@ -112,3 +112,37 @@ wait_for() {
     sleep 0.5
   done
 }
+
+# containerd_cri_config ROOT STATE SOCKET_DIR SANDBOX_IMAGE CNI_CONF_DIR — print a
+# containerd configuration (version 2) for one kubelet's CRI: its own root and state,
+# sockets in SOCKET_DIR, runc with cgroupfs, the sandbox image given (no image can be
+# pulled here, so it must be imported), CNI plugins from Debian's package. One function
+# for every node the lab runs (dev/kube/node.sh's, dev/shim/node.sh's), so they differ
+# only where their arguments do.
+containerd_cri_config() {
+  local root="$1" state="$2" sockets="$3" sandbox="$4" cni="$5"
+  cat <<EOF
+version = 2
+root = "$root"
+state = "$state"
+[grpc]
+  address = "$sockets/containerd.sock"
+[ttrpc]
+  address = "$sockets/containerd-ttrpc.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$sandbox"
+  enable_selinux = false
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        BinaryName = "/usr/sbin/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$cni"
+EOF
+}

@@ -136,30 +136,8 @@ write_if_changed() {
 write_if_changed "$NODE_DIR/cni/net.d/10-loopback.conflist" <<EOF
 {"cniVersion": "1.0.0", "name": "kumo-lab-loopback", "plugins": [{"type": "loopback"}]}
 EOF
-write_if_changed "$NODE_DIR/containerd/config.toml" <<EOF
-version = 2
-root = "$NODE_DIR/containerd/root"
-state = "$RUN_DIR/state"
-[grpc]
-  address = "$SOCK"
-[ttrpc]
-  address = "$RUN_DIR/containerd-ttrpc.sock"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
-  enable_selinux = false
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        BinaryName = "/usr/sbin/runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$NODE_DIR/cni/net.d"
-EOF
+containerd_cri_config "$NODE_DIR/containerd/root" "$RUN_DIR/state" "$RUN_DIR" "$PAUSE_IMAGE" \
+  "$NODE_DIR/cni/net.d" | write_if_changed "$NODE_DIR/containerd/config.toml"
 if ! is_running containerd; then
   [ -S "$SOCK" ] && rm -f "$SOCK"
   start_daemon containerd /usr/bin/containerd --config "$NODE_DIR/containerd/config.toml"

@@ -21,7 +21,8 @@ from tests.integration.openstack_fixtures import *  # noqa: F403
 # Cluster API's tests (issue 42) run on a management cluster of their own, in their own
 # target (make test-clusters sets KUMO_TEST_CLUSTERS=1): `make test` does not collect them
 # at all (deselected, not skipped).
-collect_ignore = [] if os.environ.get("KUMO_TEST_CLUSTERS") == "1" else ["test_capi_lab.py"]
+CLUSTERS_ONLY = ["test_capi_lab.py", "test_boot_shim.py"]
+collect_ignore = [] if os.environ.get("KUMO_TEST_CLUSTERS") == "1" else CLUSTERS_ONLY
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -76,6 +76,20 @@ def vm(name: str) -> dict[str, Any]:
     }
 
 
+def lb_port(
+    group: str, port: int = 80, protocol: str = "http", member_port: int | None = None, **more: Any
+) -> dict[str, Any]:
+    """One entry of a LoadBalancer's ``spec.ports``: ``port`` to the members of the
+    VirtualMachineGroup ``group`` on ``member_port`` (default: the same), one protocol;
+    ``more``: more ``realServers`` fields (``drainSeconds``)."""
+    real_servers = {"protocol": protocol, "port": member_port or port}
+    return {
+        "port": port,
+        "protocol": protocol,
+        "realServers": {**real_servers, "virtualMachineGroupRef": group, **more},
+    }
+
+
 def example(name: str) -> dict[str, Any]:
     return yaml.safe_load((EXAMPLES / name).read_text())
 

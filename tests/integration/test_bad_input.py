@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.helpers import apply, condition, members_of, wait_ready, wait_reason
+from tests.integration.helpers import apply, condition, lb_port, members_of, wait_ready, wait_reason
 from tests.integration.kumo_fixtures import get_obj, wait_until
 
 TEMPLATE = {"image": "centos79", "flavor": "m1.tiny"}
@@ -54,19 +54,7 @@ def test_dangling_group_reference(namespace: str, kumo_operator: Any) -> None:
             "apiVersion": "kumo.dev/v1alpha1",
             "kind": "LoadBalancer",
             "metadata": {"name": "orphan-lb"},
-            "spec": {
-                "ports": [
-                    {
-                        "port": 80,
-                        "protocol": "http",
-                        "realServers": {
-                            "protocol": "http",
-                            "port": 80,
-                            "virtualMachineGroupRef": "missing",
-                        },
-                    }
-                ]
-            },
+            "spec": {"ports": [lb_port("missing")]},
         },
     )
     cond = wait_reason("lb", "orphan-lb", namespace, "GroupNotFound")

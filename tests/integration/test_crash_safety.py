@@ -8,6 +8,7 @@ from typing import Any
 from tests.integration.helpers import (
     VM_SPEC,
     apply,
+    lb_port,
     owned_servers,
     pool_member_addresses,
     vm,
@@ -94,13 +95,7 @@ def test_two_load_balancers_follow_one_group(
                 "spec": {
                     "ports": [
                         {
-                            "port": 8080,
-                            "protocol": "tcp",
-                            "realServers": {
-                                "protocol": "tcp",
-                                "port": 8080,
-                                "virtualMachineGroupRef": "web",
-                            },
+                            **lb_port("web", 8080, "tcp"),
                             "monitors": [{"protocol": "tcp", "port": 8080}],
                         }
                     ]

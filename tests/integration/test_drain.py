@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import apply, members_of, wait_ready
+from tests.integration.helpers import apply, lb_port, members_of, wait_ready
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import STATE, get_obj, wait_until
 
@@ -90,18 +90,7 @@ def load_balancer() -> dict[str, Any]:
         "metadata": {"name": LB},
         "spec": {
             "region": "tokyo1",
-            "ports": [
-                {
-                    "port": 80,
-                    "protocol": "http",
-                    "realServers": {
-                        "protocol": "http",
-                        "port": 80,
-                        "virtualMachineGroupRef": GROUP,
-                        "drainSeconds": DRAIN_SECONDS,
-                    },
-                }
-            ],
+            "ports": [lb_port(GROUP, drainSeconds=DRAIN_SECONDS)],
         },
     }
 

@@ -18,6 +18,7 @@ import pytest
 
 from tests.integration.helpers import (
     apply,
+    lb_port,
     members_of,
     owned_servers,
     pool_member_addresses,
@@ -75,19 +76,7 @@ def test_a_restart_under_a_group_never_drops_a_pool_member(
             "apiVersion": "kumo.dev/v1alpha1",
             "kind": "LoadBalancer",
             "metadata": {"name": "front"},
-            "spec": {
-                "ports": [
-                    {
-                        "port": 80,
-                        "protocol": "http",
-                        "realServers": {
-                            "protocol": "http",
-                            "port": 8080,
-                            "virtualMachineGroupRef": "fleet",
-                        },
-                    }
-                ]
-            },
+            "spec": {"ports": [lb_port("fleet", member_port=8080)]},
         },
     )
     wait_ready("vmg", "fleet", namespace, timeout=600)

@@ -20,6 +20,7 @@ from tests.integration.helpers import (
     apply,
     cluster_id,
     condition,
+    lb_port,
     members_of,
     server_made_by_hand,
     wait_gone,
@@ -364,18 +365,7 @@ def test_a_hand_made_load_balancer_with_listener_and_pool_is_imported(
         spec = {
             "import": {"name": name},
             "vipNetwork": "kumo-demo-net",
-            "ports": [
-                {
-                    "port": 80,
-                    "protocol": "http",
-                    "realServers": {
-                        "protocol": "http",
-                        "port": 80,
-                        "virtualMachineGroupRef": "imp-web",
-                        "drainSeconds": 0,
-                    },
-                }
-            ],
+            "ports": [lb_port("imp-web", drainSeconds=0)],
         }
         manifest = tmp_path / "lb.yaml"
         body = {

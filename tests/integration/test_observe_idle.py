@@ -22,7 +22,7 @@ from openstack import exceptions as os_exc
 from bench.lab import LOGS
 from bench.reqlog import LogWindow, parse_line
 from kumo.engine.reconciler import OBSERVE_SECONDS
-from tests.integration.helpers import allow_unmarked_imports, apply, server_made_by_hand
+from tests.integration.helpers import allow_unmarked_imports, apply, lb_port, server_made_by_hand
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, wait_until
 from tests.integration.test_import_plan import _group, _hand_made_lb, drift_of
 
@@ -115,11 +115,7 @@ def test_an_observed_load_balancer_costs_no_read_by_id_while_idle(
     name = f"observed-lb-{namespace}"
     lb, _listener, _pool = _hand_made_lb(demo_conn, name)
     try:
-        port = {
-            "port": 80,
-            "protocol": "http",
-            "realServers": {"protocol": "http", "port": 80, "virtualMachineGroupRef": "obs-web"},
-        }
+        port = lb_port("obs-web")
         apply(
             namespace,
             {

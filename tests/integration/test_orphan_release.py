@@ -31,7 +31,7 @@ from openstack import exceptions as os_exc
 
 from kumo.ports.markers import Marker, marker_of, metadata_marker, text_marker, unreleased
 from tests.chaos.outage import recorded_pid
-from tests.integration.helpers import VM_SPEC, apply, cluster_id, wait_gone, wait_ready
+from tests.integration.helpers import VM_SPEC, apply, cluster_id, lb_port, wait_gone, wait_ready
 from tests.integration.kube_fixtures import kubectl
 from tests.integration.kumo_fixtures import KumoOperator, get_obj, like, wait_until
 from tests.integration.test_openstack_lbaas_dns import delete_lb_tree, lb_status
@@ -84,10 +84,7 @@ def test_a_load_balancer_orphan_waits_for_a_busy_octavia_and_is_released(
         "spec": {
             "region": "tokyo1",
             "deletionPolicy": "Orphan",
-            "ports": [{
-                "port": 80, "protocol": "http",
-                "realServers": {"protocol": "http", "port": 80, "virtualMachineGroupRef": "web"},
-            }],
+            "ports": [lb_port("web")],
         },
     })  # fmt: skip
     ready = wait_ready("lb", "lb", ns, timeout=300)

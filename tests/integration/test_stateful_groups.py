@@ -21,6 +21,7 @@ from tests.integration.helpers import (
     apply,
     condition,
     kumo_leftovers,
+    lb_port,
     members_of,
     pool_member_addresses,
     wait_gone,
@@ -163,19 +164,7 @@ def test_load_balancer_and_dns_follow_stateful_members(
         "apiVersion": API,
         "kind": "LoadBalancer",
         "metadata": {"name": "app"},
-        "spec": {
-            "ports": [
-                {
-                    "port": 80,
-                    "protocol": "http",
-                    "realServers": {
-                        "protocol": "http",
-                        "port": 80,
-                        "virtualMachineGroupRef": "app",
-                    },
-                }
-            ]
-        },
+        "spec": {"ports": [lb_port("app")]},
     }
     record = {
         "apiVersion": API,

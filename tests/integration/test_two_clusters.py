@@ -28,7 +28,7 @@ import openstack.exceptions as os_exc
 import pytest
 import yaml
 
-from tests.integration.helpers import VM_SPEC, condition
+from tests.integration.helpers import VM_SPEC, condition, lb_port
 from tests.integration.kube_fixtures import KubeEnv, delete_namespace
 from tests.integration.kumo_fixtures import (
     KUMO_KINDS,
@@ -116,19 +116,7 @@ def stack(cidr: str) -> list[dict[str, Any]]:
         {
             "kind": "LoadBalancer",
             "metadata": {"name": "lb"},
-            "spec": {
-                "ports": [
-                    {
-                        "port": 80,
-                        "protocol": "tcp",
-                        "realServers": {
-                            "protocol": "tcp",
-                            "port": 80,
-                            "virtualMachineGroupRef": "web",
-                        },
-                    }
-                ]
-            },
+            "spec": {"ports": [lb_port("web", protocol="tcp")]},
         },
     ]
     return [{"apiVersion": "kumo.dev/v1alpha1", **m} for m in manifests]

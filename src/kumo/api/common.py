@@ -179,6 +179,17 @@ MARKER_ROOM = 1 + MARKER_WORD_MAX
 #: create call on: kumo/kinds/described.py); Neutron allows 255 characters in all.
 MARKED_DESCRIPTION_MAX = MAX_DESCRIPTION - MARKER_ROOM
 
+# The field types the kinds' specs repeat (each a bounded string; the schema the same as
+# the ``Field(...)`` each spelled out).
+#: The name of another object of the namespace (a reference: ``volumeRef``, ...).
+ObjectName = Annotated[str, StringConstraints(min_length=1, max_length=KUBE_NAME_MAX)]
+#: An OpenStack name or ID (an image, a flavor, a network, a type, ...), never empty.
+CloudRef = Annotated[str, StringConstraints(min_length=1, max_length=CLOUD_NAME_MAX)]
+#: A description as Nova, Octavia, Cinder and Manila store it.
+Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION)]
+#: A description Kumo appends its marker word to (:data:`MARKED_DESCRIPTION_MAX`).
+MarkedDescription = Annotated[str, StringConstraints(max_length=MARKED_DESCRIPTION_MAX)]
+
 
 class ManagedSpec(KumoModel):
     """Fields every kind's spec has."""
@@ -323,7 +334,7 @@ class ObjectRef(KumoModel):
     """Another Kumo object of the same namespace, by name (there is no namespace field:
     a reference never reaches another namespace)."""
 
-    name: str = Field(min_length=1, max_length=KUBE_NAME_MAX)
+    name: ObjectName
     """Name of the object (same namespace)."""
 
 

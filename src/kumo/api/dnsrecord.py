@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, StringConstraints
 
 from kumo.api.common import (
-    CLOUD_NAME_MAX,
     KUBE_NAME_MAX,
     MARKER_ROOM,
+    CloudRef,
     ImportableSpec,
     ManagedSpec,
     ManagedStatus,
@@ -54,9 +54,9 @@ class DNSRecordSpec(ManagedSpec, ImportableSpec):
         ),
     )
 
-    zone: str = Field(min_length=1, max_length=CLOUD_NAME_MAX)
+    zone: CloudRef
     """Designate zone name (e.g. `example.test.`) or ID."""
-    name: str = Field(min_length=1, max_length=CLOUD_NAME_MAX)
+    name: CloudRef
     """Record name, relative to the zone (`api`) or fully qualified (`api.example.test.`)."""
     type: RecordType = "A"
     """Record type."""

@@ -6,12 +6,13 @@ from pydantic import Field
 
 from kumo.api.common import (
     ADDRESS_MAX,
-    CLOUD_NAME_MAX,
-    KUBE_NAME_MAX,
     MARKED_DESCRIPTION_MAX,
+    CloudRef,
     ImportableSpec,
     ManagedSpec,
     ManagedStatus,
+    MarkedDescription,
+    ObjectName,
     Rule,
     fixed_once_created,
 )
@@ -45,19 +46,19 @@ class FloatingIPSpec(ManagedSpec, ImportableSpec):
         ),
     )
 
-    network: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    network: CloudRef | None = None
     """External network (name or ID) the address comes from. Default: the cloud's only
     external network (required when it has several)."""
     address: str | None = Field(default=None, min_length=1, max_length=ADDRESS_MAX)
     """A specific address to claim (it must be free on `network`). Neutron's default
     policy lets only admins choose an address; otherwise Neutron picks one."""
-    description: str | None = Field(default=None, max_length=FIP_DESCRIPTION_MAX)
+    description: MarkedDescription | None = None
     """Floating IP description, at most 194 characters (Kumo appends its ownership
     marker; Neutron allows 255 in all)."""
-    virtual_machine_ref: str | None = Field(default=None, min_length=1, max_length=KUBE_NAME_MAX)
+    virtual_machine_ref: ObjectName | None = None
     """Target: associate the address with this VirtualMachine's port (same namespace),
     and again with its new server's port whenever the server is replaced."""
-    load_balancer_ref: str | None = Field(default=None, min_length=1, max_length=KUBE_NAME_MAX)
+    load_balancer_ref: ObjectName | None = None
     """Target: associate the address with this LoadBalancer's VIP port (same namespace)."""
 
 

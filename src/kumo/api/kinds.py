@@ -6,6 +6,7 @@ wiring, RBAC — reads this one table.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from pydantic import BaseModel
@@ -44,6 +45,18 @@ AGE = PrinterColumn("Age", ".metadata.creationTimestamp", "date")
 STALLED_COLUMN = PrinterColumn(
     "Stalled", STALLED, description="True: waits on a fix by the user", priority=1
 )
+READY_COLUMN = PrinterColumn("Ready", READY)
+#: With `-o wide`: the main cloud resource's ID.
+ID_COLUMN = PrinterColumn("ID", ".status.id", priority=1)
+
+
+def columns(
+    *shown: PrinterColumn, wide: tuple[PrinterColumn, ...] = (), cloud_id: bool = True
+) -> tuple[PrinterColumn, ...]:
+    """A kind's `kubectl get` columns: ``shown``; with `-o wide` also ``wide`` and (unless
+    not ``cloud_id``) the cloud ID; then what every kind shows last, Stalled (wide) and Age."""
+    more = tuple(dataclasses.replace(column, priority=1) for column in wide)
+    return (*shown, *more, *((ID_COLUMN,) if cloud_id else ()), STALLED_COLUMN, AGE)
 
 
 @dataclass(frozen=True)
@@ -87,15 +100,11 @@ VIRTUAL_MACHINE = KindInfo(
     spec_model=virtualmachine.VirtualMachineSpec,
     status_model=virtualmachine.VirtualMachineStatus,
     description="A Nova server kept true to its spec.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("Phase", ".status.phase"),
-        PrinterColumn("Ready", READY),
+        READY_COLUMN,
         PrinterColumn("IP", ".status.ip"),
-        PrinterColumn("Flavor", ".spec.flavor", priority=1),
-        PrinterColumn("Image", ".spec.image", priority=1),
-        PrinterColumn("ID", ".status.id", priority=1),
-        STALLED_COLUMN,
-        AGE,
+        wide=(PrinterColumn("Flavor", ".spec.flavor"), PrinterColumn("Image", ".spec.image")),
     ),
 )
 
@@ -106,15 +115,14 @@ VIRTUAL_MACHINE_GROUP = KindInfo(
     spec_model=virtualmachinegroup.VirtualMachineGroupSpec,
     status_model=virtualmachinegroup.VirtualMachineGroupStatus,
     description="N VirtualMachines built from one template, spread by a Nova server group.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("Desired", ".spec.replicas", "integer"),
         PrinterColumn("Current", ".status.replicas", "integer"),
         PrinterColumn("Ready", ".status.readyReplicas", "integer"),
         PrinterColumn("Up-to-date", ".status.updatedReplicas", "integer"),
         PrinterColumn("HA", ".spec.haPolicy"),
-        PrinterColumn("Status", READY, priority=1),
-        STALLED_COLUMN,
-        AGE,
+        wide=(PrinterColumn("Status", READY),),
+        cloud_id=False,
     ),
     scalable=True,
 )
@@ -126,14 +134,11 @@ LOAD_BALANCER = KindInfo(
     spec_model=loadbalancer.LoadBalancerSpec,
     status_model=loadbalancer.LoadBalancerStatus,
     description="An Octavia load balancer whose pools follow VirtualMachineGroups.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("VIP", ".status.vip"),
         PrinterColumn("Phase", ".status.phase"),
-        PrinterColumn("Ready", READY),
-        PrinterColumn("Type", ".spec.vipType", priority=1),
-        PrinterColumn("ID", ".status.id", priority=1),
-        STALLED_COLUMN,
-        AGE,
+        READY_COLUMN,
+        wide=(PrinterColumn("Type", ".spec.vipType"),),
     ),
 )
 
@@ -144,16 +149,15 @@ FLOATING_IP = KindInfo(
     spec_model=floatingip.FloatingIPSpec,
     status_model=floatingip.FloatingIPStatus,
     description="A Neutron floating IP, held or following a VirtualMachine or LoadBalancer.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("Address", ".status.address"),
         PrinterColumn("Phase", ".status.phase"),
-        PrinterColumn("Ready", READY),
+        READY_COLUMN,
         PrinterColumn("VM", ".spec.virtualMachineRef"),
-        PrinterColumn("LB", ".spec.loadBalancerRef", priority=1),
-        PrinterColumn("Port", ".status.portId", priority=1),
-        PrinterColumn("ID", ".status.id", priority=1),
-        STALLED_COLUMN,
-        AGE,
+        wide=(
+            PrinterColumn("LB", ".spec.loadBalancerRef"),
+            PrinterColumn("Port", ".status.portId"),
+        ),
     ),
 )
 
@@ -164,13 +168,12 @@ DNS_RECORD = KindInfo(
     spec_model=dnsrecord.DNSRecordSpec,
     status_model=dnsrecord.DNSRecordStatus,
     description="A Designate recordset that follows a LoadBalancer, VM, group or literal values.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("FQDN", ".status.fqdn"),
         PrinterColumn("Type", ".spec.type"),
         PrinterColumn("Records", ".status.records"),
-        PrinterColumn("Ready", READY),
-        STALLED_COLUMN,
-        AGE,
+        READY_COLUMN,
+        cloud_id=False,
     ),
 )
 
@@ -181,16 +184,13 @@ SHARE = KindInfo(
     spec_model=share.ShareSpec,
     status_model=share.ShareStatus,
     description="A Manila share whose access rules follow VirtualMachines and groups.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("Size", ".status.size", "integer", "GiB"),
         PrinterColumn("Protocol", ".spec.protocol"),
         PrinterColumn("Export", ".status.exportLocation"),
         PrinterColumn("Rules", ".status.rules", description="access rules active/desired"),
-        PrinterColumn("Ready", READY),
-        PrinterColumn("Exports", ".status.exportLocations", priority=1),
-        PrinterColumn("ID", ".status.id", priority=1),
-        STALLED_COLUMN,
-        AGE,
+        READY_COLUMN,
+        wide=(PrinterColumn("Exports", ".status.exportLocations"),),
     ),
 )
 
@@ -202,13 +202,10 @@ SECURITY_GROUP = KindInfo(
     status_model=securitygroup.SecurityGroupStatus,
     description="A Neutron security group whose rules follow VirtualMachineGroups and "
     "LoadBalancers.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("Name", ".status.name"),
         PrinterColumn("Rules", ".status.rules", description="rules applied/desired"),
-        PrinterColumn("Ready", READY),
-        PrinterColumn("ID", ".status.id", priority=1),
-        STALLED_COLUMN,
-        AGE,
+        READY_COLUMN,
     ),
 )
 
@@ -219,13 +216,12 @@ KEY_PAIR = KindInfo(
     spec_model=keypair.KeyPairSpec,
     status_model=keypair.KeyPairStatus,
     description="A Nova keypair whose public key is inline or read from a ConfigMap or Secret.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("Key Name", ".status.keyName"),
         PrinterColumn("Type", ".status.keyType"),
         PrinterColumn("Fingerprint", ".status.fingerprint"),
-        PrinterColumn("Ready", READY),
-        STALLED_COLUMN,
-        AGE,
+        READY_COLUMN,
+        cloud_id=False,
     ),
 )
 
@@ -236,14 +232,11 @@ VOLUME = KindInfo(
     spec_model=volume.VolumeSpec,
     status_model=volume.VolumeStatus,
     description="A Cinder volume: empty or from an image or snapshot; grows in place.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("Size", ".status.size", "integer", "GiB"),
         PrinterColumn("Status", ".status.volumeStatus"),
-        PrinterColumn("Ready", READY),
-        PrinterColumn("Attached", ".status.attachments", priority=1),
-        PrinterColumn("ID", ".status.id", priority=1),
-        STALLED_COLUMN,
-        AGE,
+        READY_COLUMN,
+        wide=(PrinterColumn("Attached", ".status.attachments"),),
     ),
 )
 
@@ -254,14 +247,11 @@ NETWORK = KindInfo(
     spec_model=network.NetworkSpec,
     status_model=network.NetworkStatus,
     description="A Neutron network, its subnets and, optionally, a router to the outside.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("Name", ".status.name"),
         PrinterColumn("Subnets", ".status.subnets[*].cidr"),
         PrinterColumn("External", ".status.externalAddress"),
-        PrinterColumn("Ready", READY),
-        PrinterColumn("ID", ".status.id", priority=1),
-        STALLED_COLUMN,
-        AGE,
+        READY_COLUMN,
     ),
 )
 
@@ -273,15 +263,12 @@ PORT = KindInfo(
     status_model=port.PortStatus,
     description="A Neutron port: a fixed address VirtualMachines boot on, kept through "
     "their replacement.",
-    printer_columns=(
+    printer_columns=columns(
         PrinterColumn("Address", ".status.address"),
         PrinterColumn("Phase", ".status.phase"),
-        PrinterColumn("Ready", READY),
+        READY_COLUMN,
         PrinterColumn("Server", ".status.deviceId"),
-        PrinterColumn("Network", ".status.networkId", priority=1),
-        PrinterColumn("ID", ".status.id", priority=1),
-        STALLED_COLUMN,
-        AGE,
+        wide=(PrinterColumn("Network", ".status.networkId"),),
     ),
 )
 

@@ -10,12 +10,12 @@ from pydantic import Field
 from kumo.api.common import (
     ADDRESS_MAX,
     CLOUD_NAME_MAX,
-    KUBE_NAME_MAX,
-    MAX_DESCRIPTION,
+    Description,
     ImportableSpec,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    ObjectName,
     fixed_once_created,
 )
 
@@ -38,7 +38,7 @@ class RealServers(KumoModel):
     """Protocol spoken to the backends."""
     port: int = Field(ge=1, le=65535)
     """Port the backends listen on."""
-    virtual_machine_group_ref: str = Field(min_length=1, max_length=KUBE_NAME_MAX)
+    virtual_machine_group_ref: ObjectName
     """Name of a VirtualMachineGroup in the same namespace: its members are the VMs
     labelled `kumo.dev/group=<name>`."""
     group_object: bool = True
@@ -106,7 +106,7 @@ class LoadBalancerSpec(ManagedSpec, ImportableSpec):
         ),
     )
 
-    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
+    description: Description | None = None
     """Load balancer description."""
     region: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Cloud region; must be the region of the namespace's cloud credentials."""

@@ -16,12 +16,12 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from kumo.api.common import (
     ADDRESS_MAX,
-    CLOUD_NAME_MAX,
-    MARKED_DESCRIPTION_MAX,
+    CloudRef,
     ImportableSpec,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    MarkedDescription,
     Rule,
 )
 
@@ -117,7 +117,7 @@ class RouterSpec(KumoModel):
     """One router with its gateway on an external network and an interface on every
     subnet that has a gateway."""
 
-    external_network: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    external_network: CloudRef | None = None
     """The external network (name or ID). Default: the cloud's only external network."""
     enable_snat: bool = True
     """Source NAT for the subnets' traffic to the outside (Neutron's default policy lets
@@ -134,7 +134,7 @@ class NetworkSpec(ManagedSpec, ImportableSpec):
         ),
     )
 
-    description: str | None = Field(default=None, max_length=MARKED_DESCRIPTION_MAX)
+    description: MarkedDescription | None = None
     """The network's description, at most 194 characters (Kumo appends its ownership
     marker; Neutron allows 255 in all)."""
     subnets: list[SubnetSpec] = Field(default_factory=list, max_length=MAX_SUBNETS)

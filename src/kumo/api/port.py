@@ -12,20 +12,17 @@ from pydantic import Field
 
 from kumo.api.common import (
     ADDRESS_MAX,
-    CLOUD_NAME_MAX,
-    MARKED_DESCRIPTION_MAX,
     MAX_ADDRESS_PAIRS,
     AddressPair,
     CloudName,
+    CloudRef,
     ImportableSpec,
     ManagedSpec,
     ManagedStatus,
+    MarkedDescription,
     fixed_once_created,
 )
 from kumo.api.virtualmachine import MAX_SECURITY_GROUPS
-
-#: Neutron allows 255 characters; Kumo appends " kumo-owner=<uid>@<cluster>" (61).
-PORT_DESCRIPTION_MAX = MARKED_DESCRIPTION_MAX
 
 
 class PortSpec(ManagedSpec, ImportableSpec):
@@ -45,13 +42,13 @@ class PortSpec(ManagedSpec, ImportableSpec):
         ),
     )
 
-    network: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    network: CloudRef | None = None
     """A Network object of the namespace (waited for until Ready), else a Neutron network
     by name or ID. Unset: the project's network. Immutable once the port exists."""
     address: str | None = Field(default=None, min_length=1, max_length=ADDRESS_MAX)
     """The fixed address to claim (free, on one of the network's subnets); unset:
     Neutron picks one. Immutable once the port exists."""
-    description: str | None = Field(default=None, max_length=PORT_DESCRIPTION_MAX)
+    description: MarkedDescription | None = None
     """Port description, at most 194 characters (Kumo appends its ownership marker;
     Neutron allows 255 in all). Updated in place."""
     security_groups: list[CloudName] | None = Field(default=None, max_length=MAX_SECURITY_GROUPS)

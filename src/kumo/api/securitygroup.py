@@ -15,12 +15,12 @@ from pydantic import ConfigDict, Field
 
 from kumo.api.common import (
     CIDR_MAX,
-    KUBE_NAME_MAX,
-    MARKED_DESCRIPTION_MAX,
     ImportableSpec,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    MarkedDescription,
+    ObjectName,
     Rule,
     exactly_one_of,
 )
@@ -82,22 +82,20 @@ class SecurityGroupRuleSpec(KumoModel):
     cidr: str | None = Field(default=None, min_length=1, max_length=CIDR_MAX)
     """A literal address or CIDR (`10.0.0.0/24`, `0.0.0.0/0`); a bare address is a /32
     (/128)."""
-    security_group_ref: str | None = Field(default=None, min_length=1, max_length=KUBE_NAME_MAX)
+    security_group_ref: ObjectName | None = None
     """Another SecurityGroup (same namespace, or this one's own name): any port in that
     group (Neutron's remote group; one rule however many members)."""
-    virtual_machine_group_ref: str | None = Field(
-        default=None, min_length=1, max_length=KUBE_NAME_MAX
-    )
+    virtual_machine_group_ref: ObjectName | None = None
     """Every Ready member of this VirtualMachineGroup (same namespace): one /32 (/128)
     rule per member address, following scaling, healing and rolling replacement."""
-    load_balancer_ref: str | None = Field(default=None, min_length=1, max_length=KUBE_NAME_MAX)
+    load_balancer_ref: ObjectName | None = None
     """A LoadBalancer (same namespace): its VIP address, as a /32 (/128) rule."""
 
 
 class SecurityGroupSpec(ManagedSpec, ImportableSpec):
     """Desired state of a SecurityGroup."""
 
-    description: str | None = Field(default=None, max_length=MARKED_DESCRIPTION_MAX)
+    description: MarkedDescription | None = None
     """The group's description, at most 194 characters (Kumo appends its ownership
     marker; Neutron allows 255 in all)."""
     rules: list[SecurityGroupRuleSpec] = Field(default_factory=list, max_length=MAX_RULES)

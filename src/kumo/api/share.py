@@ -15,11 +15,12 @@ from pydantic import ConfigDict, Field
 from kumo.api.common import (
     CIDR_MAX,
     CLOUD_NAME_MAX,
-    KUBE_NAME_MAX,
-    MAX_DESCRIPTION,
+    CloudRef,
+    Description,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    ObjectName,
     exactly_one_of,
     fixed_once_created,
     once_created,
@@ -43,12 +44,10 @@ class ShareAccess(KumoModel):
         json_schema_extra=exactly_one_of("virtualMachineGroupRef", "virtualMachineRef", "cidr")
     )
 
-    virtual_machine_group_ref: str | None = Field(
-        default=None, min_length=1, max_length=KUBE_NAME_MAX
-    )
+    virtual_machine_group_ref: ObjectName | None = None
     """Every Ready member of this VirtualMachineGroup (same namespace), following
     scaling, healing and rolling replacement."""
-    virtual_machine_ref: str | None = Field(default=None, min_length=1, max_length=KUBE_NAME_MAX)
+    virtual_machine_ref: ObjectName | None = None
     """This VirtualMachine (same namespace), once Ready with an address."""
     cidr: str | None = Field(default=None, min_length=1, max_length=CIDR_MAX)
     """A literal IPv4/IPv6 address or CIDR, e.g. `10.10.0.0/24`."""
@@ -89,10 +88,10 @@ class ShareSpec(ManagedSpec):
     size: int = Field(ge=1, le=MAX_SHARE_GIB)
     """Size in GiB. Growing is done in place (Manila extend); shrinking is refused and
     reported (`ShrinkRefused`): data could be lost."""
-    share_type: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    share_type: CloudRef | None = None
     """Manila share type by name or ID; unset: the cloud's default share type.
     Cannot change on an existing share."""
-    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
+    description: Description | None = None
     """Share description."""
     availability_zone: str | None = Field(default=None, max_length=CLOUD_NAME_MAX)
     """Manila availability zone; unset: the cloud's default. Cannot change later."""

@@ -8,16 +8,17 @@ from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from kumo.api.common import (
     CLOUD_NAME_MAX,
-    KUBE_NAME_MAX,
     MAX_ADDRESS_PAIRS,
-    MAX_DESCRIPTION,
     AddressPair,
     CloudName,
+    CloudRef,
     ConfigMapKeyRef,
+    Description,
     ImportableSpec,
     KumoModel,
     ManagedSpec,
     ManagedStatus,
+    ObjectName,
     ObjectRef,
     Rule,
     SecretKeyRef,
@@ -67,13 +68,13 @@ class InitScript(KumoModel):
 class VirtualMachineTemplate(KumoModel):
     """What a server looks like. Shared by VirtualMachine and VirtualMachineGroup.template."""
 
-    image: str = Field(min_length=1, max_length=CLOUD_NAME_MAX)
+    image: CloudRef
     """Glance image name or ID. Changing it replaces the server."""
-    flavor: str = Field(min_length=1, max_length=CLOUD_NAME_MAX)
+    flavor: CloudRef
     """Nova flavor name or ID. Changing it replaces the server."""
     init_script: InitScript | None = None
     """First-boot script (Nova user_data). Changing it replaces the server."""
-    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
+    description: Description | None = None
     """Server description; updated in place."""
     networks: list[CloudName] = Field(default_factory=list, max_length=MAX_NETWORKS)
     """Neutron network names or IDs to attach, in order (at most 16). Empty: the
@@ -127,10 +128,10 @@ class VolumeAttachmentSpec(KumoModel):
         ),
     )
 
-    volume_ref: str | None = Field(default=None, min_length=1, max_length=KUBE_NAME_MAX)
+    volume_ref: ObjectName | None = None
     """A Volume object in the VM's namespace: attached once it is Ready; its deletion
     waits while a VM names it."""
-    name: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    name: CloudRef | None = None
     """An existing Cinder volume Kumo does not manage, by name or ID."""
     device: str | None = Field(
         default=None, min_length=1, max_length=32, pattern=r"^/dev/[a-z0-9]+$"
@@ -150,7 +151,7 @@ class RootVolumeSpec(KumoModel):
 
     size: int = Field(ge=1, le=MAX_VOLUME_GIB)
     """Size in GiB (at least the image's minimum disk). Changing it replaces the server."""
-    volume_type: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    volume_type: CloudRef | None = None
     """Cinder volume type; unset: the cloud's default. Changing it replaces the server."""
 
 

@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 from pydantic import Field, Strict, StringConstraints, field_validator
 
 from kumo.api.common import (
-    CLOUD_NAME_MAX,
-    MAX_DESCRIPTION,
     CloudName,
+    CloudRef,
+    Description,
     ImportRef,
     KumoModel,
     ManagedSpec,
@@ -113,7 +113,7 @@ class VolumeTemplate(KumoModel):
     """Part of each Volume object's name (`<group>-<name>-<i>`); unique in the list."""
     size: int = Field(ge=1, le=MAX_VOLUME_GIB)
     """Size in GiB of each member's volume."""
-    volume_type: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    volume_type: CloudRef | None = None
     """Cinder volume type by name or ID; unset: the cloud's default."""
 
 
@@ -205,7 +205,7 @@ class VirtualMachineGroupSpec(ManagedSpec):
     ha_policy: HaPolicy = "soft"
     """Spread over hypervisors: `soft` (Nova soft-anti-affinity), `hard` (anti-affinity:
     scheduling fails rather than share a host) or `none` (no server group)."""
-    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
+    description: Description | None = None
     """Free text; also the description of the members' servers unless the template sets one."""
     availability_zones: list[CloudName] = Field(default_factory=list, max_length=MAX_ZONES)
     """Spread members round-robin over these Nova availability zones (at most 32)."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from kumo.api.common import (
-    CLOUD_NAME_MAX,
-    MAX_DESCRIPTION,
+    CloudRef,
+    Description,
     ImportableSpec,
     ManagedSpec,
     ManagedStatus,
@@ -63,16 +63,16 @@ class VolumeSpec(ManagedSpec, ImportableSpec):
     size: int = Field(ge=1, le=MAX_VOLUME_GIB)
     """Size in GiB. Growing is done in place (Cinder extend); shrinking is refused
     (admission, and `ShrinkRefused` for a volume already bigger than the spec)."""
-    volume_type: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    volume_type: CloudRef | None = None
     """Cinder volume type by name or ID; unset: the cloud's default. Cannot change later."""
-    availability_zone: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    availability_zone: CloudRef | None = None
     """Cinder availability zone; unset: the cloud's default. Cannot change later."""
-    image: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    image: CloudRef | None = None
     """Source: a Glance image (name or ID) written onto the new volume. At most one of
     `image` and `snapshot`; neither: an empty volume."""
-    snapshot: str | None = Field(default=None, min_length=1, max_length=CLOUD_NAME_MAX)
+    snapshot: CloudRef | None = None
     """Source: a Cinder volume snapshot ID the new volume is made from."""
-    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
+    description: Description | None = None
     """Volume description."""
 
 

@@ -6,7 +6,9 @@ which capped every cloud together) — bounded by a semaphore and a token bucket
 the event loop never blocks and one cloud is never flooded. The cloud watch's listings
 have two slots of their own: a burst of slow creates never delays noticing changes. ``_call``
 classifies failures into transient/terminal ReconcileErrors; ``_get`` turns 404
-into ``None``. Each service's calls live in its package, ``kumo.cloud.services.<service>``.
+into ``None``; ``_rest`` and ``_pages`` are one REST request and every page of a listing,
+for the calls the SDK's resources do not make as Kumo needs them. Each service's calls
+live in its package, ``kumo.cloud.services.<service>``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import openstack.connection
 import requests.adapters
 from openstack import exceptions as os_exc
 
-from kumo.cloud import telemetry
+from kumo.cloud import pages, telemetry
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
 from kumo.cloud.cache import ResourceCache
 from kumo.cloud.errors import classify, missing_ids
@@ -120,6 +122,35 @@ class CloudBase:
             if isinstance(error.__cause__, os_exc.NotFoundException):
                 return None
             raise
+
+    def _rest(
+        self, proxy: Any, method: str, path: str, *, error_message: str | None = None, **kw: Any
+    ) -> Any:
+        """In a call's thread: one REST request through an SDK service proxy (``kw``: its
+        ``params``, ``json``, ``microversion``); errors raised as the SDK's HttpExceptions
+        (so ``_call`` classifies them like every other call's); the JSON body or None."""
+        response = getattr(proxy, method)(path, **kw)
+        os_exc.raise_from_response(response, error_message=error_message)
+        return response.json() if response.content else None
+
+    def _pages(
+        self,
+        proxy: Any,
+        path: str,
+        key: str,
+        params: dict[str, Any] | None = None,
+        *,
+        settled: Callable[[Any], bool] | None = None,
+        **kw: Any,
+    ) -> list[Any]:
+        """In a call's thread: every ``key`` item of a listing, page by page (its
+        ``*_links``, and with ``settled`` the service's count: cloud/pages.py); ``kw``
+        goes with each request (:meth:`_rest`)."""
+
+        def get(page_path: str, query: dict[str, Any]) -> Any:
+            return self._rest(proxy, "get", page_path, params=query, **kw)
+
+        return pages.linked(get, path, key, params, settled=settled)
 
     async def _create(
         self,

@@ -10,9 +10,9 @@ sweep's input).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from kumo.cloud import model, telemetry
 from kumo.cloud.budget import MAX_QUEUED_BUILDS
@@ -27,6 +27,8 @@ SKEW_SECONDS = 10.0
 
 #: What one listing changed: each change with the cache it happened in.
 Changes = list[tuple[ResourceCache[Any], Change[Any]]]
+
+R = TypeVar("R")
 
 
 #: The marker a resource carries (:class:`kumo.ports.markers.Marker`), per where it holds it.
@@ -88,6 +90,17 @@ class Watcher:
     async def refresh(self, full: bool) -> Changes:
         """List the service (``full``: everything, the relist safety net); what changed."""
         raise NotImplementedError
+
+    async def listed(
+        self, cache: ResourceCache[R], counted: str, fetch: Callable[[], Awaitable[list[R]]]
+    ) -> tuple[list[R], Changes]:
+        """One listing (``fetch``, counted as ``counted``) into ``cache``: what it
+        answered, and what that changed. The listing starts after ``cache.begin()``, so
+        it never overrides what Kumo wrote while it ran."""
+        token = cache.begin()
+        self.env.stats.count(counted)
+        listed = await fetch()
+        return listed, [(cache, c) for c in cache.replace(token, listed)]
 
     def transitional(self) -> bool:
         """Is anything in flight? Then the service is listed every ``fast`` seconds."""
@@ -152,3 +165,39 @@ class Watcher:
     def zone_of(self, resource: Any) -> str | None:
         """Where it is addressed besides its ID (a recordset's zone)."""
         return None
+
+
+class ListingWatcher(Watcher, Generic[R]):
+    """A watcher of one resource type that one listing fills (Cinder's volumes, Neutron's
+    floating IPs and ports, Nova's keypairs and server groups): :meth:`Watcher.listed` of
+    ``fetch`` into ``cache``, each interval or (``relist_only``) only on the full relist."""
+
+    #: Its listing's name in :class:`WatchStats`.
+    counted: ClassVar[str]
+    #: Listed at start and by the full relist only: what changes by Kumo's own writes
+    #: alone, which update the cache directly.
+    relist_only: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        env: WatchEnv,
+        cache: ResourceCache[R],
+        mark: tuple[str, MarkerOf],
+        fetch: Callable[[], Awaitable[list[R]]],
+        *,
+        single: bool = True,
+    ) -> None:
+        """``mark``: the resource type :meth:`marked` names and its marker; ``single``:
+        one object owns one live resource (two mean a lost create was retried)."""
+        super().__init__(env)
+        self.cache = cache
+        self.fetch = fetch
+        self.caches = (cache,)
+        self.singles = (cache,) if single else ()
+        self.marks = ((mark[0], cache, mark[1]),)
+
+    async def refresh(self, full: bool) -> Changes:
+        if self.relist_only and not full and self.cache.synced:
+            return []
+        _, changes = await self.listed(self.cache, self.counted, self.fetch)
+        return changes

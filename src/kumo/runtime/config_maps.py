@@ -18,7 +18,6 @@ round, however many objects name it.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -27,6 +26,7 @@ from typing import Any
 
 from kumo.engine.objects import Body, Key, Store
 from kumo.kinds import references
+from kumo.runtime import periodic
 
 log = logging.getLogger("kumo.configmaps")
 
@@ -97,10 +97,7 @@ class ConfigMapFollower:
 
     async def run(self, kube: Any, store: Store, enqueue: Callable[[Key], Any]) -> None:
         """The leader's loop (the first round at once: it sets the baselines)."""
-        while True:
-            for key in await self.follow(kube, store):
-                enqueue(key)
-            await asyncio.sleep(self.every)
+        await periodic.follow(lambda: self.follow(kube, store), enqueue, self.every)
 
 
 class FollowingKube:

@@ -20,7 +20,6 @@ error's retry).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -28,6 +27,7 @@ from typing import Any
 
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Key
+from kumo.runtime import periodic
 
 log = logging.getLogger("kumo.imports")
 
@@ -145,7 +145,4 @@ class ImportGate:
 
     async def run(self, enqueue: Callable[[Key], Any]) -> None:
         """The leader's loop: re-queue the objects of namespaces allowed since."""
-        while True:
-            await asyncio.sleep(self.every)
-            for key in await self.recheck():
-                enqueue(key)
+        await periodic.follow(self.recheck, enqueue, self.every, at_once=False)

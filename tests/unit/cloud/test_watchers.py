@@ -48,14 +48,19 @@ class Gadgets(Watcher):
         )
         self.caches = self.singles = (self.gadgets,)
         self.marks = (("gadget", self.gadgets, metadata_marker),)
-        self.listed: list[bool] = []
+        self.refreshes: list[bool] = []
         self.busy = False
 
     async def refresh(self, full: bool) -> Changes:
-        self.listed.append(full)
+        self.refreshes.append(full)
         token = self.gadgets.begin()
         gadget = model.Share(
-            "g-1", "gadget", "ok", len(self.listed), "NFS", metadata=model.marker_metadata("uid-g")
+            "g-1",
+            "gadget",
+            "ok",
+            len(self.refreshes),
+            "NFS",
+            metadata=model.marker_metadata("uid-g"),
         )
         return [(self.gadgets, c) for c in self.gadgets.replace(token, [gadget])]
 
@@ -112,7 +117,7 @@ def test_a_new_service_is_listed_scheduled_and_reported_through_its_watcher() ->
     )
     asyncio.run(watch.sync())
     gadgets = gadgets_of(watch)
-    assert gadgets.listed == [True], "the first listing is a full one"
+    assert gadgets.refreshes == [True], "the first listing is a full one"
     assert watch._services["gadgets"].next_due > 150.0, "idle: an interval away"
     watch.nudge("gadgets")
     assert watch._services["gadgets"].next_due == pytest.approx(101.0)
@@ -137,7 +142,7 @@ def test_the_run_loop_lists_every_watcher_when_due() -> None:
     gadgets = gadgets_of(watch)
 
     def listed_again() -> bool:
-        return len(gadgets.listed) > 1 and "servers-changes-since" in watch.stats.lists
+        return len(gadgets.refreshes) > 1 and "servers-changes-since" in watch.stats.lists
 
     async def scenario() -> None:
         running = asyncio.ensure_future(watch.run(Recorder()))
@@ -150,7 +155,7 @@ def test_the_run_loop_lists_every_watcher_when_due() -> None:
             await asyncio.gather(running, return_exceptions=True)
 
     asyncio.run(scenario())
-    assert gadgets.listed[1:2] == [False], "when due: an incremental listing"
+    assert gadgets.refreshes[1:2] == [False], "when due: an incremental listing"
 
 
 def test_a_service_no_watcher_lists_cannot_be_nudged_and_its_pokes_are_ignored() -> None:
@@ -323,6 +328,27 @@ def test_cinder_is_one_filtered_listing_per_interval_whatever_the_volumes() -> N
     assert Marked("volume", mine[1].id, "v1", "uid-1") in watch.marked()
 
 
+@pytest.mark.parametrize(
+    ("service", "counted", "per_interval"),
+    [
+        ("blockstorage", "volumes-list", 1),
+        ("networking.floating-ips", "floating-ips", 1),
+        ("compute.keypairs", "keypairs-list", 1),
+        ("compute.server-groups", "server-groups", 0),  # only the full relist lists them
+    ],
+)
+def test_a_one_listing_watcher_costs_one_listing_per_interval(
+    service: str, counted: str, per_interval: int
+) -> None:
+    watch, _ = synced(every_service())
+    before = dict(watch.stats.lists)
+    refresh(watch, service)
+    assert watch.stats.lists[counted] == before[counted] + per_interval
+    assert sum(watch.stats.lists.values()) == sum(before.values()) + per_interval, "no other"
+    refresh(watch, service, full=True)
+    assert watch.stats.lists[counted] == before[counted] + per_interval + 1
+
+
 def test_networks_cost_two_listings_per_interval_whatever_their_number() -> None:
     """Idle cost constant in the number of networks and routers (the adapter makes each
     listing two calls: networks + their subnets, routers + their interface ports); a
@@ -375,6 +401,30 @@ def test_a_project_without_networks_pays_one_neutron_network_listing() -> None:
     assert neutron.calls == ["fetch_networks"]
     refresh(watch, "networking.networks", full=True)  # the relist still looks for leaked routers
     assert neutron.calls == ["fetch_networks", "fetch_networks", "fetch_routers"]
+
+
+def test_routers_are_listed_by_what_the_networks_listing_answered_not_by_the_cache() -> None:
+    """A network Kumo creates while the networks listing runs is in the cache but not in
+    that listing's answer: the routers are not listed for it (the next interval's
+    listing shows it, and lists the routers then)."""
+    created = model.Network("net-new", "new", tags=model.marker_tags("uid-new"))
+
+    class CreatedWhileListed(FakeNetworks):
+        cache: ResourceCache[model.Network] | None = None
+
+        async def fetch_networks(self) -> list[model.Network]:
+            listed = await super().fetch_networks()
+            if self.cache is not None:
+                self.cache.put(created)  # Kumo's create, while the listing runs
+            return listed
+
+    neutron = CreatedWhileListed()
+    watch, _ = synced(Lists(FakeServers(), neutron))
+    neutron.cache = watch.of(NetworkWatcher).networks
+    neutron.calls.clear()
+    refresh(watch, "networking.networks")
+    assert neutron.calls == ["fetch_networks"]
+    assert watch.of(NetworkWatcher).networks.lookup("net-new") == created, "kept: written after"
 
 
 # -- what the orphan sweep asks of the watch ---------------------------------------------------

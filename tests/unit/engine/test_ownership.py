@@ -38,8 +38,7 @@ def world_with(gate: Gate) -> tuple[World, str]:
 
 
 def ready(world: World, name: str = "vm") -> dict[str, Any]:
-    conditions = world.obj(VIRTUAL_MACHINE, name).status.get("conditions") or []
-    return next(c for c in conditions if c["type"] == "Ready")
+    return world.condition("VirtualMachine", name)
 
 
 def test_a_refused_import_changes_nothing_and_says_how_to_allow_it() -> None:

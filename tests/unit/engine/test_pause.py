@@ -29,16 +29,12 @@ def annotate(world: World, kind: str, name: str, **annotations: str | None) -> N
 
 
 def condition(world: World, type_: str, name: str = "vm") -> dict[str, Any]:
-    found = conditions.get_condition(world.obj(VIRTUAL_MACHINE, name).status["conditions"], type_)
-    assert found is not None, type_
-    return found
+    return world.condition("VirtualMachine", name, type_)
 
 
 def ready_vm(world: World) -> None:
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    world.run(VirtualMachineActuator(), "vm")
-    world.cloud.settle()
-    world.run(VirtualMachineActuator(), "vm")
+    world.settle(VirtualMachineActuator(), "vm")
     assert condition(world, "Ready")["status"] == "True"
 
 
@@ -130,7 +126,7 @@ def test_deleting_a_paused_object_keeps_its_finalizer_and_its_server() -> None:
     world = World()
     ready_vm(world)
     annotate(world, "VirtualMachine", "vm", **PAUSED)
-    world.stored("VirtualMachine", "vm")["metadata"]["deletionTimestamp"] = "2026-11-22T01:00:00Z"
+    world.delete("VirtualMachine", "vm", "2026-11-22T01:00:00Z")
     assert world.run(VirtualMachineActuator(), "vm") is None
     assert FINALIZER in world.obj(VIRTUAL_MACHINE, "vm").finalizers
     assert len(world.cloud.servers) == 1

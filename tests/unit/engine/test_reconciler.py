@@ -52,8 +52,7 @@ def run(world: World, actuator: ScriptedActuator, name: str = "vm") -> float | N
 
 
 def ready(world: World, name: str = "vm") -> dict[str, Any]:
-    status = world.obj(VIRTUAL_MACHINE, name).status
-    return next(c for c in status["conditions"] if c["type"] == "Ready")
+    return world.condition("VirtualMachine", name)
 
 
 def test_adds_finalizer_and_writes_status_with_generation() -> None:
@@ -308,8 +307,7 @@ def test_engine_says_when_a_quota_error_is_retried() -> None:
     asyncio.run(engine.run(ScriptedActuator(error), world.ctx(), world.obj(VIRTUAL_MACHINE, "vm")))
     held = engine.held(world.obj(VIRTUAL_MACHINE, "vm"))
     assert held is not None and held <= 6.0
-    status = world.obj(VIRTUAL_MACHINE, "vm").status
-    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready = world.condition("VirtualMachine", "vm")
     assert ready["reason"] == "QuotaExceeded"
     assert "retrying in " in ready["message"], ready["message"]
 
@@ -336,8 +334,7 @@ def test_engine_records_terminal_hold_and_success_releases_it() -> None:
 
 
 def stalled(world: World, name: str = "vm") -> dict[str, Any]:
-    status = world.obj(VIRTUAL_MACHINE, name).status
-    return next(c for c in status["conditions"] if c["type"] == "Stalled")
+    return world.condition("VirtualMachine", name, "Stalled")
 
 
 def age_conditions(world: World, name: str = "vm") -> None:
@@ -364,8 +361,7 @@ def test_stalled_is_false_when_ready_and_while_progressing() -> None:
 
 
 def reconciling(world: World, name: str = "vm") -> dict[str, Any]:
-    status = world.obj(VIRTUAL_MACHINE, name).status
-    return next(c for c in status["conditions"] if c["type"] == "Reconciling")
+    return world.condition("VirtualMachine", name, "Reconciling")
 
 
 def test_reconciling_is_true_only_while_kumo_gets_further_on_its_own() -> None:

@@ -10,17 +10,23 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-from typing import Any
+from typing import Any, TypeVar
 
-from kumo.api.kinds import KINDS, KindInfo
+from kumo.api.kinds import KINDS, VIRTUAL_MACHINE, KindInfo
 from kumo.cloud.dryrun import DryRunCloud
 from kumo.engine.errors import ObjectGone, TransientError
 from kumo.engine.objects import Body, Context, External, Obj
 from kumo.engine.reconciler import Engine
+from kumo.kinds.labels import GROUP_LABEL
 from kumo.runtime.store import MemoryStore
 from tests.unit.fakes.servers import FakeServers, new_id
 
 __all__ = ["FakeServers", "new_id"]
+
+C = TypeVar("C")
+
+#: When a test's user deleted an object (``World.delete``).
+DELETED_AT = "2026-11-22T00:00:00Z"
 
 
 def make_body(
@@ -194,6 +200,54 @@ class World:
         body = self.store.get(kind, namespace, name)
         assert body is not None, f"{kind} {name} is gone"
         return body
+
+    def cloud_as(self, kind: type[C]) -> C:
+        """The fake cloud the test built the world with, as its class (for mypy)."""
+        assert isinstance(self.cloud, kind), f"the cloud is a {type(self.cloud).__name__}"
+        return self.cloud
+
+    def add_vm(
+        self,
+        name: str,
+        ip: str | None = None,
+        *,
+        ready: bool | None = True,
+        group: str | None = None,
+        spec: Body | None = None,
+        status: Body | None = None,
+        **meta: Any,
+    ) -> Body:
+        """A VirtualMachine as its own passes would have left it (none runs here): its
+        ``status.ip``, its Ready condition (``ready`` None: none yet), a member of
+        ``group`` by its label; ``status`` adds fields (``id``, ``addresses``, ``phase``),
+        ``meta`` goes to its metadata. The stored body."""
+        if group:
+            meta["labels"] = {GROUP_LABEL: group}
+        body = make_body(VIRTUAL_MACHINE, name, spec or {}, **meta)
+        body["status"] = {"ip": ip}
+        if ready is not None:
+            body["status"]["conditions"] = [{"type": "Ready", "status": str(ready)}]
+        body["status"].update(status or {})
+        self.store.put(VIRTUAL_MACHINE.kind, body)
+        return body
+
+    def condition(self, kind: str, name: str, type_: str = "Ready") -> Body:
+        """The object's ``type_`` condition as stored (the test fails when it has none)."""
+        status = self.stored(kind, name).get("status") or {}
+        found = [c for c in status.get("conditions") or [] if c["type"] == type_]
+        assert found, f"{kind} {name} has no {type_} condition: {status}"
+        return copy.deepcopy(found[0])
+
+    def delete(self, kind: str, name: str, at: str = DELETED_AT) -> None:
+        """Its user deletes the object: the API server marks it, its finalizer holds it."""
+        self.stored(kind, name)["metadata"]["deletionTimestamp"] = at
+
+    def settle(self, actuator: Any, name: str) -> None:
+        """A pass, the cloud finishing what it was asked (``settle``: servers ACTIVE),
+        another pass: the object as it stands once its resource is up."""
+        self.run(actuator, name)
+        self.cloud.settle()
+        self.run(actuator, name)
 
     def run(self, actuator: Any, name: str, engine: Engine | None = None) -> float | None:
         """One engine pass over the object ``name`` of the actuator's kind."""

@@ -20,8 +20,6 @@ released: the marker swapped for the orphan mark, for a later ``import``).
 
 from __future__ import annotations
 
-import dataclasses
-
 from kumo.api import kinds
 from kumo.api.floatingip import FloatingIPSpec
 from kumo.engine import lifecycle, orphan, ownership
@@ -29,7 +27,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import described, ordering, references
+from kumo.kinds import described, marking, ordering, references
 from kumo.kinds.floatingip import plan
 from kumo.ports.model import FloatingIP, marker_tags
 
@@ -253,16 +251,8 @@ def _floating_ips(
     async def verify(fip: FloatingIP) -> list[Change]:
         return plan.import_mismatches(fip, network_id, address)
 
-    async def mark(fip: FloatingIP) -> FloatingIP:
-        tags = described.marked_tags(fip.tags, uid)
-        await cloud.set_floating_ip_tags(fip.id, tags)
-        marked = await cloud.update_floating_ip(fip.id, description=description)
-        return dataclasses.replace(marked, tags=tags)
-
-    async def release(fip: FloatingIP) -> None:
-        tags, text = described.released(fip.tags, fip.description, uid)
-        await cloud.update_floating_ip(fip.id, description=text)
-        await cloud.set_floating_ip_tags(fip.id, tags)
+    async def set_description(fip_id: str, text: str) -> FloatingIP:
+        return await cloud.update_floating_ip(fip_id, description=text)
 
     async def fetch(fip: FloatingIP) -> FloatingIP | None:
         listed: list[FloatingIP] = await cloud.fetch_floating_ips()  # the API's (one call)
@@ -271,15 +261,14 @@ def _floating_ips(
     return ownership.Owned(
         noun="floating IP",
         id_of=lambda fip: fip.id,
-        owner_of=described.owner,
-        legacy=described.legacy,
+        **marking.by_description(
+            FloatingIP, uid, cloud.set_floating_ip_tags, set_description, description
+        ),
         get_by_id=cloud.get_floating_ip,
         list_owned=list_owned,
         delete=delete,
         unfit=lambda fip: plan.unfit(fip, network_id, address),
         find_by_name=cloud.find_floating_ips_by_address,
         verify=verify,
-        mark=mark,
-        release=release,
         fetch=fetch,
     )

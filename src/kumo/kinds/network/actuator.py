@@ -39,7 +39,7 @@ from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import described
+from kumo.kinds import described, marking
 from kumo.kinds.network import plan
 from kumo.kinds.references import deleting_targets, users_of
 from kumo.ports.model import Network, Router, marker_tags
@@ -357,29 +357,17 @@ def _networks(ctx: Context, obj: Obj) -> ownership.Owned[Network]:
     async def delete(network: Network) -> None:
         await cloud.delete_network(network.id)
 
-    async def mark(network: Network) -> Network:
-        tags = described.marked_tags(network.tags, obj.uid)
-        await cloud.set_network_tags(network.id, tags)
-        text = described.wanted(None, network.description, obj.uid)
-        await cloud.update_network(network.id, {"description": text})
-        return dataclasses.replace(network, tags=tags, description=text)
-
-    async def release(network: Network) -> None:
-        tags, text = described.released(network.tags, network.description, obj.uid)
-        await cloud.update_network(network.id, {"description": text})
-        await cloud.set_network_tags(network.id, tags)
+    async def set_description(network_id: str, text: str) -> None:
+        await cloud.update_network(network_id, {"description": text})
 
     return ownership.Owned(
         noun="network",
         id_of=lambda n: n.id,
-        owner_of=described.owner,
-        legacy=described.legacy,
+        **marking.by_description(Network, obj.uid, cloud.set_network_tags, set_description),
         get_by_id=cloud.get_network,
         list_owned=lambda: cloud.list_owned_networks(obj.uid),
         delete=delete,
         find_by_name=cloud.find_networks_by_name,
-        mark=mark,
-        release=release,
         fetch=lambda n: cloud.fetch_network(n.id),
     )
 
@@ -391,28 +379,17 @@ def _routers(ctx: Context, obj: Obj) -> ownership.Owned[Router]:
     async def delete(router: Router) -> None:
         await _take_router_apart(ctx, router)
 
-    async def mark(router: Router) -> Router:  # a legacy marker's (never imported)
-        tags = described.marked_tags(router.tags, obj.uid)
-        await cloud.set_router_tags(router.id, tags)
-        text = described.wanted(None, router.description, obj.uid)
-        await cloud.update_router(router.id, description=text)
-        return dataclasses.replace(router, tags=tags, description=text)
-
-    async def release(router: Router) -> None:
-        tags, text = described.released(router.tags, router.description, obj.uid)
-        await cloud.update_router(router.id, description=text)
-        await cloud.set_router_tags(router.id, tags)
+    async def set_description(router_id: str, text: str) -> None:
+        await cloud.update_router(router_id, description=text)
 
     return ownership.Owned(
         noun="router",
         id_of=lambda r: r.id,
-        owner_of=described.owner,
+        # its ``mark`` is a legacy marker's (a router is never imported)
+        **marking.by_description(Router, obj.uid, cloud.set_router_tags, set_description),
         get_by_id=cloud.get_router,
         list_owned=lambda: cloud.list_owned_routers(obj.uid),
         delete=delete,
         id_field="routerId",
-        mark=mark,
-        release=release,
-        legacy=described.legacy,
         fetch=lambda r: cloud.fetch_router(r.id),
     )

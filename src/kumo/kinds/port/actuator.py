@@ -17,7 +17,6 @@ from the server), then deletes it. ``deletionPolicy: Orphan`` leaves it, release
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Awaitable, Callable
 
 from kumo.api import kinds
@@ -27,7 +26,7 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import address_pairs, described, references
+from kumo.kinds import address_pairs, described, marking, references
 from kumo.kinds.port import plan
 from kumo.ports.model import Port, marker_tags
 
@@ -220,29 +219,18 @@ def _ports(
             )
         await cloud.delete_port(port.id)
 
-    async def mark(port: Port) -> Port:
-        tags = described.marked_tags(port.tags, uid)
-        await cloud.set_port_tags(port.id, tags)
-        marked = await cloud.update_port(port.id, description=description)
-        return dataclasses.replace(marked, tags=tags)
-
-    async def release(port: Port) -> None:
-        tags, text = described.released(port.tags, port.description, uid)
-        await cloud.update_port(port.id, description=text)
-        await cloud.set_port_tags(port.id, tags)
+    async def set_description(port_id: str, text: str) -> Port:
+        return await cloud.update_port(port_id, description=text)
 
     return ownership.Owned(
         noun="port",
         id_of=lambda port: port.id,
-        owner_of=described.owner,
-        legacy=described.legacy,
+        **marking.by_description(Port, uid, cloud.set_port_tags, set_description, description),
         get_by_id=cloud.get_port,
         list_owned=list_owned,
         delete=delete,
         find_by_name=cloud.find_ports_by_name,
         name_of=lambda port: port.name,
         verify=verify,
-        mark=mark,
-        release=release,
         fetch=lambda port: cloud.fetch_port(port.id),
     )

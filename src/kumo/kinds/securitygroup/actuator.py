@@ -34,7 +34,7 @@ from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.errors import TransientError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import described
+from kumo.kinds import described, marking
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.references import referenced_names
 from kumo.kinds.securitygroup import plan
@@ -204,29 +204,19 @@ def _groups(ctx: Context, obj: Obj) -> ownership.Owned[SecurityGroup]:
     async def delete(group: SecurityGroup) -> None:
         await cloud.delete_security_group(group.id)
 
-    async def mark(group: SecurityGroup) -> SecurityGroup:
-        tags = described.marked_tags(group.tags, obj.uid)
-        await cloud.set_security_group_tags(group.id, tags)
-        text = described.wanted(None, group.description, obj.uid)
-        await cloud.update_security_group(group.id, description=text)
-        return dataclasses.replace(group, tags=tags, description=text)
-
-    async def release(group: SecurityGroup) -> None:
-        tags, text = described.released(group.tags, group.description, obj.uid)
-        await cloud.update_security_group(group.id, description=text)
-        await cloud.set_security_group_tags(group.id, tags)
+    async def set_description(group_id: str, text: str) -> None:
+        await cloud.update_security_group(group_id, description=text)
 
     return ownership.Owned(
         noun="security group",
         id_of=lambda g: g.id,
-        owner_of=described.owner,
-        legacy=described.legacy,
+        **marking.by_description(
+            SecurityGroup, obj.uid, cloud.set_security_group_tags, set_description
+        ),
         get_by_id=cloud.get_security_group,
         list_owned=lambda: cloud.list_owned_security_groups(obj.uid),
         delete=delete,
         find_by_name=cloud.find_security_groups_by_name,
-        mark=mark,
-        release=release,
         fetch=lambda g: cloud.fetch_security_group(g.id),
     )
 

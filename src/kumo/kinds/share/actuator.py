@@ -15,7 +15,6 @@ Kumo's rules is for; a VM's deletion waits until no Share lists it (kinds/orderi
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from kumo.api import kinds
@@ -24,18 +23,14 @@ from kumo.engine import lifecycle, orphan, ownership
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import duplicates
+from kumo.kinds import duplicates, marking
 from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.references import referenced_names
 from kumo.kinds.share import plan
 from kumo.ports.model import (
     AccessRule,
     Share,
-    legacy_metadata,
-    marked_metadata,
     marker_metadata,
-    metadata_owner,
-    released_metadata,
 )
 
 #: Seconds between passes while Manila works (a share or a rule takes about a second).
@@ -212,24 +207,14 @@ def _shares(ctx: Context, obj: Obj) -> ownership.Owned[Share]:
         if share.status not in plan.BUSY:
             await cloud.delete_share(share.id)
 
-    async def mark(share: Share) -> Share:  # a legacy marker's (a share is never imported)
-        metadata = marked_metadata(share.metadata, obj.uid)
-        await cloud.set_share_metadata(share.id, metadata)
-        return dataclasses.replace(share, metadata=metadata)
-
-    async def release(share: Share) -> None:
-        await cloud.set_share_metadata(share.id, released_metadata(share.metadata, obj.uid))
-
     return ownership.Owned(
         noun="share",
         id_of=lambda s: s.id,
-        owner_of=lambda s: metadata_owner(s.metadata),
+        # its ``mark`` is a legacy marker's (a share is never imported)
+        **marking.by_metadata(Share, obj.uid, cloud.set_share_metadata),
         get_by_id=cloud.get_share,
         list_owned=lambda: cloud.list_owned_shares(obj.uid),
         delete=delete,
-        mark=mark,
-        release=release,
-        legacy=lambda s: legacy_metadata(s.metadata),
         holds_data=True,
         disposable=duplicates.share_disposable(obj.uid, name, cloud),
         fetch=lambda s: cloud.fetch_share(s.id),

@@ -19,7 +19,6 @@ rules (drain.py: members, then storage, then servers).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from kumo.api import kinds
@@ -29,11 +28,10 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import address_pairs, ordering, references, sources
+from kumo.kinds import address_pairs, marking, ordering, references, sources
 from kumo.kinds.virtualmachine import drain, plan, replacement, volumes
 from kumo.kinds.virtualmachine import ports as vm_ports
-from kumo.ports import markers
-from kumo.ports.model import AddressPair, Server, marker_tags, owner_of, released_tags
+from kumo.ports.model import AddressPair, Server, marker_tags
 
 #: How often a replacement looks whether the server it replaces has left its group.
 REPLACE_POLL_SECONDS = 2.0
@@ -344,27 +342,16 @@ def _servers(
         flavor = await cloud.flavor_ids(spec.flavor)
         return plan.import_mismatches(spec, server, image_id, flavor)
 
-    async def mark(server: Server) -> Server:
-        tags = markers.marked_tags(server.tags, obj.uid)
-        await cloud.set_server_tags(server.id, tags)
-        return dataclasses.replace(server, tags=tags)
-
-    async def release(server: Server) -> None:
-        await cloud.set_server_tags(server.id, released_tags(server.tags, obj.uid))
-
     return ownership.Owned(
         noun="server",
         id_of=lambda server: server.id,
-        owner_of=lambda server: owner_of(server.tags),
-        legacy=lambda server: markers.legacy_tags(server.tags),
+        **marking.by_tags(Server, obj.uid, cloud.set_server_tags),
         get_by_id=cloud.get_server,
         list_owned=lambda: cloud.list_owned_servers(obj.uid, going=going),
         delete=delete,
         find_by_name=lambda name: cloud.find_servers_by_name(name),
         name_of=lambda server: server.name,
         verify=verify,
-        mark=mark,
-        release=release,
         fetch=lambda server: cloud.fetch_server(server.id),
     )
 

@@ -29,17 +29,13 @@ from kumo.engine.dryrun import Change
 from kumo.engine.errors import TerminalError
 from kumo.engine.objects import Body, Context, Key, Obj, Store
 from kumo.engine.result import Result
-from kumo.kinds import duplicates, references, snapshots
+from kumo.kinds import duplicates, marking, references, snapshots
 from kumo.kinds.volume import plan
 from kumo.ports.model import (
     Volume,
-    legacy_metadata,
-    marked_metadata,
     marker_metadata,
-    metadata_owner,
     of_this_cluster,
     owner_of,
-    released_metadata,
 )
 
 #: Seconds between passes while Cinder works (an empty volume takes a second or two).
@@ -207,26 +203,15 @@ def owned_volumes(
     async def delete(volume: Volume) -> None:
         await delete_detached(ctx, volume)
 
-    async def mark(volume: Volume) -> Volume:
-        metadata = marked_metadata(volume.metadata, uid)
-        await cloud.set_volume_metadata(volume.id, metadata)
-        return Volume(**{**volume.__dict__, "metadata": metadata})
-
-    async def release(volume: Volume) -> None:
-        await cloud.set_volume_metadata(volume.id, released_metadata(volume.metadata, uid))
-
     return ownership.Owned(
         noun="volume",
         id_of=lambda v: v.id,
-        owner_of=lambda v: metadata_owner(v.metadata),
-        legacy=lambda v: legacy_metadata(v.metadata),
+        **marking.by_metadata(Volume, uid, cloud.set_volume_metadata),
         get_by_id=cloud.get_volume,
         list_owned=lambda: cloud.list_owned_volumes(uid),
         delete=delete,
         find_by_name=cloud.find_volumes_by_name,
         verify=verify,
-        mark=mark,
-        release=release,
         holds_data=True,
         disposable=duplicates.volume_disposable(uid, name),
         fetch=lambda v: cloud.fetch_volume(v.id),

@@ -39,8 +39,7 @@ def new_world(pending_gets: int = 0, **spec: Any) -> World:
 
 
 def cloud(world: World) -> FakeDns:
-    assert isinstance(world.cloud, FakeDns)
-    return world.cloud
+    return world.cloud_as(FakeDns)
 
 
 def stored(world: World, kind: str, name: str) -> dict:
@@ -70,18 +69,12 @@ def set_spec(world: World, **changes: Any) -> None:
 
 
 def add_vm(world: World, name: str, ip: str | None, ready: bool = True, **meta: Any) -> dict:
-    body = make_body(VIRTUAL_MACHINE, name, {}, **meta)
-    body["status"] = {
-        "ip": ip,
-        "addresses": [{"network": "net", "ip": ip, "version": 4}] if ip else [],
-        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-    }
-    world.store.put("VirtualMachine", body)
-    return body
+    addresses = [{"network": "net", "ip": ip, "version": 4}] if ip else []
+    return world.add_vm(name, ip, ready=ready, status={"addresses": addresses}, **meta)
 
 
 def add_member(world: World, name: str, ip: str, ready: bool = True, **meta: Any) -> dict:
-    return add_vm(world, name, ip, ready, labels={GROUP_LABEL: "web"}, **meta)
+    return add_vm(world, name, ip, ready, group="web", **meta)
 
 
 # -- create, values, targets ---------------------------------------------------------------

@@ -25,8 +25,7 @@ def new_world(admin: bool = False, **spec: Any) -> World:
 
 
 def neutron(world: World) -> FakeFloatingIPs:
-    assert isinstance(world.cloud, FakeFloatingIPs)
-    return world.cloud
+    return world.cloud_as(FakeFloatingIPs)
 
 
 def run(world: World) -> float | None:
@@ -42,7 +41,7 @@ def status(world: World) -> dict[str, Any]:
 
 
 def ready(world: World) -> dict[str, Any]:
-    return next(c for c in status(world)["conditions"] if c["type"] == "Ready")
+    return world.condition("FloatingIP", "ip")
 
 
 def set_spec(world: World, **changes: Any) -> None:
@@ -52,9 +51,7 @@ def set_spec(world: World, **changes: Any) -> None:
 
 
 def add_vm(world: World, name: str, server: str | None, ip: str | None = None) -> None:
-    body = make_body(VIRTUAL_MACHINE, name, {})
-    body["status"] = {"id": server, "ip": ip} if server else {}
-    world.store.put("VirtualMachine", body)
+    world.add_vm(name, ip, ready=None, status={"id": server} if server else {})
 
 
 def vm_server(world: World, name: str, server: str, ip: str) -> None:
@@ -63,7 +60,7 @@ def vm_server(world: World, name: str, server: str, ip: str) -> None:
 
 
 def delete(world: World) -> None:
-    world.stored("FloatingIP", "ip")["metadata"]["deletionTimestamp"] = DELETING
+    world.delete("FloatingIP", "ip")
 
 
 # -- held -----------------------------------------------------------------------------------------

@@ -30,8 +30,7 @@ def new_world(**spec: Any) -> World:
 
 
 def cloud(world: World) -> FakeKeyPairs:
-    assert isinstance(world.cloud, FakeKeyPairs)
-    return world.cloud
+    return world.cloud_as(FakeKeyPairs)
 
 
 def run(world: World, name: str = "deploy") -> float | None:
@@ -47,7 +46,7 @@ def status(world: World, name: str = "deploy") -> dict[str, Any]:
 
 
 def ready(world: World, name: str = "deploy") -> dict[str, Any]:
-    return next(c for c in status(world, name)["conditions"] if c["type"] == "Ready")
+    return world.condition("KeyPair", name)
 
 
 def set_spec(world: World, **changes: Any) -> None:
@@ -57,7 +56,7 @@ def set_spec(world: World, **changes: Any) -> None:
 
 
 def delete(world: World, name: str = "deploy") -> None:
-    world.stored("KeyPair", name)["metadata"]["deletionTimestamp"] = DELETING
+    world.delete("KeyPair", name)
 
 
 def keys(world: World) -> dict[str, str]:

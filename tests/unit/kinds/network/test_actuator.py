@@ -35,8 +35,7 @@ def new_world(spec: dict[str, Any] | None = None) -> World:
 
 
 def neutron(world: World) -> FakeNetworks:
-    assert isinstance(world.cloud, FakeNetworks)
-    return world.cloud
+    return world.cloud_as(FakeNetworks)
 
 
 def converge(world: World) -> dict:
@@ -45,8 +44,7 @@ def converge(world: World) -> dict:
 
 
 def ready(world: World) -> dict:
-    status = world.stored("Network", "app")["status"]
-    return next(c for c in status["conditions"] if c["type"] == "Ready")
+    return world.condition("Network", "app")
 
 
 def writes(world: World) -> list[str]:
@@ -171,8 +169,7 @@ def test_deletion_waits_for_objects_then_ports_then_takes_everything_apart() -> 
     (subnet,) = neutron(world).only_network().subnets
     world.add(VIRTUAL_MACHINE, "vm", {"image": "i", "flavor": "f", "networks": ["app"]})
     world.add(LOAD_BALANCER, "lb", {"vipNetwork": "app", "ports": []})
-    body = world.stored("Network", "app")
-    body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
+    world.delete("Network", "app", "2099-01-01T00:00:00Z")
     world.run(NetworkActuator(), "app")
     assert ready(world)["reason"] == "WaitingForUsers"
     assert "LoadBalancer(s) lb" in ready(world)["message"]
@@ -247,8 +244,7 @@ def test_a_vm_naming_a_network_waits_for_it_then_boots_on_its_id() -> None:
         {"image": "centos79", "flavor": "n3-1vcpu-2gb", "networks": ["app", "ext"]},
     )
     world.run(VirtualMachineActuator(), "vm")
-    status = world.stored("VirtualMachine", "vm")["status"]
-    ready_vm = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready_vm = world.condition("VirtualMachine", "vm")
     assert ready_vm["reason"] == "WaitingForNetwork" and "spec.networks[0]" in ready_vm["message"]
     assert world.cloud.servers == {}
 
@@ -272,8 +268,7 @@ def test_a_load_balancer_on_a_network_waits_for_it_then_takes_its_vip_there() ->
     world.add(NETWORK, "app", {"subnets": [{"cidr": "10.20.0.0/24"}]})
     world.add(LOAD_BALANCER, "web", {**seed_spec(), "vipNetwork": "app"})
     world.run(LoadBalancerActuator(), "web")
-    status = world.stored("LoadBalancer", "web")["status"]
-    cond = next(c for c in status["conditions"] if c["type"] == "Ready")
+    cond = world.condition("LoadBalancer", "web")
     assert cond["reason"] == "WaitingForNetwork" and "spec.vipNetwork" in cond["message"]
     assert world.cloud.lbs == {}
 

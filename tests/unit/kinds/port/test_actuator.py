@@ -16,7 +16,6 @@ from tests.unit.fakes.ports import FakePorts
 
 UID = "uid-vip"
 MARKER = model.owner_word(UID)
-DELETING = "2026-11-22T00:00:00Z"
 #: The marker another cluster's Kumo writes for an object whose UID is this one's.
 OTHER = "0123456789ab"
 FOREIGN_TAGS = ["kumo", f"kumo-owner={UID}", f"kumo-cluster={OTHER}"]
@@ -46,8 +45,7 @@ def new_world(tags_in_create: bool = True, **spec: Any) -> World:
 
 
 def neutron(world: World) -> Cloud:
-    assert isinstance(world.cloud, Cloud)
-    return world.cloud
+    return world.cloud_as(Cloud)
 
 
 def run(world: World) -> float | None:
@@ -63,7 +61,7 @@ def status(world: World) -> dict[str, Any]:
 
 
 def ready(world: World) -> dict[str, Any]:
-    return next(c for c in status(world)["conditions"] if c["type"] == "Ready")
+    return world.condition("Port", "vip")
 
 
 def set_spec(world: World, **changes: Any) -> None:
@@ -73,7 +71,7 @@ def set_spec(world: World, **changes: Any) -> None:
 
 
 def delete(world: World) -> None:
-    world.stored("Port", "vip")["metadata"]["deletionTimestamp"] = DELETING
+    world.delete("Port", "vip")
 
 
 # -- create, adopt, correct --------------------------------------------------------------------

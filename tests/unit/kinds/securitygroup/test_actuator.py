@@ -16,9 +16,8 @@ from kumo.cloud.model import (
     owner_word,
 )
 from kumo.engine.objects import Key
-from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.securitygroup.actuator import SecurityGroupActuator
-from tests.unit.fakes import World, make_body
+from tests.unit.fakes import World
 from tests.unit.fakes.security_groups import FakeSecurityGroups
 
 SPEC: dict[str, Any] = {
@@ -33,11 +32,7 @@ SPEC: dict[str, Any] = {
 
 
 def add_vm(world: World, name: str, ip: str, group: str | None = "web", **spec: Any) -> dict:
-    labels = {GROUP_LABEL: group} if group else {}
-    body = make_body(VIRTUAL_MACHINE, name, spec, labels=labels)
-    body["status"] = {"ip": ip, "conditions": [{"type": "Ready", "status": "True"}]}
-    world.store.put("VirtualMachine", body)
-    return body
+    return world.add_vm(name, ip, group=group, spec=spec)
 
 
 def new_world(spec: dict[str, Any] | None = None) -> World:
@@ -50,8 +45,7 @@ def new_world(spec: dict[str, Any] | None = None) -> World:
 
 
 def neutron(world: World) -> FakeSecurityGroups:
-    assert isinstance(world.cloud, FakeSecurityGroups)
-    return world.cloud
+    return world.cloud_as(FakeSecurityGroups)
 
 
 def converge(world: World) -> dict:
@@ -110,9 +104,7 @@ def test_rules_follow_the_group_members() -> None:
     world = new_world()
     converge(world)
     add_vm(world, "web-2", "10.0.1.3")
-    world.stored("VirtualMachine", "web-0")["metadata"]["deletionTimestamp"] = (
-        "2099-01-01T00:00:00Z"
-    )
+    world.delete("VirtualMachine", "web-0", "2099-01-01T00:00:00Z")
     converge(world)
     v80 = [label for label in rule_labels(world) if "tcp 80 " in label]
     assert v80 == ["ingress IPv4 tcp 80 from 10.0.1.2/32", "ingress IPv4 tcp 80 from 10.0.1.3/32"]
@@ -123,8 +115,7 @@ def test_a_dangling_reference_removes_nothing() -> None:
     group_id = converge(world)["status"]["id"]
     world.store.remove("VirtualMachineGroup", "default", "web")
     world.run(SecurityGroupActuator(), "web")
-    status = world.stored("SecurityGroup", "web")["status"]
-    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready = world.condition("SecurityGroup", "web")
     assert ready["reason"] == "GroupNotFound"
     assert "spec.rules[1].virtualMachineGroupRef" in ready["message"]
     assert len(neutron(world).groups[group_id].rules) == 5
@@ -163,19 +154,16 @@ def test_deletion_waits_for_vms_then_ports_then_deletes() -> None:
     world = new_world()
     group_id = converge(world)["status"]["id"]
     add_vm(world, "app", "10.0.2.1", group=None, securityGroups=["web"])
-    body = world.stored("SecurityGroup", "web")
-    body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
+    world.delete("SecurityGroup", "web", "2099-01-01T00:00:00Z")
     world.run(SecurityGroupActuator(), "web")
-    status = world.stored("SecurityGroup", "web")["status"]
-    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready = world.condition("SecurityGroup", "web")
     assert ready["reason"] == "WaitingForVirtualMachines" and "app" in ready["message"]
     assert group_id in neutron(world).groups
 
     world.store.remove("VirtualMachine", "default", "app")
     neutron(world).ports[group_id] = ["port-1"]
     world.run(SecurityGroupActuator(), "web")
-    status = world.stored("SecurityGroup", "web")["status"]
-    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready = world.condition("SecurityGroup", "web")
     assert ready["reason"] == "SecurityGroupInUse" and "port-1" in ready["message"]
 
     neutron(world).ports.clear()
@@ -222,7 +210,7 @@ def test_a_vm_naming_a_security_group_waits_for_it_then_uses_its_id() -> None:
     world.add(SECURITY_GROUP, "web", {"rules": []})
     world.add(VIRTUAL_MACHINE, "app", spec)
     world.run(VirtualMachineActuator(), "app")
-    ready = next(c for c in world.stored("VirtualMachine", "app")["status"]["conditions"])
+    ready = world.condition("VirtualMachine", "app")
     assert ready["reason"] == "WaitingForSecurityGroup" and "web" in ready["message"]
     assert world.cloud.servers == {}
 

@@ -18,8 +18,7 @@ SPEC = {"image": "centos79", "flavor": "n3-1vcpu-2gb", "securityGroups": ["web"]
 
 
 def nova(world: World) -> FakeServers:
-    assert isinstance(world.cloud, FakeServers)
-    return world.cloud
+    return world.cloud_as(FakeServers)
 
 
 def running_vm(spec: dict | None = None) -> tuple[World, str]:

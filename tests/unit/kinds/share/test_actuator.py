@@ -11,10 +11,9 @@ from kumo.api.kinds import SHARE, VIRTUAL_MACHINE, VIRTUAL_MACHINE_GROUP
 from kumo.cloud.model import cluster
 from kumo.engine.objects import Key
 from kumo.engine.reconciler import Engine
-from kumo.kinds.labels import GROUP_LABEL
 from kumo.kinds.share.actuator import ShareActuator
 from kumo.kinds.virtualmachine.actuator import VirtualMachineActuator
-from tests.unit.fakes import FakeServers, World, make_body
+from tests.unit.fakes import FakeServers, World
 from tests.unit.fakes.sharedfs import EXPORTS, TYPE_ID, FakeSharedFS
 
 SPEC = {
@@ -30,11 +29,7 @@ SPEC = {
 
 
 def add_vm(world: World, name: str, ip: str, group: str | None = "web", **meta: Any) -> dict:
-    labels = {GROUP_LABEL: group} if group else {}
-    body = make_body(VIRTUAL_MACHINE, name, {}, labels=labels, **meta)
-    body["status"] = {"ip": ip, "conditions": [{"type": "Ready", "status": "True"}]}
-    world.store.put("VirtualMachine", body)
-    return body
+    return world.add_vm(name, ip, group=group, **meta)
 
 
 class NovaAndManila(FakeServers, FakeSharedFS):
@@ -56,8 +51,7 @@ def new_world(members: int = 2, spec: dict | None = None) -> World:
 
 
 def manila(world: World) -> FakeSharedFS:
-    assert isinstance(world.cloud, FakeSharedFS)
-    return world.cloud
+    return world.cloud_as(FakeSharedFS)
 
 
 def converge(world: World) -> dict:
@@ -105,9 +99,7 @@ def test_rules_follow_the_group_in_both_directions() -> None:
     converge(world)
     assert "10.0.1.2" in manila(world).active(share_id)
     world.store.remove("VirtualMachine", "default", "web-0")
-    world.stored("VirtualMachine", "web-1")["metadata"]["deletionTimestamp"] = (
-        "2099-01-01T00:00:00Z"
-    )
+    world.delete("VirtualMachine", "web-1", "2099-01-01T00:00:00Z")
     converge(world)
     assert set(manila(world).active(share_id)) == {"10.0.1.2", "10.0.2.1", "10.10.0.0/24"}
 
@@ -143,8 +135,8 @@ def test_grows_in_place_and_refuses_to_shrink() -> None:
     for _ in range(5):  # the rules are put right first, then the shrink is reported
         world.run(ShareActuator(), "data")
     obj = world.obj(SHARE, "data")
-    ready = next(c for c in obj.status["conditions"] if c["type"] == "Ready")
-    stalled = next(c for c in obj.status["conditions"] if c["type"] == "Stalled")
+    ready = world.condition("Share", "data")
+    stalled = world.condition("Share", "data", "Stalled")
     assert (ready["reason"], stalled["status"]) == ("ShrinkRefused", "True")
     assert ready["message"].startswith("spec.size")
     assert manila(world).shares[share_id].size == 20
@@ -159,7 +151,7 @@ def test_a_dangling_group_revokes_nothing() -> None:
     share_id = converge(world)["status"]["id"]
     world.store.remove("VirtualMachineGroup", "default", "web")
     world.run(ShareActuator(), "data")
-    ready = next(c for c in world.obj(SHARE, "data").status["conditions"] if c["type"] == "Ready")
+    ready = world.condition("Share", "data")
     assert ready["reason"] == "GroupNotFound"
     assert len(manila(world).active(share_id)) == 4
 
@@ -167,8 +159,7 @@ def test_a_dangling_group_revokes_nothing() -> None:
 def test_deletion_deletes_the_share() -> None:
     world = new_world()
     converge(world)
-    body = world.stored("Share", "data")
-    body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
+    world.delete("Share", "data", "2099-01-01T00:00:00Z")
     world.run(ShareActuator(), "data")
     assert manila(world).shares == {}
     assert world.stored("Share", "data")["metadata"]["finalizers"], "held until it is gone"
@@ -180,7 +171,7 @@ def test_a_vm_is_not_deleted_while_a_share_lists_its_rule() -> None:
     world = new_world()
     converge(world)
     vm = world.stored("VirtualMachine", "web-0")
-    vm["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
+    world.delete("VirtualMachine", "web-0", "2099-01-01T00:00:00Z")
     vm["metadata"]["finalizers"] = [VIRTUAL_MACHINE.finalizer]
     world.run(VirtualMachineActuator(), "web-0")
     assert world.stored("VirtualMachine", "web-0")["status"]["phase"] == "Draining"

@@ -114,9 +114,7 @@ def test_foreign_server_with_same_name_is_untouched() -> None:
 def test_out_of_band_changes_are_put_back() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     server = world.cloud.servers[status(world)["id"]]
     server["description"] = "changed in the web UI"
     server["tags"] = ["kumo-owner=uid-vm", "extra"]  # the marker stays: still Kumo's
@@ -130,9 +128,7 @@ def test_out_of_band_changes_are_put_back() -> None:
 def test_deleted_server_is_recreated() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     old_id = status(world)["id"]
     world.cloud.servers.clear()
     reconcile(world)
@@ -143,9 +139,7 @@ def test_deleted_server_is_recreated() -> None:
 def test_a_server_being_deleted_behind_kumos_back_is_replaced_at_once() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     old_id = status(world)["id"]
     asyncio.run(world.cloud.delete_server(old_id))  # someone else; Nova is still at it
     reconcile(world)
@@ -160,9 +154,7 @@ def test_a_server_being_deleted_behind_kumos_back_is_replaced_at_once() -> None:
 def test_immutable_change_replaces_the_server() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     old_id = status(world)["id"]
     body = world.store.get("VirtualMachine", "default", "vm")
     body["spec"] = {**SPEC, "initScript": {"value": "echo new"}}
@@ -211,8 +203,7 @@ def test_finalize_deletes_every_owned_server_and_only_those() -> None:
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
     reconcile(world)
     foreign = world.cloud.add_server("vm", tags=[])
-    body = world.store.get("VirtualMachine", "default", "vm")
-    body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    world.delete("VirtualMachine", "vm")
     reconcile(world)
     assert list(world.cloud.live()) == [foreign.id]
     reconcile(world)  # Nova is still deleting it: the finalizer waits, asking nothing more
@@ -228,12 +219,9 @@ def test_a_delete_nova_fails_is_asked_again_and_the_finalizer_waits() -> None:
     the finalizer stays and the next pass deletes again; it goes once the server does."""
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     server_id = status(world)["id"]
-    body = world.store.get("VirtualMachine", "default", "vm")
-    body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    world.delete("VirtualMachine", "vm")
     reconcile(world)
     assert world.cloud.calls.count("delete_server") == 1
     world.cloud.servers[server_id].update(status="ERROR", task_state=None)
@@ -272,8 +260,7 @@ def test_deletion_waits_for_load_balancers_to_drop_the_member() -> None:
             },
         },
     )
-    body = world.store.get("VirtualMachine", "default", "vm")
-    body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
+    world.delete("VirtualMachine", "vm", "2099-01-01T00:00:00Z")
     reconcile(world)
     assert len(world.cloud.live()) == 1
     assert status(world)["phase"] == "Draining"
@@ -348,9 +335,7 @@ def test_spec_hash_covers_exactly_the_immutable_fields(change: dict, replaced: b
 def test_bad_input_on_a_running_vm_deletes_nothing() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     server_id = status(world)["id"]
     world.store.get("VirtualMachine", "default", "vm")["spec"] = {**SPEC, "image": "no-such-image"}
     reconcile(world)
@@ -387,9 +372,7 @@ def test_status_id_naming_a_foreign_server_is_never_touched() -> None:
 def test_a_server_whose_marker_was_removed_is_no_longer_changed() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     server = world.cloud.servers[status(world)["id"]]
     server["tags"] = ["kumo"]
     server["description"] = "edited"
@@ -416,9 +399,7 @@ def test_a_second_server_from_a_retried_create_is_found_by_drift_and_deleted() -
     name."""
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     recorded = status(world)["id"]
     extra = world.cloud.add_server("vm", tags=marker_tags("uid-vm"))
     reconcile(world)  # a plain pass goes by status.id and lists nothing

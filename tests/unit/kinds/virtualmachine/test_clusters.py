@@ -28,7 +28,7 @@ def status(world: World) -> dict[str, Any]:
 
 
 def ready(world: World) -> dict[str, Any]:
-    return next(c for c in status(world)["conditions"] if c["type"] == "Ready")
+    return world.condition("VirtualMachine", "vm")
 
 
 def test_a_server_another_cluster_made_for_the_same_uid_is_never_adopted() -> None:
@@ -46,11 +46,8 @@ def test_a_server_another_cluster_made_for_the_same_uid_is_never_adopted() -> No
     world.cloud.settle()
     reconcile(world)
     assert "DuplicateDeleted" not in world.events.reasons(), "not a duplicate of ours"
-    body = world.stored("VirtualMachine", "vm")
-    body["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.delete("VirtualMachine", "vm")
+    world.settle(VirtualMachineActuator(), "vm")
     assert list(world.cloud.live()) == [theirs.id], "deleting ours leaves theirs"
 
 

@@ -24,9 +24,7 @@ def status(world: World, name: str = "vm") -> dict[str, Any]:
 
 
 def condition(world: World, type_: str) -> dict[str, Any]:
-    found = [c for c in status(world).get("conditions", []) if c["type"] == type_]
-    assert found, f"no {type_} condition in {status(world)}"
-    return found[0]
+    return world.condition("VirtualMachine", "vm", type_)
 
 
 def hand_made(world: World, **kw: Any) -> str:
@@ -186,9 +184,7 @@ def test_deleting_an_observed_object_leaves_the_server() -> None:
 def test_drift_policy_report_applies_spec_changes_but_not_out_of_band_edits() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "driftPolicy": "Report"})
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     assert status(world)["appliedGeneration"] == 1
     (sid,) = world.cloud.servers
     world.cloud.servers[sid]["description"] = "edited by hand"
@@ -209,9 +205,7 @@ def test_drift_policy_report_applies_spec_changes_but_not_out_of_band_edits() ->
 def test_drift_policy_report_does_not_recreate_a_deleted_server() -> None:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "driftPolicy": "Report"})
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     (sid,) = world.cloud.servers
     asyncio.run(world.cloud.delete_server(sid))
     world.cloud.settle()
@@ -266,12 +260,10 @@ def test_orphan_deletion_releases_the_server_and_an_import_takes_it_back() -> No
     marker (the orphan sweep never takes it for a leak), and a new object imports it."""
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "deletionPolicy": "Orphan"})
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     assert condition(world, "Ready")["status"] == "True"
     sid = status(world)["id"]
-    world.stored("VirtualMachine", "vm")["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    world.delete("VirtualMachine", "vm")
     reconcile(world)
     assert world.store.get("VirtualMachine", "default", "vm") is None, "released at once"
     tags = world.cloud.servers[sid]["tags"]
@@ -293,11 +285,9 @@ def test_a_release_that_does_not_read_back_keeps_the_finalizer() -> None:
     server is left, and goes once the server reads back released."""
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", {**SPEC, "deletionPolicy": "Orphan"})
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     sid = status(world)["id"]
-    world.stored("VirtualMachine", "vm")["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    world.delete("VirtualMachine", "vm")
     written = world.cloud.set_server_tags
     world.cloud.set_server_tags = lambda server_id, tags: asyncio.sleep(0)  # lost
 

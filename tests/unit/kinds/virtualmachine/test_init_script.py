@@ -74,9 +74,7 @@ def test_a_changed_secret_replaces_the_server() -> None:
     world = World()
     world.store.put("Secret", secret("boot", script="echo one"))
     world.add(VIRTUAL_MACHINE, "vm", with_secret_ref())
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     world.store.put("Secret", secret("boot", script="echo two"))
     reconcile(world)  # the old server goes
     reconcile(world)  # the new one comes

@@ -95,9 +95,7 @@ def test_the_server_is_not_replaced_when_the_key_pairs_key_changes() -> None:
     world = World()
     key_pair(world, ready=True)
     world.add(VIRTUAL_MACHINE, "vm", SPEC)
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     world.stored("KeyPair", "deploy")["status"]["fingerprint"] = "aa:bb"
     reconcile(world)
     assert world.cloud.calls.count("create_server") == 1

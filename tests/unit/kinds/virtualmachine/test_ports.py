@@ -77,8 +77,7 @@ def new_world(**spec: Any) -> World:
 
 
 def cloud(world: World) -> Cloud:
-    assert isinstance(world.cloud, Cloud)
-    return world.cloud
+    return world.cloud_as(Cloud)
 
 
 def add_port_object(world: World, name: str = "vip", ready: bool = True) -> model.Port:
@@ -105,7 +104,7 @@ def status(world: World) -> dict[str, Any]:
 
 
 def ready(world: World) -> dict[str, Any]:
-    return next(c for c in status(world)["conditions"] if c["type"] == "Ready")
+    return world.condition("VirtualMachine", "vm")
 
 
 def server_of(world: World) -> dict[str, Any]:

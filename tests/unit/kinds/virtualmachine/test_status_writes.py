@@ -42,9 +42,7 @@ def status(world: World) -> dict[str, Any]:
 def running(spec: Body | None = None) -> World:
     world = World()
     world.add(VIRTUAL_MACHINE, "vm", spec or SPEC)
-    reconcile(world)
-    world.cloud.settle()
-    reconcile(world)
+    world.settle(VirtualMachineActuator(), "vm")
     return world
 
 

@@ -77,8 +77,7 @@ def new_world(**spec: Any) -> World:
 
 
 def cloud(world: World) -> Cloud:
-    assert isinstance(world.cloud, Cloud)
-    return world.cloud
+    return world.cloud_as(Cloud)
 
 
 def volume_object(world: World, name: str = "data", ready: bool = True) -> str:
@@ -107,8 +106,7 @@ def converge(world: World) -> dict[str, Any]:
 
 
 def ready(world: World) -> dict[str, Any]:
-    conditions = world.obj(VIRTUAL_MACHINE, "vm").status["conditions"]
-    return next(c for c in conditions if c["type"] == "Ready")
+    return world.condition("VirtualMachine", "vm")
 
 
 def only_server(world: World) -> dict[str, Any]:
@@ -259,11 +257,10 @@ def test_a_volume_being_deleted_waits_while_a_vm_names_it_and_is_woken() -> None
     volume_object(world)
     converge(world)
     volume = world.stored("Volume", "data")
-    volume["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
+    world.delete("Volume", "data", "2099-01-01T00:00:00Z")
     volume["metadata"]["finalizers"] = [VOLUME.finalizer]
     world.run(VolumeActuator(), "data")
-    conditions = world.obj(VOLUME, "data").status["conditions"]
-    condition = next(c for c in conditions if c["type"] == "Ready")
+    condition = world.condition("Volume", "data")
     assert condition["reason"] == "WaitingForVirtualMachines"
     assert "VirtualMachine(s) vm" in condition["message"]
     assert "delete_volume" not in cloud(world).calls

@@ -167,9 +167,7 @@ def test_group_deleted_with_delete_deletes_the_snapshots_then_the_volumes() -> N
     made = lab(volumeRetention={"whenDeleted": "Delete"})
     roll(made, BIGGER)
     assert len(made.cloud.snapshots) == 2
-    made.world.stored("VirtualMachineGroup", "g")["metadata"]["deletionTimestamp"] = (
-        "2026-11-22T00:00:00Z"
-    )
+    made.world.delete("VirtualMachineGroup", "g")
     made.converge(20)
     assert made.world.store.get("VirtualMachineGroup", "default", "g") is None
     assert made.cloud.snapshots == {} and made.cloud.volumes == {}
@@ -178,9 +176,7 @@ def test_group_deleted_with_delete_deletes_the_snapshots_then_the_volumes() -> N
 def test_group_deleted_with_retain_keeps_the_snapshots_with_their_volumes() -> None:
     made = lab()
     roll(made, BIGGER)
-    made.world.stored("VirtualMachineGroup", "g")["metadata"]["deletionTimestamp"] = (
-        "2026-11-22T00:00:00Z"
-    )
+    made.world.delete("VirtualMachineGroup", "g")
     made.converge()
     assert made.world.store.get("VirtualMachineGroup", "default", "g") is None
     owners = {model.metadata_owner(s.metadata) for s in made.cloud.snapshots.values()}
@@ -190,7 +186,7 @@ def test_group_deleted_with_retain_keeps_the_snapshots_with_their_volumes() -> N
 def test_an_orphaned_volume_releases_its_snapshots() -> None:
     made = lab(deletionPolicy="Orphan")
     roll(made, BIGGER)
-    made.world.stored("Volume", "g-data-1")["metadata"]["deletionTimestamp"] = "2026-11-22"
+    made.world.delete("Volume", "g-data-1", "2026-11-22")
     made.world.stored("Volume", "g-data-1")["spec"]["deletionPolicy"] = "Orphan"
     made.world.run(made.volume, "g-data-1")
     released = [

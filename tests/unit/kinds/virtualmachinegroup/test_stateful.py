@@ -151,9 +151,7 @@ def test_group_deleted_with_retain_leaves_its_volumes_unowned() -> None:
     lab = Lab()
     lab.converge()
     volumes = [lab.volume_id(f"g-data-{i}") for i in (0, 1)]
-    lab.world.stored("VirtualMachineGroup", "g")["metadata"]["deletionTimestamp"] = (
-        "2026-11-22T00:00:00Z"
-    )
+    lab.world.delete("VirtualMachineGroup", "g")
     lab.converge()
     assert lab.world.store.get("VirtualMachineGroup", "default", "g") is None
     assert lab.names("VirtualMachine", deleting=True) == []
@@ -166,9 +164,7 @@ def test_group_deleted_with_retain_leaves_its_volumes_unowned() -> None:
 def test_group_deleted_with_delete_leaves_nothing() -> None:
     lab = Lab(volumeRetention={"whenDeleted": "Delete"})
     lab.converge()
-    lab.world.stored("VirtualMachineGroup", "g")["metadata"]["deletionTimestamp"] = (
-        "2026-11-22T00:00:00Z"
-    )
+    lab.world.delete("VirtualMachineGroup", "g")
     lab.converge()
     assert lab.world.store.get("VirtualMachineGroup", "default", "g") is None
     assert lab.names("Volume", deleting=True) == []
@@ -214,9 +210,7 @@ def test_a_group_switched_to_orphan_with_an_invalid_spec_and_deleted_keeps_all()
     lab.world.kube.patch = patched  # type: ignore[method-assign]
     lab.world.kube.set_finalizers = finalizers  # type: ignore[method-assign]
     lab.set(deletionPolicy="Orphan", replicas=-1)  # Orphan, and a spec that fails validation
-    lab.world.stored("VirtualMachineGroup", "g")["metadata"]["deletionTimestamp"] = (
-        "2026-11-22T00:00:00Z"
-    )
+    lab.world.delete("VirtualMachineGroup", "g")
 
     lab.world.run(lab.group, "g")
     assert lab.world.store.get("VirtualMachineGroup", "default", "g") is None
@@ -252,9 +246,7 @@ def test_a_group_waits_for_a_member_the_api_server_does_not_show_at_orphan() -> 
 
     lab.world.kube.patch = reverted  # type: ignore[method-assign]
     lab.set(deletionPolicy="Orphan")
-    lab.world.stored("VirtualMachineGroup", "g")["metadata"]["deletionTimestamp"] = (
-        "2026-11-22T00:00:00Z"
-    )
+    lab.world.delete("VirtualMachineGroup", "g")
     assert lab.world.run(lab.group, "g") is not None
     assert lab.world.store.get("VirtualMachineGroup", "default", "g") is not None
     status = lab.status()
@@ -308,9 +300,7 @@ def test_a_group_made_again_takes_its_retained_volumes_back() -> None:
     lab = Lab()
     lab.converge()
     volume = lab.volume_id("g-data-1")
-    lab.world.stored("VirtualMachineGroup", "g")["metadata"]["deletionTimestamp"] = (
-        "2026-11-22T00:00:00Z"
-    )
+    lab.world.delete("VirtualMachineGroup", "g")
     lab.converge()
     assert lab.world.store.get("VirtualMachineGroup", "default", "g") is None
     lab.world.add(VIRTUAL_MACHINE_GROUP, "g", SPEC)

@@ -30,8 +30,7 @@ def new_world(**spec: Any) -> World:
 
 
 def cinder(world: World) -> NovaAndCinder:
-    assert isinstance(world.cloud, NovaAndCinder)
-    return world.cloud
+    return world.cloud_as(NovaAndCinder)
 
 
 def converge(world: World) -> dict:
@@ -40,12 +39,11 @@ def converge(world: World) -> dict:
 
 
 def ready(world: World) -> dict:
-    obj = world.obj(VOLUME, "data")
-    return next(c for c in obj.status["conditions"] if c["type"] == "Ready")
+    return world.condition("Volume", "data")
 
 
 def delete(world: World) -> None:
-    world.stored("Volume", "data")["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"
+    world.delete("Volume", "data")
 
 
 def test_creates_the_volume_marked_and_reports_it() -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from openstack import exceptions as os_exc
 
-from kumo.cloud import model, pages
+from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.services.blockstorage.watch import VolumeWatcher
 from kumo.cloud.services.compute.watch import ServerWatcher
@@ -44,29 +44,21 @@ SNAPSHOT_MICROVERSION = "3.22"
 
 class BlockStorageCalls(CloudBase):
     def _cinder(self, method: str, path: str, microversion: str = MICROVERSION, **kw: Any) -> Any:
-        """One request at ``microversion``; errors raised as the SDK's HttpExceptions;
-        the JSON body or None."""
-        proxy = self.conn.block_storage
-        response = getattr(proxy, method)(path, microversion=microversion, **kw)
-        os_exc.raise_from_response(response)
-        return response.json() if response.content else None
+        """One request at ``microversion`` (:meth:`CloudBase._rest`)."""
+        return self._rest(self.conn.block_storage, method, path, microversion=microversion, **kw)
 
     def _cinder_list(
         self, path: str, key: str, params: dict[str, Any], microversion: str = MICROVERSION
     ) -> list[Any]:
         """Every page of a listing (``osapi_max_limit`` per page: cloud/pages.py), with
         Cinder's count from 3.45."""
-
-        def get(page_path: str, query: dict[str, Any]) -> Any:
-            return self._cinder("get", page_path, microversion, params=query)
-
         counts = tuple(map(int, microversion.split("."))) >= (3, 45)
-        return pages.linked(get, path, key, params, settled=_settled if counts else None)
+        settled = _settled if counts else None
+        proxy = self.conn.block_storage
+        return self._pages(proxy, path, key, params, settled=settled, microversion=microversion)
 
     def _nova_rest(self, method: str, path: str, **kw: Any) -> Any:
-        response = getattr(self.conn.compute, method)(path, **kw)
-        os_exc.raise_from_response(response)
-        return response.json() if response.content else None
+        return self._rest(self.conn.compute, method, path, **kw)
 
     async def volume_type_name(self, ref: str, field: str = "spec.volumeType") -> str:
         """Name of a volume type given by name or ID (Cinder accepts either on create;

@@ -324,8 +324,7 @@ class ServersCalls(CloudBase):
         for a security group change, so no changes-since listing would show it."""
 
         def post() -> None:
-            response = self.conn.compute.post(f"/servers/{server_id}/action", json=action)
-            exceptions.raise_from_response(response)
+            self._rest(self.conn.compute, "post", f"/servers/{server_id}/action", json=action)
 
         verb = next(iter(action))
         await self._call(verb, post, field="spec.securityGroups")

@@ -31,7 +31,14 @@ from typing import Any
 from kumo.cloud import model
 from kumo.cloud.budget import BuildBudget
 from kumo.cloud.cache import Change, ResourceCache
-from kumo.cloud.watcher import SKEW_SECONDS, Changes, WatchEnv, Watcher, tags_marker
+from kumo.cloud.watcher import (
+    SKEW_SECONDS,
+    Changes,
+    ListingWatcher,
+    WatchEnv,
+    Watcher,
+    tags_marker,
+)
 from kumo.engine.errors import ReconcileError
 from kumo.ports import KeyPairsPort, ServersPort
 from kumo.ports.times import parse_updated
@@ -309,21 +316,24 @@ class ServerWatcher(Watcher):
         )
 
 
-class ServerGroupWatcher(Watcher):
+class ServerGroupWatcher(ListingWatcher[model.ServerGroup]):
     """Nova server groups: only on the full relist (they change by Kumo's own writes,
     which update the cache directly), on a schedule apart from the servers'."""
 
     service = "compute.server-groups"
     api, resource = "compute", "server_groups"
+    counted = "server-groups"
+    relist_only = True
 
     def __init__(self, cloud: ServersPort, env: WatchEnv) -> None:
-        super().__init__(env)
         self.cloud = cloud
         self.server_groups: ResourceCache[model.ServerGroup] = ResourceCache(
             "server groups", lambda g: g.id, server_group_owner
         )
-        self.caches = (self.server_groups,)
-        self.marks = (("server_group", self.server_groups, lambda g: model.text_marker(g.name)),)
+        mark = ("server_group", lambda g: model.text_marker(g.name))
+        super().__init__(
+            env, self.server_groups, mark, lambda: self.cloud.fetch_server_groups(), single=False
+        )
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_server_group(resource.id)
@@ -331,16 +341,8 @@ class ServerGroupWatcher(Watcher):
     def is_in_use(self, resource: Any) -> bool:
         return bool(resource.members)
 
-    async def refresh(self, full: bool) -> Changes:
-        if not full and self.server_groups.synced:
-            return []
-        token = self.server_groups.begin()
-        self.env.stats.count("server-groups")
-        listed = await self.cloud.fetch_server_groups()
-        return [(self.server_groups, c) for c in self.server_groups.replace(token, listed)]
 
-
-class KeyPairWatcher(Watcher):
+class KeyPairWatcher(ListingWatcher[model.KeyPair]):
     """Nova keypairs: the user's whole list each interval (one call; a project holds few).
 
     Every keypair is cached, Kumo's or not: the adapter answers ``get_keypair`` for an
@@ -351,24 +353,18 @@ class KeyPairWatcher(Watcher):
 
     service = "compute.keypairs"
     api, resource = "compute", "keypairs"
+    counted = "keypairs-list"
 
     def __init__(self, cloud: KeyPairsPort, env: WatchEnv) -> None:
-        super().__init__(env)
         self.cloud = cloud
         self.keypairs: ResourceCache[model.KeyPair] = ResourceCache(
             "keypairs", lambda k: k.name, lambda k: model.keypair_owner(k.public_key)
         )
-        self.caches = self.singles = (self.keypairs,)
-        self.marks = (("keypair", self.keypairs, lambda k: model.keypair_marker(k.public_key)),)
+        mark = ("keypair", lambda k: model.keypair_marker(k.public_key))
+        super().__init__(env, self.keypairs, mark, lambda: self.cloud.fetch_keypairs())
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_keypair(resource.id)
-
-    async def refresh(self, full: bool) -> Changes:
-        token = self.keypairs.begin()
-        self.env.stats.count("keypairs-list")
-        listed = await self.cloud.fetch_keypairs()
-        return [(self.keypairs, c) for c in self.keypairs.replace(token, listed)]
 
 
 def _marked_server(server: model.Server) -> bool:

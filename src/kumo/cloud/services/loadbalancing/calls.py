@@ -14,10 +14,9 @@ import dataclasses
 import ipaddress
 from typing import Any, cast
 
-from openstack import exceptions as os_exc
 from openstack import resource
 
-from kumo.cloud import model, pages
+from kumo.cloud import model
 from kumo.cloud.base import CloudBase
 from kumo.cloud.cache import GONE
 from kumo.cloud.services.loadbalancing.watch import LoadBalancerWatcher
@@ -175,13 +174,8 @@ class LoadBalancerCalls(CloudBase):
     ) -> list[dict[str, Any]]:
         """In the call's thread: ``GET /lbaas/<path>`` as Octavia's JSON, every page
         (its ``<key>_links``: cloud/pages.py)."""
-
-        def get(url: str, query: dict[str, Any]) -> Any:
-            response = self.conn.load_balancer.get(url, params=query)
-            os_exc.raise_from_response(response, error_message=f"GET {url}")
-            return response.json()
-
-        return pages.linked(get, f"/lbaas/{path}", key, params)
+        url = f"/lbaas/{path}"
+        return self._pages(self.conn.load_balancer, url, key, params, error_message=f"GET {url}")
 
     async def create_load_balancer(
         self,

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from openstack import exceptions
-from openstack import exceptions as os_exc
 
 from kumo.cloud import model
 from kumo.cloud.services.loadbalancing.calls import LoadBalancerCalls, _as_is
@@ -143,8 +142,13 @@ class MemberCalls(LoadBalancerCalls):
             taken = {(m.get("address"), m.get("protocol_port")) for m in foreign}
             body = [_as_is(m) for m in foreign]
             body += [_member_body(m) for m in members if (m.address, m.port) not in taken]
-            response = self.conn.load_balancer.put(path, json={"members": body})
-            os_exc.raise_from_response(response, error_message=f"PUT {path}")
+            self._rest(
+                self.conn.load_balancer,
+                "put",
+                path,
+                json={"members": body},
+                error_message=f"PUT {path}",
+            )
 
         await self._call("replace pool members", replace)
         self._members_changing(pool_id)
@@ -172,10 +176,14 @@ class MemberCalls(LoadBalancerCalls):
         path = f"/lbaas/pools/{pool_id}/members"
 
         def add() -> None:
-            response = self.conn.load_balancer.put(
-                path, json={"members": body}, params={"additive_only": "true"}
+            self._rest(
+                self.conn.load_balancer,
+                "put",
+                path,
+                json={"members": body},
+                params={"additive_only": "true"},
+                error_message=f"PUT {path}",
             )
-            os_exc.raise_from_response(response, error_message=f"PUT {path}")
 
         await self._call("add pool members", add)
         self._members_changing(pool_id, additions_only=True)

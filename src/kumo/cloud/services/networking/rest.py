@@ -6,27 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from openstack import exceptions as os_exc
-
-from kumo.cloud import pages
 from kumo.cloud.base import CloudBase
 
 
 class NeutronBase(CloudBase):
     def _neutron(self, method: str, path: str, **kw: Any) -> Any:
-        """One Neutron request; errors raised as the SDK's HttpExceptions (so ``_call``
-        classifies them like every other service's); the JSON body or None."""
-        response = getattr(self.conn.network, method)(path, **kw)
-        os_exc.raise_from_response(response)
-        return response.json() if response.content else None
+        """One Neutron request (:meth:`CloudBase._rest`)."""
+        return self._rest(self.conn.network, method, path, **kw)
 
     def _neutron_list(self, path: str, key: str, params: dict[str, Any]) -> list[Any]:
         """Every page of a Neutron listing (``pagination_max_limit``: cloud/pages.py)."""
-
-        def get(page_path: str, query: dict[str, Any]) -> Any:
-            return self._neutron("get", page_path, params=query)
-
-        return pages.linked(get, path, key, params)
+        return self._pages(self.conn.network, path, key, params)
 
     def _neutron_project(
         self, path: str, key: str, params: dict[str, Any] | None = None

@@ -20,7 +20,7 @@ import dataclasses
 
 from kumo.cloud import model
 from kumo.cloud.cache import ResourceCache
-from kumo.cloud.watcher import Changes, WatchEnv, Watcher
+from kumo.cloud.watcher import Changes, ListingWatcher, WatchEnv, Watcher
 from kumo.engine import sweep
 from kumo.ports import FloatingIPsPort, NetworksPort, PortsPort, SecurityGroupsPort
 
@@ -64,31 +64,25 @@ class SecurityGroupWatcher(Watcher):
         return [(cache, c) for c in cache.replace(token, groups)]
 
 
-class FloatingIPWatcher(Watcher):
+class FloatingIPWatcher(ListingWatcher[model.FloatingIP]):
     """Neutron floating IPs: the project's, in one listing per interval (see the module
     docstring for why it is not filtered by tag). A disassociation or a deletion made
     out of band, and a target's port going with its server, show in the next listing."""
 
     service = "networking.floating-ips"
     api, resource = "network", "floatingips"
+    counted = "floating-ips"
 
     def __init__(self, cloud: FloatingIPsPort, env: WatchEnv) -> None:
-        super().__init__(env)
         self.cloud = cloud
         self.floating_ips: ResourceCache[model.FloatingIP] = ResourceCache(
             "floating ips", lambda f: f.id, model.floating_ip_owner
         )
-        self.caches = self.singles = (self.floating_ips,)
-        self.marks = (("floatingip", self.floating_ips, model.floating_ip_marker),)
+        mark = ("floatingip", model.floating_ip_marker)
+        super().__init__(env, self.floating_ips, mark, lambda: self.cloud.fetch_floating_ips())
 
     async def delete_marked(self, resource: model.Marked) -> None:
         await self.cloud.delete_floating_ip(resource.id)
-
-    async def refresh(self, full: bool) -> Changes:
-        token = self.floating_ips.begin()
-        self.env.stats.count("floating-ips")
-        listed = await self.cloud.fetch_floating_ips()
-        return [(self.floating_ips, c) for c in self.floating_ips.replace(token, listed)]
 
 
 class NetworkWatcher(Watcher):
@@ -148,27 +142,21 @@ class NetworkWatcher(Watcher):
         await self.cloud.delete_router(resource.id)
 
     async def refresh(self, full: bool) -> Changes:
-        stats = self.env.stats
-        networks_token = self.networks.begin()
-        stats.count("networks-list")
-        networks = await self.cloud.fetch_networks()
-        changes: Changes = [
-            (self.networks, c) for c in self.networks.replace(networks_token, networks)
-        ]
-        # A Kumo router serves a Kumo network: with none (and none cached) only the full
-        # relist looks, so a project without Networks pays one call per interval.
+        networks, changes = await self.listed(
+            self.networks, "networks-list", self.cloud.fetch_networks
+        )
+        # A Kumo router serves a Kumo network: with none listed (and none cached) only
+        # the full relist looks, so a project without Networks pays one call per interval.
         if full or networks or self.routers.items() or not self.routers.synced:
-            routers_token = self.routers.begin()
-            stats.count("routers-list")
-            routers = await self.cloud.fetch_routers()
-            changes += [(self.routers, c) for c in self.routers.replace(routers_token, routers)]
+            _, routed = await self.listed(self.routers, "routers-list", self.cloud.fetch_routers)
+            changes += routed
         return changes
 
     def transitional(self) -> bool:
         return any(n.status not in ("ACTIVE", "DOWN") for n in self.networks.items())
 
 
-class PortWatcher(Watcher):
+class PortWatcher(ListingWatcher[model.Port]):
     """Neutron ports of Port objects: Kumo's (tag ``kumo``; a Port's port takes its tags
     in its create), one listing per interval whatever their number — and none at all
     while the project has no Port: neither the startup listing nor the relist lists
@@ -179,15 +167,15 @@ class PortWatcher(Watcher):
 
     service = "networking.ports"
     api, resource = "network", "ports"
+    counted = "ports"
 
     def __init__(self, cloud: PortsPort, env: WatchEnv) -> None:
-        super().__init__(env)
         self.cloud = cloud
         self.ports: ResourceCache[model.Port] = ResourceCache(
             "ports", lambda p: p.id, model.described_owner
         )
-        self.caches = self.singles = (self.ports,)
-        self.marks = (("port", self.ports, model.described_marker),)
+        mark = ("port", model.described_marker)
+        super().__init__(env, self.ports, mark, lambda: self.cloud.fetch_ports())
         self.listing = False
         self._asked = 0
 
@@ -211,10 +199,7 @@ class PortWatcher(Watcher):
         if not self.listing:
             return []
         asked, self._asked = self._asked, 0
-        token = self.ports.begin()
-        self.env.stats.count("ports")
-        listed = await self.cloud.fetch_ports()
-        changes = [(self.ports, c) for c in self.ports.replace(token, listed)]
+        changes = await super().refresh(full)
         if not asked and not self.ports.items():
             # No Port asked since the last listing and Kumo has no port: stop listing.
             # The cache no longer answers: a Port's next call reads the API and asks.

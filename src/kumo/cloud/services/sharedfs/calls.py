@@ -34,12 +34,10 @@ class SharedFSCalls(CloudBase):
     # -- plumbing --------------------------------------------------------------------------
 
     def _manila(self, method: str, path: str, **kw: Any) -> Any:
-        """One request at MICROVERSION; errors raised as the SDK's HttpExceptions (so
-        ``_call`` classifies them like every other service's); the JSON body or None."""
-        proxy = self.conn.shared_file_system
-        response = getattr(proxy, method)(path, microversion=MICROVERSION, **kw)
-        os_exc.raise_from_response(response)
-        return response.json() if response.content else None
+        """One request at MICROVERSION (:meth:`CloudBase._rest`)."""
+        return self._rest(
+            self.conn.shared_file_system, method, path, microversion=MICROVERSION, **kw
+        )
 
     def _manila_shares(self, params: dict[str, Any]) -> list[Any]:
         """Every share the listing matches, whatever Manila's page size (cloud/pages.py)."""
