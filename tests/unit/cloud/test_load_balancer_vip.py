@@ -5,6 +5,8 @@ which its no-op network driver (the lab's) cannot: a subnet with no CIDR."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import pytest
 import requests_mock as rm
 
@@ -42,18 +44,20 @@ def neutron(requests_mock: rm.Mocker) -> rm.Mocker:
     return requests_mock
 
 
-def create(cloud: OpenStackCloud, address: str | None) -> model.LoadBalancer:
-    return run(
-        cloud.create_load_balancer(
-            name="capi-demo-api",
-            vip_network_id=NETWORK,
-            description=None,
-            availability_zone=None,
-            flavor_id=None,
-            tags=model.marker_tags("uid-lb"),
-            vip_address=address,
-        )
+def creating(cloud: OpenStackCloud, address: str | None) -> Awaitable[model.LoadBalancer]:
+    return cloud.create_load_balancer(
+        name="capi-demo-api",
+        vip_network_id=NETWORK,
+        description=None,
+        availability_zone=None,
+        flavor_id=None,
+        tags=model.marker_tags("uid-lb"),
+        vip_address=address,
     )
+
+
+def create(cloud: OpenStackCloud, address: str | None) -> model.LoadBalancer:
+    return run(creating(cloud, address))
 
 
 def test_the_address_goes_with_the_subnet_that_holds_it(
@@ -89,16 +93,6 @@ def test_an_address_in_no_subnet_of_the_network_names_the_field(
 ) -> None:
     created = neutron.post(f"{OCTAVIA}/lbaas/loadbalancers", status_code=201, json={
         "loadbalancer": LB})  # fmt: skip
-    error = fails(
-        cloud.create_load_balancer(
-            name="capi-demo-api",
-            vip_network_id=NETWORK,
-            description=None,
-            availability_zone=None,
-            flavor_id=None,
-            tags=model.marker_tags("uid-lb"),
-            vip_address="192.0.2.10",
-        )
-    )
+    error = fails(creating(cloud, "192.0.2.10"))
     assert (error.reason, error.field) == ("VipAddressNotInNetwork", "spec.vipAddress")
     assert created.call_count == 0, "nothing is created"
